@@ -1,0 +1,33 @@
+// Host side of the SM90 FP8 1D2D GEMM: D[M,N] (bf16) = A[M,K] @ B[N,K]^T with 1x128 A scales and
+// 128x128 B scales. Torch-free: the torch layer (csrc/apis) validates tensors and fills the arguments.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+
+namespace deep_gemm::kernels {
+
+struct Fp8Gemm1d2dArgs {
+    const void* a = nullptr;     // float8_e4m3fn [M, K], row stride lda elements (K-major)
+    const void* b = nullptr;     // float8_e4m3fn [N, K], row stride ldb elements (K-major)
+    const float* sfa = nullptr;  // float32, M-major: element (m, kb) at sfa[kb * sfa_stride + m]
+    const float* sfb = nullptr;  // float32 [ceil(N/128), ceil(K/128)] row-major, contiguous
+    void* d = nullptr;           // bfloat16 [M, N], row stride ldd elements
+    int m = 0, n = 0, k = 0;
+    int64_t lda = 0, ldb = 0, ldd = 0;
+    int64_t sfa_stride = 0;      // >= align(M, 4)
+    // Which of m/n/k are baked into the kernel as constants ("nk" by default); the others are runtime.
+    std::string compiled_dims = "nk";
+    int num_sms = 0;             // SMs the persistent grid may use (<= device count)
+    bool pdl = false;            // programmatic dependent launch
+    int device = 0;
+    CUstream stream = nullptr;
+};
+
+// Chooses a config (memoized per shape), builds/loads the kernel (memoized per config) and launches it.
+// Preconditions are checked by the caller; violated ones raise jit::Error here, never crash.
+void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args);
+
+}  // namespace deep_gemm::kernels

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
+# GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
+# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] (default: all).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu_logs}"
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+export HOME="${HOME:-/root}"
+export PATH="/usr/local/cuda/bin:$PATH"
+export DG_JIT_CACHE_DIR="${DG_JIT_CACHE_DIR:-/tmp/dg_cache}"
+steps="${*:-build smoke test sanitize bench}"
+has() { [[ " $steps " == *" $1 "* ]]; }
+summary="$OUT/summary.txt"
+note() { echo "$*" | tee -a "$summary"; }
+
+note "== $(date -u) host: $(nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader 2>&1)"
+note "python: $(python3 -c 'import torch,sys; print(sys.version.split()[0], torch.__version__, torch.cuda.get_device_name(0))' 2>&1)"
+
+if has build; then
+    t0=$(date +%s)
+    CXX=/usr/bin/g++ MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1
+    note "build extension: rc=$? in $(( $(date +%s) - t0 )) s"
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 &&
+        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime >>"$OUT/build.log" 2>&1
+    note "build smoke programs: rc=$?"
+fi
+
+if has smoke; then
+    for prog in dg_gpu_smoke dg_gpu_smoke_runtime; do
+        cache=$(mktemp -d /tmp/dg_smoke.XXXX)
+        for run in cold warm; do
+            DG_JIT_CACHE_DIR="$cache" ./build/"$prog" >>"$OUT/smoke.log" 2>&1
+            note "$prog ($run cache): rc=$? $(tail -1 "$OUT/smoke.log")"
+        done
+    done
+fi
+
+if has test; then
+    python3 -m pytest tests/python -m gpu -ra -q -x --timeout=300 -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1 ||
+        python3 -m pytest tests/python -m gpu -ra -q -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1
+    note "pytest gpu: rc=$? $(tail -1 "$OUT/pytest_gpu.log")"
+fi
+
+if has sanitize; then
+    for tool in memcheck racecheck; do
+        compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitize_cases.py >>"$OUT/sanitizer.log" 2>&1
+        note "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
+    done
+fi
+
+if has bench; then
+    for b in benchmarks/bench_fp8_gemm.py benchmarks/bench_host_overhead.py benchmarks/bench_legacy.py; do
+        [ -f "$b" ] || continue
+        timeout 240 python3 "$b" >>"$OUT/bench.log" 2>&1
+        note "$b: rc=$?"
+    done
+    tail -40 "$OUT/bench.log"
+fi
+cat "$summary"

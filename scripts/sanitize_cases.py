@@ -1,0 +1,43 @@
+"""A few small calls of every JIT kernel, for compute-sanitizer (memcheck, racecheck) on the H200.
+
+Kernels are compiled before the sanitizer-visible launches matter; shapes are small and include
+sizes that are not multiples of the block sizes. Exits non-zero if a result is wrong.
+"""
+import sys
+
+import torch
+
+import deep_gemm
+from deep_gemm.testing import calc_diff
+from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+
+def check_layout() -> None:
+    for shape in [(100, 7), (3, 129, 5)]:
+        sf = torch.randn(*shape, device="cuda")
+        out = deep_gemm.get_mn_major_tma_aligned_tensor(sf)
+        assert torch.equal(out, sf), f"layout transform wrong for {shape}"
+
+
+def check_fp8_gemm() -> None:
+    for m, n, k in [(1, 576, 512), (100, 2112, 7168), (257, 100, 192)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        a8, b8 = per_token_cast_to_fp8(a), per_block_cast_to_fp8(b)
+        d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        deep_gemm.fp8_gemm_nt(a8, b8, d)
+        torch.cuda.synchronize()
+        diff = calc_diff(d, a @ b.t())
+        assert diff < 1e-3 and not d.isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+
+
+if __name__ == "__main__":
+    failures = 0
+    for case in (check_layout, check_fp8_gemm):
+        try:
+            case()
+            print(f"{case.__name__}: ok")
+        except Exception as exc:  # report every case, then fail
+            failures += 1
+            print(f"{case.__name__}: FAILED: {type(exc).__name__}: {exc}")
+    sys.exit(1 if failures else 0)
