@@ -1,0 +1,253 @@
+"""Benchmark of the ``deep_gemm.legacy`` Triton kernels against torch (cuBLAS), in one run.
+
+    python3 benchmarks/bench_legacy.py            # H200 / any sm_80+ GPU
+    python3 benchmarks/bench_legacy.py --iters 30
+    TRITON_INTERPRET=1 python3 benchmarks/bench_legacy.py --smoke   # CPU dry run of the script, tiny shapes
+
+Timing (DESIGN.md §6): CUDA events around each call, L2 flushed (a 256 MiB buffer zeroed) before each
+call, median of >= 15 runs after warm-up (the first call autotunes). Host time per call is measured
+separately: 100 calls queued while the GPU is kept busy by a sleep kernel. TFLOPS count 2*M*N*K over
+the valid rows only (padding rows of the grouped layout are not work).
+
+Cases: dense ``M x (N, K)`` for M in {4096, 128} and (N, K) in {(7168, 2048), (2112, 7168),
+(24576, 1536), (4096, 7168)} through the m-grouped kernels with one group (nt: b [1, N, K]; nn: b
+[1, K, N]) against ``torch.mm``; m-grouped MoE layouts against a per-group ``torch.mm`` loop; k-grouped
+against a per-group ``torch.mm`` loop (its output is BF16, the Triton kernel's FP32). The table is
+printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_legacy():
+    """``deep_gemm.legacy`` from the package if it imports, else the working tree's copy directly."""
+    sys.path.insert(0, str(REPO))
+    try:
+        import deep_gemm.legacy as legacy
+        return legacy
+    except Exception as exc:  # the package (C++ extension) may not be built: load legacy on its own
+        print(f"note: `import deep_gemm.legacy` failed ({type(exc).__name__}: {exc}); "
+              f"loading {REPO / 'deep_gemm' / 'legacy'} directly", file=sys.stderr)
+    finally:
+        sys.path.pop(0)
+    legacy_dir = REPO / "deep_gemm" / "legacy"
+    spec = importlib.util.spec_from_file_location("_deep_gemm_legacy_bench", legacy_dir / "__init__.py",
+                                                  submodule_search_locations=[str(legacy_dir)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def calc_diff(x, y) -> float:
+    x, y = x.double(), y.double()
+    denominator = (x * x + y * y).sum()
+    return float(1 - 2 * (x * y).sum() / denominator) if denominator != 0 else 0.0
+
+
+class Timer:
+    """Median device time of ``fn`` (ms): CUDA events with an L2 flush before every call; on CPU
+    (``--smoke``) wall-clock time."""
+
+    def __init__(self, device: torch.device, iters: int, warmup: int):
+        self.device, self.iters, self.warmup = device, iters, warmup
+        self.cuda = device.type == "cuda"
+        self.flush_buf = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=device) if self.cuda else None
+
+    def device_ms(self, fn) -> float:
+        for _ in range(self.warmup):
+            fn()
+        if not self.cuda:
+            times = []
+            for _ in range(self.iters):
+                start = time.perf_counter()
+                fn()
+                times.append((time.perf_counter() - start) * 1e3)
+            return statistics.median(times)
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
+        for i in range(self.iters):
+            self.flush_buf.zero_()
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+    def host_us(self, fn, calls: int = 100) -> float:
+        """Host time per call, measured while the GPU is busy (so launches never wait on the GPU)."""
+        if self.cuda:
+            torch.cuda.synchronize()
+            torch.cuda._sleep(int(2e9))   # ~1 s of GPU work queued ahead of the timed calls
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - start
+        if self.cuda:
+            torch.cuda.synchronize()
+        return elapsed / calls * 1e6
+
+
+def moe_indices(sizes, align, device):
+    parts = []
+    for g, size in enumerate(sizes):
+        padded = (size + align - 1) // align * align
+        parts.append(torch.full((size,), g, dtype=torch.int32))
+        parts.append(torch.full((padded - size,), -1, dtype=torch.int32))
+    return torch.cat(parts).to(device)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iters", type=int, default=20, help="timed runs per case (median; >= 15)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="tiny shapes (CPU under TRITON_INTERPRET=1)")
+    args = parser.parse_args()
+    if args.iters < 15 and not args.smoke:
+        parser.error("--iters must be >= 15")
+
+    if args.smoke:
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        args.iters, args.warmup = 2, 1
+    else:
+        if not torch.cuda.is_available():
+            raise SystemExit("bench_legacy.py needs a CUDA GPU (or --smoke with TRITON_INTERPRET=1 on CPU)")
+        device = torch.device("cuda")
+    legacy = load_legacy()
+    timer = Timer(device, args.iters, args.warmup)
+    torch.manual_seed(0)
+    rows = []
+
+    def record(kind, shape, flops, legacy_fn, torch_fn, check, baseline_name):
+        ms = timer.device_ms(legacy_fn)
+        base_ms = timer.device_ms(torch_fn)
+        host = timer.host_us(legacy_fn)
+        diff = check()
+        row = dict(kind=kind, shape=shape, tflops=flops / ms / 1e9, base_tflops=flops / base_ms / 1e9,
+                   us=ms * 1e3, base_us=base_ms * 1e3, host_us=host, diff=diff, baseline=baseline_name)
+        rows.append(row)
+        print(f"  {kind:<22} {shape:<34} {row['tflops']:8.1f} TFLOPS  {baseline_name} {row['base_tflops']:8.1f}  "
+              f"x{row['tflops'] / row['base_tflops']:.3f}  diff {diff:.1e}", flush=True)
+
+    if args.smoke:
+        dense_m = [64]
+        dense_nk = [(48, 32), (40, 64)]
+    else:
+        dense_m = [4096, 128]
+        dense_nk = [(7168, 2048), (2112, 7168), (24576, 1536), (4096, 7168)]
+
+    print("dense (one group):", flush=True)
+    for m in dense_m:
+        for n, k in dense_nk:
+            a = torch.randn(m, k, dtype=torch.bfloat16, device=device)
+            b = torch.randn(n, k, dtype=torch.bfloat16, device=device)
+            b_kn = b.t().contiguous()
+            d = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+            idx = torch.zeros(m, dtype=torch.int32, device=device)
+            ref = a @ b.t()
+            flops = 2 * m * n * k
+            record("m_grouped nt (G=1)", f"M={m} N={n} K={k}", flops,
+                   lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b[None], d, idx),
+                   lambda: torch.mm(a, b.t()), lambda: calc_diff(d, ref), "torch.mm")
+            record("m_grouped nn (G=1)", f"M={m} N={n} K={k}", flops,
+                   lambda: legacy.m_grouped_bf16_gemm_nn_contiguous_tl(a, b_kn[None], d, idx),
+                   lambda: torch.mm(a, b_kn), lambda: calc_diff(d, ref), "torch.mm")
+            del a, b, b_kn, d, ref
+
+    print("m-grouped contiguous (MoE layout, groups aligned to 128 rows):", flush=True)
+    if args.smoke:
+        grouped = [([30, 50, 0], 48, 64)]
+        align = 32
+    else:
+        grouped = [([1024] * 4, 4096, 7168), ([1024] * 4, 7168, 2048), ([512] * 8, 4096, 7168),
+                   ([700, 1500, 300, 1596], 7168, 2048), ([256] * 16, 2112, 7168)]
+        align = 128
+    for sizes, n, k in grouped:
+        idx = moe_indices(sizes, align, device)
+        m, g = idx.shape[0], len(sizes)
+        a = torch.randn(m, k, dtype=torch.bfloat16, device=device)
+        b = torch.randn(g, n, k, dtype=torch.bfloat16, device=device)
+        d = torch.empty(m, n, dtype=torch.bfloat16, device=device)
+        starts, s = [], 0
+        for size in sizes:
+            starts.append(s)
+            s += (size + align - 1) // align * align
+        ref = torch.zeros(m, n, dtype=torch.bfloat16, device=device)
+        for gi, (st, size) in enumerate(zip(starts, sizes)):
+            ref[st:st + size] = a[st:st + size] @ b[gi].t()
+
+        def per_group_mm(a=a, b=b, sizes=sizes, starts=starts):
+            for gi, (st, size) in enumerate(zip(starts, sizes)):
+                if size:
+                    torch.mm(a[st:st + size], b[gi].t())
+
+        flops = 2 * sum(sizes) * n * k
+        record(f"m_grouped nt (G={g})", f"M={m} N={n} K={k}", flops,
+               lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx), per_group_mm,
+               lambda: calc_diff(d, ref), "mm/group")
+        del a, b, d, ref
+
+    print("k-grouped (d [G, M, N] float32):", flush=True)
+    if args.smoke:
+        kcases = [([16, 40, 0], 24, 40)]
+    else:
+        kcases = [([4096] * 4, 7168, 2048), ([4096] * 4, 2048, 7168), ([1024, 3072, 2048, 4096], 4096, 7168),
+                  ([2048] * 8, 2112, 7168)]
+    for ks, m, n in kcases:
+        total = sum(ks)
+        a = torch.randn(total, m, dtype=torch.bfloat16, device=device)
+        b = torch.randn(total, n, dtype=torch.bfloat16, device=device)
+        d = torch.empty(len(ks), m, n, dtype=torch.float32, device=device)
+        offs = [0]
+        for kg in ks:
+            offs.append(offs[-1] + kg)
+        ref = torch.stack([a[offs[i]:offs[i + 1]].float().t() @ b[offs[i]:offs[i + 1]].float()
+                           for i in range(len(ks))])
+
+        def per_group_mm_k(a=a, b=b, offs=offs):
+            for i in range(len(offs) - 1):
+                if offs[i + 1] > offs[i]:
+                    torch.mm(a[offs[i]:offs[i + 1]].t(), b[offs[i]:offs[i + 1]])
+
+        flops = 2 * total * m * n
+        record(f"k_grouped tn (G={len(ks)})", f"sumK={total} M={m} N={n}", flops,
+               lambda: legacy.k_grouped_bf16_gemm_tn_contiguous_tl(a, b, d, ks), per_group_mm_k,
+               lambda: calc_diff(d, ref), "mm/group")
+        del a, b, d, ref
+
+    # ---- table (printed last) ----
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (Triton interpreter)"
+    print()
+    print(f"deep_gemm.legacy (Triton) vs torch on {name}; median of {args.iters} runs, L2 flushed")
+    header = (f"| {'kernel':<22} | {'shape':<34} | {'TFLOPS':>8} | {'baseline':>9} | {'base TFLOPS':>11} | "
+              f"{'speedup':>7} | {'time us':>9} | {'host us':>7} | {'calc_diff':>9} |")
+    print(header)
+    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
+    for r in rows:
+        print(f"| {r['kind']:<22} | {r['shape']:<34} | {r['tflops']:8.1f} | {r['baseline']:>9} | "
+              f"{r['base_tflops']:11.1f} | {r['tflops'] / r['base_tflops']:7.3f} | {r['us']:9.1f} | "
+              f"{r['host_us']:7.1f} | {r['diff']:9.1e} |")
+    for kind in ("m_grouped nt (G=1)", "m_grouped nn (G=1)"):
+        for m in dense_m:
+            ratios = [r["tflops"] / r["base_tflops"] for r in rows
+                      if r["kind"] == kind and r["shape"].startswith(f"M={m} ")]
+            if ratios:
+                gmean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+                print(f"geometric mean speedup over torch.mm, {kind}, M={m}: {gmean:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,281 @@
+"""Triton kernels of ``deep_gemm.legacy`` (imported lazily: needs Triton).
+
+Two kernels:
+
+* ``m_grouped_kernel``: ``d[r, :] = a[r, :] @ B[m_indices[r]]`` for rows grouped along M. The B operand is
+  addressed through (k, n) strides, so the same kernel serves ``[G, N, K]`` (nt, K contiguous) and
+  ``[G, K, N]`` (nn, N contiguous) weights; ``B_K_MAJOR`` tells the compiler which stride is 1.
+* ``k_grouped_kernel``: ``d[g] = (c[g] +) a[k_g]^T @ b[k_g]`` for groups concatenated along K.
+
+Under the Triton interpreter (``TRITON_INTERPRET=1``) ``tl.dot`` on BF16 operands is wrong in Triton 3.6:
+the interpreter keeps BF16 as raw ``uint16`` bit patterns and hands them to ``numpy.matmul`` unconverted
+(``create_dot`` only converts 8-bit floats). ``UPCAST=True`` converts the loaded BF16 tiles to FP32 before
+``tl.dot``; it is set only in interpreter mode, so the compiled GPU kernels keep BF16 tensor-core inputs.
+FP32 products of BF16 values are exact, so the interpreter results differ from the GPU's only by summation
+order.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ._common import interpreter_enabled
+
+INTERPRET = interpreter_enabled()
+
+
+def _install_interpreter_index_fix() -> None:
+    """Interpreter only: make ``range()`` accept runtime bounds with NumPy >= 2.4.
+
+    Triton 3.6's interpreter keeps scalars as 1-element arrays and converts loop bounds with
+    ``int(array)``, which NumPy 2.4 rejects ("only 0-dimensional arrays can be converted to Python
+    scalars"; triton-lang/triton#9171), so every ``for i in range(0, tl.cdiv(K, BLOCK_K))`` fails. This
+    re-registers ``tensor.__index__`` through ``reshape(())``, the upstream fix. Compiled kernels are not
+    affected; nothing is patched when the interpreter already works.
+    """
+    import numpy as np
+    try:
+        int(np.ones(1, dtype=np.int32))
+        return  # old NumPy: nothing to fix
+    except TypeError:
+        pass
+    try:
+        from triton.runtime import interpreter as _interp
+    except ImportError:
+        return
+    original = getattr(_interp, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "_deep_gemm_index_fix", False):
+        return
+
+    def _index(self):
+        data = np.asarray(self.handle.data)
+        return int(data.reshape(()) if data.size == 1 else data)
+
+    def patched(tensor, scope, *args, **kwargs):
+        result = original(tensor, scope, *args, **kwargs)
+        scope.set_attr(tensor, "__index__", _index)
+        return result
+
+    patched._deep_gemm_index_fix = True
+    _interp._patch_lang_tensor = patched
+
+
+if INTERPRET:
+    _install_interpreter_index_fix()
+
+
+def _cfg(bm, bn, bk, warps, stages, group_m=8):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
+# Hopper-oriented candidates (also valid on Ampere; configs that exceed shared memory are dropped by
+# the autotuner). BLOCK_M stays <= 128 for the m-grouped kernel: with 128-row aligned groups, larger
+# tiles would straddle two groups and run the K loop twice.
+M_GROUPED_CONFIGS = [
+    _cfg(128, 256, 64, 8, 3),
+    _cfg(128, 128, 64, 8, 4),
+    _cfg(128, 128, 64, 4, 4),
+    _cfg(128, 64, 64, 4, 4),
+    _cfg(64, 256, 64, 4, 4),
+    _cfg(64, 128, 64, 4, 4),
+    _cfg(64, 64, 64, 4, 5),
+]
+
+K_GROUPED_CONFIGS = [
+    _cfg(128, 256, 64, 8, 3),
+    _cfg(256, 128, 64, 8, 3),
+    _cfg(128, 128, 64, 8, 4),
+    _cfg(128, 128, 64, 4, 4),
+    _cfg(128, 128, 32, 4, 5),
+    _cfg(64, 128, 64, 4, 4),
+]
+
+
+def interpret_config(m: int, n: int) -> dict:
+    """Interpreter: one fixed config (no autotuning). Small tiles for small problems, so that test
+    shapes still span several tiles and partial tiles; large tiles otherwise (the interpreter's cost
+    grows with the number of programs, not with the tile size)."""
+    if m * n <= 256 * 256:
+        return {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 2}
+    return {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 4}
+
+
+@triton.jit
+def _tile_coords(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    # Walk the tile grid in bands of GROUP_M rows of tiles, column by column inside a band, so that
+    # consecutive programs share A rows and B columns in L2.
+    tiles_per_band = GROUP_M * num_pid_n
+    band = pid // tiles_per_band
+    band_first_m = band * GROUP_M
+    band_rows = tl.minimum(num_pid_m - band_first_m, GROUP_M)
+    local = pid - band * tiles_per_band
+    pid_m = band_first_m + local % band_rows
+    pid_n = local // band_rows
+    return pid_m, pid_n
+
+
+@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+@triton.jit
+def m_grouped_kernel(
+    a_ptr, b_ptr, d_ptr, idx_ptr,
+    M, N, K, G,
+    stride_am,                 # a [M, K], unit stride along K
+    stride_bg, stride_bk, stride_bn,
+    stride_dm,                 # d [M, N], unit stride along N
+    B_K_MAJOR: tl.constexpr,   # True: stride_bk == 1 (nt, b [G, N, K]); False: stride_bn == 1 (nn)
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,
+):
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = offs_m < M
+    col_ok = offs_n < N
+
+    # Group id of every row of the tile; rows past M and ids outside [0, G) count as padding.
+    ids = tl.load(idx_ptr + offs_m, mask=row_ok, other=-1)
+    valid = (ids >= 0) & (ids < G)
+    g_lo = tl.min(tl.where(valid, ids, G), axis=0)
+
+    # Rows past M (and, for a K-major b, columns past N) are clamped to index 0 instead of masked:
+    # they are computed and then dropped by the store mask. Only non-contiguous dimensions are clamped
+    # (a clamped index loses its contiguity, which would stop vectorised loads); contiguous dimensions
+    # are masked.
+    # (2-D pointer tensors are built where they are used: kept live across the group loop they would
+    # cost two registers per tile element.)
+    lm = tl.where(row_ok, offs_m, 0).to(tl.int64)
+    ln = tl.where(col_ok, offs_n, 0).to(tl.int64)
+
+    # Padding rows (id -1) are written with zeros so that d is fully defined.
+    pad = row_ok & (~valid)
+    if tl.max(pad.to(tl.int32), axis=0) > 0:
+        zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=d_ptr.dtype.element_ty)
+        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], zeros, mask=pad[:, None] & col_ok[None, :])
+
+    # The aligned MoE layout: every valid row of the tile is in one group -> a single pass over K. A
+    # tile that straddles groups runs one pass per group present, in increasing group order, each
+    # storing only its own rows. (The general loop is kept out of the fast path: wrapped around it, the
+    # loop costs register spills. It is a while loop because the interpreter cannot take a reduction
+    # result as a range() bound.)
+    g_hi = tl.max(tl.where(valid, ids, -1), axis=0)
+    if g_lo == g_hi:
+        _group_pass(a_ptr, b_ptr, d_ptr, g_lo, valid, lm, ln, offs_n, col_ok, K, stride_am, stride_bg,
+                    stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
+    else:
+        g = g_lo
+        while g < G:
+            _group_pass(a_ptr, b_ptr, d_ptr, g, valid & (ids == g), lm, ln, offs_n, col_ok, K, stride_am,
+                        stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N,
+                        BLOCK_K, EVEN_K)
+            g = tl.min(tl.where(valid & (ids > g), ids, G), axis=0)
+
+
+@triton.jit
+def _group_pass(a_ptr, b_ptr, d_ptr, g, rows_g, lm, ln, offs_n, col_ok, K, stride_am, stride_bg, stride_bk,
+                stride_bn, stride_dm, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    """d[rows_g, tile columns] = a[rows, :] @ B[g] for one tile, FP32 accumulation over all of K."""
+    offs_k = tl.arange(0, BLOCK_K)
+    b_base = b_ptr + g.to(tl.int64) * stride_bg
+    if B_K_MAJOR:
+        b_ptrs = b_base + ln[None, :] * stride_bn + offs_k[:, None]
+        b_step = BLOCK_K
+    else:
+        b_ptrs = b_base + offs_k[:, None] * stride_bk + offs_n[None, :]
+        b_step = BLOCK_K * stride_bk
+    a_ptrs = a_ptr + lm[:, None] * stride_am + offs_k[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            if B_K_MAJOR:
+                b = tl.load(b_ptrs)
+            else:
+                b = tl.load(b_ptrs, mask=col_ok[None, :], other=0.0)
+        else:
+            k_ok = offs_k < K - kb * BLOCK_K
+            a = tl.load(a_ptrs, mask=k_ok[None, :], other=0.0)
+            if B_K_MAJOR:
+                b = tl.load(b_ptrs, mask=k_ok[:, None], other=0.0)
+            else:
+                b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K
+        b_ptrs += b_step
+    out = acc.to(d_ptr.dtype.element_ty)
+    tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], out, mask=rows_g[:, None] & col_ok[None, :])
+
+
+@triton.jit
+def k_grouped_kernel(
+    a_ptr, b_ptr, c_ptr, d_ptr, k_offsets_ptr,
+    M, N,
+    stride_ak,                 # a [sum K, M], unit stride along M
+    stride_bk,                 # b [sum K, N], unit stride along N
+    stride_cg, stride_cm,      # c [G, M, N], unit stride along N
+    stride_dg, stride_dm,      # d [G, M, N], unit stride along N
+    HAS_C: tl.constexpr,
+    UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    g = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+
+    k_start = tl.load(k_offsets_ptr + g)
+    k_end = tl.load(k_offsets_ptr + g + 1)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = offs_m < M
+    col_ok = offs_n < N
+    offs_k = k_start + tl.arange(0, BLOCK_K)
+
+    # a is read as an [BLOCK_M, BLOCK_K] tile of a^T (M contiguous), b as [BLOCK_K, BLOCK_N] (N
+    # contiguous); every load is masked along K (group edges) and along its contiguous M or N.
+    a_ptrs = a_ptr + offs_k.to(tl.int64)[None, :] * stride_ak + offs_m[:, None]
+    b_ptrs = b_ptr + offs_k.to(tl.int64)[:, None] * stride_bk + offs_n[None, :]
+    mask = row_ok[:, None] & col_ok[None, :]
+    g64 = g.to(tl.int64)
+    m64 = offs_m.to(tl.int64)
+    if HAS_C:
+        # Start from c (rather than adding it after the loop, which would hold a second FP32 tile).
+        acc = tl.load(c_ptr + g64 * stride_cg + m64[:, None] * stride_cm + offs_n[None, :], mask=mask, other=0.0)
+        acc = acc.to(tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_start, k_end, BLOCK_K):
+        k_ok = offs_k < k_end
+        a = tl.load(a_ptrs, mask=k_ok[None, :] & row_ok[:, None], other=0.0)
+        b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok[None, :], other=0.0)
+        if UPCAST:
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        acc = tl.dot(a, b, acc)
+        offs_k += BLOCK_K
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    tl.store(d_ptr + g64 * stride_dg + m64[:, None] * stride_dm + offs_n[None, :],
+             acc.to(d_ptr.dtype.element_ty), mask=mask)
+
+
+if INTERPRET:
+    # The autotuner times configs with CUDA events; the interpreter runs one fixed config instead.
+    m_grouped_kernel_tuned = None
+    k_grouped_kernel_tuned = None
+else:
+    m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS, key=["N", "K", "B_K_MAJOR"])(m_grouped_kernel)
+    # d may alias c (in-place accumulation), so every timed run must start from the original d.
+    k_grouped_kernel_tuned = triton.autotune(configs=K_GROUPED_CONFIGS, key=["M", "N", "HAS_C"],
+                                             restore_value=["d_ptr"])(k_grouped_kernel)

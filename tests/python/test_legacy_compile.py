@@ -1,0 +1,157 @@
+"""Compile-only checks of the ``deep_gemm.legacy`` Triton kernels for sm_90 (no GPU needed).
+
+Every autotuning config is compiled ahead of time for an sm_90 target (``triton.compile`` with a
+``GPUTarget``; Triton ships ``ptxas``), and the PTX must use Hopper tensor cores (``wgmma.mma_async``)
+and fit in the 227 KiB of shared memory per block. Catches kernels that only work in the interpreter.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+REPO = Path(__file__).resolve().parents[2]
+LEGACY_DIR = REPO / "deep_gemm" / "legacy"
+PRIVATE_NAME = "_deep_gemm_legacy_under_test"
+SM90_SMEM_LIMIT = 232448
+
+if os.environ.get("TRITON_INTERPRET", "0").strip().lower() not in ("", "0", "false", "off"):
+    pytest.skip("TRITON_INTERPRET is set: kernels would be interpreted, not compiled", allow_module_level=True)
+
+try:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+except ImportError:  # pragma: no cover - other Triton layouts
+    pytest.skip("this Triton has no ahead-of-time compile API", allow_module_level=True)
+
+
+def load_legacy():
+    if PRIVATE_NAME in sys.modules:
+        return sys.modules[PRIVATE_NAME]
+    spec = importlib.util.spec_from_file_location(PRIVATE_NAME, LEGACY_DIR / "__init__.py",
+                                                  submodule_search_locations=[str(LEGACY_DIR)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PRIVATE_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _kernels_module():
+    load_legacy()
+    return importlib.import_module(PRIVATE_NAME + "._kernels")
+
+
+def _jit_fn(kernel):
+    # Unwrap triton.heuristics / triton.autotune wrappers down to the JITFunction.
+    while not hasattr(kernel, "src") and hasattr(kernel, "fn"):
+        kernel = kernel.fn
+    return kernel
+
+
+def _compile(kernel, signature, constexprs, aligned, num_warps, num_stages, arch=90):
+    attrs = {(i,): [["tt.divisibility", 16]] for i in aligned}
+    src = ASTSource(_jit_fn(kernel), signature, constexprs, attrs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": num_warps, "num_stages": num_stages})
+
+
+def _config_params(cfg):
+    kw = dict(cfg.kwargs)
+    return kw, cfg.num_warps, cfg.num_stages
+
+
+CUOBJDUMP = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+
+
+def _sass_hot_loops(cubin: bytes, tmp_path: Path):
+    """(start, end, local-memory instructions, HGMMA count) of every SASS loop that issues HGMMA."""
+    path = tmp_path / "kernel.cubin"
+    path.write_bytes(cubin)
+    sass = subprocess.run([str(CUOBJDUMP), "-sass", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+    ins = []
+    for line in sass.splitlines():
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(.*?);", line)
+        if m:
+            ins.append((int(m.group(1), 16), m.group(2)))
+    loops = []
+    for addr, text in ins:
+        m = re.search(r"BRA (0x[0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr:
+            body = [t for a, t in ins if int(m.group(1), 16) <= a <= addr]
+            hgmma = sum("HGMMA" in t for t in body)
+            if hgmma:
+                loops.append((int(m.group(1), 16), addr, sum(("LDL" in t or "STL" in t) for t in body), hgmma))
+    return loops
+
+
+def _check(compiled, tmp_path):
+    ptx = compiled.asm["ptx"]
+    assert "wgmma.mma_async" in ptx, "no wgmma in the sm_90 PTX"
+    assert "cp.async" in ptx, "no asynchronous global->shared copies (pipelining)"
+    assert compiled.metadata.shared <= SM90_SMEM_LIMIT, compiled.metadata.shared
+    if CUOBJDUMP.exists():
+        loops = _sass_hot_loops(compiled.asm["cubin"], tmp_path)
+        assert loops, "no SASS loop issues HGMMA"
+        # The K loops (innermost loops with HGMMA) must not touch local memory (register spills).
+        innermost = [lp for lp in loops if not any(o[0] > lp[0] and o[1] < lp[1] for o in loops if o != lp)]
+        assert all(lp[2] == 0 for lp in innermost), f"spills inside the K loop: {innermost}"
+
+
+M_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "d_ptr": "*bf16", "idx_ptr": "*i32",
+         "M": "i32", "N": "i32", "K": "i32", "G": "i32",
+         "stride_am": "i32", "stride_bg": "i32", "stride_bk": "i32", "stride_bn": "i32", "stride_dm": "i32",
+         "B_K_MAJOR": "constexpr", "UPCAST": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+         "BLOCK_K": "constexpr", "GROUP_M": "constexpr", "EVEN_K": "constexpr"}
+K_SIG = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "d_ptr": "*fp32", "k_offsets_ptr": "*i32",
+         "M": "i32", "N": "i32", "stride_ak": "i32", "stride_bk": "i32", "stride_cg": "i32", "stride_cm": "i32",
+         "stride_dg": "i32", "stride_dm": "i32", "HAS_C": "constexpr", "UPCAST": "constexpr",
+         "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "GROUP_M": "constexpr"}
+
+
+def _m_cases():
+    kn = _kernels_module()
+    cases = [(i, True, True) for i in range(len(kn.M_GROUPED_CONFIGS))]
+    cases += [(0, False, True), (1, True, False), (1, False, False)]
+    return cases
+
+
+@pytest.mark.parametrize("cfg_index,b_k_major,even_k", _m_cases())
+def test_m_grouped_kernel_compiles_for_sm90(cfg_index, b_k_major, even_k, tmp_path):
+    kn = _kernels_module()
+    meta, warps, stages = _config_params(kn.M_GROUPED_CONFIGS[cfg_index])
+    consts = dict(meta, B_K_MAJOR=b_k_major, UPCAST=False, EVEN_K=even_k)
+    compiled = _compile(kn.m_grouped_kernel, M_SIG, consts, [0, 1, 2, 3, 5, 6, 8, 9, 10, 11, 12], warps, stages)
+    _check(compiled, tmp_path)
+
+
+@pytest.mark.parametrize("cfg_index,has_c", [(i, False) for i in range(6)] + [(0, True), (2, True)])
+def test_k_grouped_kernel_compiles_for_sm90(cfg_index, has_c, tmp_path):
+    kn = _kernels_module()
+    assert len(kn.K_GROUPED_CONFIGS) == 6
+    meta, warps, stages = _config_params(kn.K_GROUPED_CONFIGS[cfg_index])
+    consts = dict(meta, HAS_C=has_c, UPCAST=False)
+    compiled = _compile(kn.k_grouped_kernel, K_SIG, consts, list(range(13)), warps, stages)
+    _check(compiled, tmp_path)
+
+
+def test_kernels_compile_for_sm80():
+    """The legacy kernels are also for GPUs without the Hopper kernels: Ampere gets mma.sync."""
+    kn = _kernels_module()
+    meta, warps, stages = _config_params(kn.M_GROUPED_CONFIGS[1])
+    compiled = _compile(kn.m_grouped_kernel, M_SIG, dict(meta, B_K_MAJOR=True, UPCAST=False, EVEN_K=False),
+                        [0, 1, 2, 3, 5, 6, 8, 9, 10, 11, 12], warps, stages, arch=80)
+    assert "mma.sync" in compiled.asm["ptx"]
+    meta, warps, stages = _config_params(kn.K_GROUPED_CONFIGS[3])
+    compiled = _compile(kn.k_grouped_kernel, K_SIG, dict(meta, HAS_C=True, UPCAST=False), list(range(13)),
+                        warps, stages, arch=80)
+    assert "mma.sync" in compiled.asm["ptx"]

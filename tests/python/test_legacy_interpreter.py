@@ -1,0 +1,286 @@
+"""Numerical tests of the ``deep_gemm.legacy`` Triton kernels on CPU, through Triton's interpreter.
+
+``TRITON_INTERPRET=1`` must be set before the kernels are defined, and it changes what ``triton.jit``
+returns for the whole process, so the cases run in one subprocess (this file executed as a script with
+the variable set); pytest only reads back one JSON result per case. No GPU is needed.
+
+Notes on the interpreter (Triton 3.6): BF16 ``tl.dot`` is computed on raw bit patterns there, so the kernels
+upcast BF16 tiles to FP32 in interpreter mode only (see ``deep_gemm/legacy/_kernels.py``); inputs and
+outputs here are still BF16 tensors, and the accuracy bar is the BF16 one of DESIGN.md (calc_diff < 1e-5).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LEGACY_DIR = REPO / "deep_gemm" / "legacy"
+PRIVATE_NAME = "_deep_gemm_legacy_under_test"
+
+
+def load_legacy():
+    """The working tree's ``deep_gemm/legacy`` package, loaded under a private name so that the test does
+    not depend on ``deep_gemm/__init__.py`` (another component, which may need the C++ extension)."""
+    if PRIVATE_NAME in sys.modules:
+        return sys.modules[PRIVATE_NAME]
+    spec = importlib.util.spec_from_file_location(PRIVATE_NAME, LEGACY_DIR / "__init__.py",
+                                                  submodule_search_locations=[str(LEGACY_DIR)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[PRIVATE_NAME] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cases (executed in the subprocess)
+# ---------------------------------------------------------------------------------------------------
+
+def calc_diff(x, y) -> float:
+    """DESIGN.md metric, in float64: 1 - 2*sum(x*y) / sum(x*x + y*y)."""
+    x, y = x.double(), y.double()
+    denominator = (x * x + y * y).sum()
+    if denominator == 0:
+        return 0.0
+    return float(1 - 2 * (x * y).sum() / denominator)
+
+
+def _ref_m_grouped(a, b_gnk, m_indices):
+    import torch
+    ref = torch.zeros(a.shape[0], b_gnk.shape[1], dtype=torch.float32)
+    for g in range(b_gnk.shape[0]):
+        rows = m_indices == g
+        if rows.any():
+            ref[rows] = a[rows].float() @ b_gnk[g].float().T
+    return ref
+
+
+def _moe_indices(sizes, align, torch):
+    """Contiguous groups, each padded with -1 rows up to a multiple of ``align``."""
+    parts = []
+    for g, size in enumerate(sizes):
+        padded = (size + align - 1) // align * align
+        parts.append(torch.full((size,), g, dtype=torch.int32))
+        parts.append(torch.full((padded - size,), -1, dtype=torch.int32))
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int32)
+
+
+def _run_m_grouped(legacy, torch, m_indices, n, k, num_groups, layout="nt", d_dtype=None, config=None,
+                   a_row_pad=0, d_row_pad=0, seed=0):
+    torch.manual_seed(seed)
+    m = m_indices.shape[0]
+    a_full = torch.randn(m, k + a_row_pad, dtype=torch.bfloat16)
+    a = a_full[:, :k]                                    # row stride k + a_row_pad
+    b_gnk = torch.randn(num_groups, n, k, dtype=torch.bfloat16)
+    d_dtype = d_dtype or torch.bfloat16
+    d_full = torch.full((m, n + d_row_pad), float("nan"), dtype=d_dtype)
+    d = d_full[:, :n]
+    if layout == "nt":
+        legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b_gnk, d, m_indices, _config=config)
+    elif layout == "nt_inferred_kn":                     # [G, K, N] handed to the nt entry point
+        legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b_gnk.transpose(1, 2).contiguous(), d, m_indices,
+                                                     _config=config)
+    else:
+        legacy.m_grouped_bf16_gemm_nn_contiguous_tl(a, b_gnk.transpose(1, 2).contiguous(), d, m_indices,
+                                                     _config=config)
+    ref = _ref_m_grouped(a, b_gnk, m_indices)
+    result = {"diff": calc_diff(d, ref), "nan": bool(torch.isnan(d).any()),
+              "padding_zero": bool((d[(m_indices < 0) | (m_indices >= num_groups)] == 0).all())}
+    if d_row_pad:
+        result["untouched_outside"] = bool(torch.isnan(d_full[:, n:]).all())
+    return result
+
+
+def _run_k_grouped(legacy, torch, ks, m, n, with_c=False, c_is_d=False, use_ks_tensor=False, config=None, seed=0):
+    torch.manual_seed(seed)
+    total = sum(ks)
+    a = torch.randn(total, m, dtype=torch.bfloat16)
+    b = torch.randn(total, n, dtype=torch.bfloat16)
+    c = torch.randn(len(ks), m, n, dtype=torch.float32) if (with_c or c_is_d) else None
+    ref = torch.zeros(len(ks), m, n) if c is None else c.clone()
+    start = 0
+    for g, kg in enumerate(ks):
+        ref[g] += a[start:start + kg].float().T @ b[start:start + kg].float()
+        start += kg
+    ks_tensor = torch.tensor(ks, dtype=torch.int32) if use_ks_tensor else None
+    if c_is_d:
+        d = c
+        legacy.k_grouped_bf16_gemm_tn_contiguous_tl(a, b, d, list(ks), ks_tensor, c=d, _config=config)
+    else:
+        d = torch.full((len(ks), m, n), float("nan"))
+        legacy.k_grouped_bf16_gemm_tn_contiguous_tl(a, b, d, list(ks), ks_tensor, c=c, _config=config)
+    return {"diff": calc_diff(d, ref), "nan": bool(torch.isnan(d).any()),
+            "max_abs_err": float((d - ref).abs().max()) if d.numel() else 0.0}
+
+
+def _case_exact_call(legacy, torch):
+    # The call from the issue, as written (CPU tensors under the interpreter): b [1, 256, 1024] is read
+    # as [G, K, N] because K = 256 (from a) and N = 1024 (from d).
+    torch.manual_seed(0)
+    A = torch.randn(1024, 256, dtype=torch.bfloat16)
+    B = torch.randn(1, 256, 1024, dtype=torch.bfloat16)
+    D = torch.empty(1024, 1024, dtype=torch.bfloat16)
+    m_idx = torch.zeros(1024, dtype=torch.int32)
+    legacy.m_grouped_gemm.m_grouped_bf16_gemm_nt_contiguous_tl(A, B, D, m_idx)
+    return {"diff": calc_diff(D, A.float() @ B[0].float()), "nan": bool(torch.isnan(D).any())}
+
+
+def _case_square_is_nt(legacy, torch):
+    # N == K: both readings of b fit; the documented [G, N, K] one must be used.
+    torch.manual_seed(1)
+    a = torch.randn(96, 64, dtype=torch.bfloat16)
+    b = torch.randn(2, 64, 64, dtype=torch.bfloat16)
+    idx = torch.cat([torch.zeros(40, dtype=torch.int32), torch.ones(56, dtype=torch.int32)])
+    d = torch.full((96, 64), float("nan"), dtype=torch.bfloat16)
+    legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx)
+    as_nt = calc_diff(d, _ref_m_grouped(a, b, idx))
+    as_nn = calc_diff(d, _ref_m_grouped(a, b.transpose(1, 2), idx))
+    return {"diff": as_nt, "diff_other_reading": as_nn, "nan": bool(torch.isnan(d).any())}
+
+
+def _case_empty(legacy, torch):
+    out = {}
+    a = torch.randn(0, 32, dtype=torch.bfloat16)
+    d = torch.empty(0, 48, dtype=torch.bfloat16)
+    legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, torch.randn(2, 48, 32, dtype=torch.bfloat16), d,
+                                                torch.zeros(0, dtype=torch.int32))
+    a = torch.randn(20, 0, dtype=torch.bfloat16)
+    d = torch.full((20, 48), float("nan"), dtype=torch.bfloat16)
+    legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, torch.randn(2, 48, 0, dtype=torch.bfloat16), d,
+                                                torch.zeros(20, dtype=torch.int32))
+    out["k0_zero"] = bool((d == 0).all())
+    d = torch.full((3, 16, 24), float("nan"))
+    legacy.k_grouped_bf16_gemm_tn_contiguous_tl(torch.randn(0, 16, dtype=torch.bfloat16),
+                                                torch.randn(0, 24, dtype=torch.bfloat16), d, [0, 0, 0])
+    out["kgrouped_all_k0_zero"] = bool((d == 0).all())
+    c = torch.randn(2, 16, 24)
+    d = torch.full((2, 16, 24), float("nan"))
+    legacy.k_grouped_bf16_gemm_tn_contiguous_tl(torch.randn(0, 16, dtype=torch.bfloat16),
+                                                torch.randn(0, 24, dtype=torch.bfloat16), d, [0, 0], c=c)
+    out["kgrouped_all_k0_copies_c"] = bool(torch.equal(d, c))
+    return out
+
+
+def build_cases():
+    """name -> callable(legacy, torch) returning a dict of measurements."""
+    import torch
+    cases = {}
+
+    def mg(name, indices_fn, n, k, g, **kw):
+        cases[name] = lambda legacy, torch: _run_m_grouped(legacy, torch, indices_fn(torch), n, k, g, **kw)
+
+    # MoE layout: groups padded to 32 rows (= the interpreter's BLOCK_M, so tiles are single-group).
+    mg("nt_aligned_groups", lambda t: _moe_indices([50, 32, 0, 17], 32, t), 80, 96, 4)
+    # Unaligned contiguous groups: tiles straddle groups and padding; K and N not multiples of the block.
+    mg("nt_unaligned_groups", lambda t: _moe_indices([37, 20, 0, 61], 1, t), 72, 72, 4)
+    mg("nt_unaligned_groups_padded", lambda t: _moe_indices([37, 20, 0, 61], 8, t), 72, 40, 4)
+    # Arbitrary ids (not contiguous, several groups and padding in every tile), M not a block multiple.
+    mg("nt_random_ids", lambda t: torch.randint(-1, 3, (200,), dtype=torch.int32,
+                                                generator=torch.Generator().manual_seed(5)), 72, 72, 3)
+    mg("nn_random_ids", lambda t: torch.randint(-1, 3, (200,), dtype=torch.int32,
+                                                generator=torch.Generator().manual_seed(6)), 72, 72, 3,
+       layout="nn")
+    mg("nn_aligned_groups", lambda t: _moe_indices([64, 40], 32, t), 96, 64, 2, layout="nn")
+    mg("nt_inferred_kn_layout", lambda t: _moe_indices([30, 50], 1, t), 48, 80, 2, layout="nt_inferred_kn")
+    # Ids outside [-1, G) are padding too (memory-safe), and all-padding tiles.
+    mg("nt_out_of_range_ids", lambda t: torch.tensor([5, 0, 0, 7, -3] * 8 + [-1] * 40, dtype=torch.int32),
+       40, 32, 2)
+    mg("nt_float32_d", lambda t: _moe_indices([33, 31], 1, t), 40, 48, 2, d_dtype=torch.float32)
+    mg("nt_strided_rows", lambda t: _moe_indices([45, 30], 1, t), 56, 64, 2, a_row_pad=8, d_row_pad=5)
+    # Other tile shapes: 16x16x16 tiles (many mixed tiles), and one tile covering every row.
+    mg("nt_tiles_16", lambda t: torch.randint(-1, 4, (90,), dtype=torch.int32,
+                                              generator=torch.Generator().manual_seed(7)), 50, 40, 4,
+       config={"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 3})
+    mg("nn_tiles_128", lambda t: _moe_indices([70, 3, 40], 1, t), 100, 130, 3, layout="nn",
+       config={"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8})
+    mg("nt_single_group_zero_weights", lambda t: torch.full((64,), -1, dtype=torch.int32), 32, 32, 0)
+
+    def kg(name, ks, m, n, **kw):
+        cases[name] = lambda legacy, torch: _run_k_grouped(legacy, torch, ks, m, n, **kw)
+
+    kg("k_grouped", [40, 0, 57, 33], 72, 80)
+    kg("k_grouped_with_c", [64, 96, 7], 48, 40, with_c=True)
+    kg("k_grouped_c_is_d", [30, 50], 40, 24, c_is_d=True)
+    kg("k_grouped_ks_tensor", [16, 100, 1], 33, 65, use_ks_tensor=True)
+    kg("k_grouped_tiles_16", [20, 45], 50, 36, config={"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2})
+
+    cases["exact_call"] = _case_exact_call
+    cases["square_b_is_nt"] = _case_square_is_nt
+    cases["empty_problems"] = _case_empty
+    return cases
+
+
+CASE_NAMES = [
+    "nt_aligned_groups", "nt_unaligned_groups", "nt_unaligned_groups_padded", "nt_random_ids",
+    "nn_random_ids", "nn_aligned_groups", "nt_inferred_kn_layout", "nt_out_of_range_ids", "nt_float32_d",
+    "nt_strided_rows", "nt_tiles_16", "nn_tiles_128", "nt_single_group_zero_weights",
+    "k_grouped", "k_grouped_with_c", "k_grouped_c_is_d", "k_grouped_ks_tensor", "k_grouped_tiles_16",
+    "exact_call", "square_b_is_nt", "empty_problems",
+]
+
+
+def _worker(out_path: str) -> None:
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    import time
+    import traceback
+
+    import torch
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    legacy = load_legacy()
+    results = {}
+    for name, fn in build_cases().items():
+        start = time.perf_counter()
+        try:
+            results[name] = fn(legacy, torch)
+        except Exception:
+            results[name] = {"error": traceback.format_exc()}
+        results[name]["seconds"] = round(time.perf_counter() - start, 3)
+    with open(out_path, "w") as f:
+        json.dump(results, f, indent=1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# pytest side
+# ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def interp_results(tmp_path_factory):
+    pytest.importorskip("triton")
+    out = tmp_path_factory.mktemp("legacy_interp") / "results.json"
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run([sys.executable, __file__, str(out)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0 or not out.exists():
+        pytest.fail(f"interpreter worker failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(out.read_text())
+
+
+def test_case_list_is_complete():
+    assert sorted(build_cases()) == sorted(CASE_NAMES)
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_interpreter_case(interp_results, name):
+    res = interp_results[name]
+    assert "error" not in res, res.get("error")
+    if "diff" in res:
+        assert res["diff"] < 1e-5, res
+    if "nan" in res:
+        assert not res["nan"], f"unwritten (NaN) output elements: {res}"
+    for key in ("padding_zero", "untouched_outside", "k0_zero", "kgrouped_all_k0_zero", "kgrouped_all_k0_copies_c"):
+        if key in res:
+            assert res[key], f"{key}: {res}"
+    if "diff_other_reading" in res:
+        assert res["diff_other_reading"] > 0.1, res   # the [G, K, N] reading would be a different result
+    if name.startswith("k_grouped"):
+        assert res["max_abs_err"] < 1e-3, res         # FP32 output: only summation order differs
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[1])
