@@ -23,6 +23,7 @@ struct Settings {
     bool dump_ptx = false;            // DG_JIT_DUMP_PTX or DG_JIT_DUMP_ASM
     bool dump_sass = false;           // DG_JIT_DUMP_SASS or DG_JIT_DUMP_ASM
     bool print_configs = false;       // DG_PRINT_CONFIGS
+    std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
 };
 
 // Parsed on the first call (thread safe), then cached. Throws ConfigError naming the variable, the

@@ -1,0 +1,406 @@
+// build(): key, in-process memo, on-disk cache with per-key flock and atomic directory rename.
+#include "cache.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "compiler.hpp"
+#include "errors.hpp"
+#include "files.hpp"
+#include "jit.hpp"
+#include "log.hpp"
+#include "sha256.hpp"
+
+namespace deep_gemm::jit {
+namespace detail {
+namespace {
+
+std::string join(const std::vector<std::string>& items, char separator) {
+    std::string out;
+    for (const std::string& item : items) {
+        if (!out.empty()) out.push_back(separator);
+        out += item;
+    }
+    return out;
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+class FileLock {
+public:
+    explicit FileLock(const std::filesystem::path& path) {
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) {
+            throw ConfigError("cannot open lock file " + path.string() + ": " + errno_text(errno) +
+                              "; set DG_JIT_CACHE_DIR to a writable directory");
+        }
+        while (::flock(fd_, LOCK_EX) != 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd_);
+            throw ConfigError("cannot lock " + path.string() + ": " + errno_text(err));
+        }
+    }
+    ~FileLock() {
+        if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+    }
+    FileLock(const FileLock&) = delete;
+    FileLock& operator=(const FileLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+// Removes the build directory unless it was moved into the cache.
+struct TmpDir {
+    std::filesystem::path path;
+    bool released = false;
+    ~TmpDir() {
+        if (!released && !path.empty()) remove_tree(path);
+    }
+};
+
+std::string unique_suffix() {
+    static std::atomic<unsigned> counter{0};
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    return std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + "." +
+           std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+}
+
+void quarantine(const std::filesystem::path& root, const std::filesystem::path& entry, const std::string& why) {
+    const std::filesystem::path dir = root / "quarantine";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::filesystem::path target = dir / (entry.filename().string() + "." + unique_suffix());
+    std::string where;
+    if (!ec && ::rename(entry.c_str(), target.c_str()) == 0) {
+        where = "moved it to " + target.string();
+    } else {
+        remove_tree(entry);
+        where = "deleted it";
+    }
+    log(LogLevel::kWarning, "cache entry " + entry.string() + " is unusable (" + why + "); " + where + " and rebuilding");
+}
+
+// Build directories of processes that died mid-compile are removed once they are a day old (a live
+// compile never takes that long; younger ones may belong to a running process).
+void remove_stale_build_dirs(const std::filesystem::path& tmp_root) noexcept {
+    std::error_code ec;
+    const auto now = std::filesystem::file_time_type::clock::now();
+    for (auto it = std::filesystem::directory_iterator(tmp_root, ec); !ec && it != std::filesystem::directory_iterator();
+         it.increment(ec)) {
+        std::error_code time_ec;
+        const auto modified = it->last_write_time(time_ec);
+        if (!time_ec && now - modified > std::chrono::hours(24)) remove_tree(it->path());
+    }
+}
+
+// In-process memo: a second build() of the same inputs reads no file.
+std::mutex g_memo_mutex;
+std::unordered_map<std::string, CachedKernel> g_memo;
+
+std::mutex g_include_mutex;
+std::atomic<const std::filesystem::path*> g_include_dir{nullptr};
+std::vector<std::unique_ptr<std::filesystem::path>> g_include_dirs;  // kept alive for include_dir()'s reference
+
+}  // namespace
+
+std::string compute_key(const KeyInputs& in) {
+    Sha256 h;
+    h.update_field("deep_gemm jit key v1");
+    h.update_field(in.name);
+    h.update_field(in.code);
+    h.update_field(std::to_string(in.headers.size()));
+    for (const IncludedHeader& header : in.headers) {
+        h.update_field(header.relative_path);
+        h.update_field(header.content);
+    }
+    h.update_field(in.compiler_kind);
+    h.update_field(in.compiler_version);
+    h.update_field(std::to_string(in.flags.size()));
+    for (const std::string& flag : in.flags) h.update_field(flag);
+    h.update_field(in.arch);
+    h.update_field(in.options);
+    return h.hex_digest().substr(0, 32);
+}
+
+std::string entry_dir_name(const std::string& name, const std::string& key) {
+    std::string safe;
+    for (char c : name.substr(0, 64)) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        safe.push_back(ok ? c : '_');
+    }
+    if (safe.empty()) safe = "unnamed";
+    return "kernel." + safe + "." + key;
+}
+
+std::string format_manifest(const Manifest& m) {
+    auto one_line = [](std::string text) {
+        for (char& c : text) {
+            if (c == '\n' || c == '\r') c = ' ';
+        }
+        return text;
+    };
+    std::string out = "deep_gemm-jit-manifest " + std::to_string(m.format) + "\n";
+    out += "name " + one_line(m.name) + "\n";
+    out += "key " + m.key + "\n";
+    out += "arch " + one_line(m.arch) + "\n";
+    out += "compiler " + one_line(m.compiler) + "\n";
+    out += "flags " + one_line(m.flags) + "\n";
+    out += "cubin_size " + std::to_string(m.cubin_size) + "\n";
+    out += "cubin_sha256 " + m.cubin_sha256 + "\n";
+    out += "end\n";
+    return out;
+}
+
+std::optional<Manifest> parse_manifest(const std::string& text) {
+    Manifest m;
+    bool ended = false;
+    std::size_t pos = 0;
+    bool first = true;
+    while (pos < text.size()) {
+        std::size_t end = text.find('\n', pos);
+        if (end == std::string::npos) return std::nullopt;  // every line, "end" included, ends with '\n'
+        const std::string line = text.substr(pos, end - pos);
+        pos = end + 1;
+        const std::size_t space = line.find(' ');
+        const std::string field = line.substr(0, space);
+        const std::string value = space == std::string::npos ? std::string() : line.substr(space + 1);
+        if (first) {
+            if (field != "deep_gemm-jit-manifest") return std::nullopt;
+            m.format = std::atoi(value.c_str());
+            first = false;
+        } else if (field == "name") {
+            m.name = value;
+        } else if (field == "key") {
+            m.key = value;
+        } else if (field == "arch") {
+            m.arch = value;
+        } else if (field == "compiler") {
+            m.compiler = value;
+        } else if (field == "flags") {
+            m.flags = value;
+        } else if (field == "cubin_size") {
+            char* stop = nullptr;
+            m.cubin_size = std::strtoll(value.c_str(), &stop, 10);
+            if (value.empty() || *stop != '\0') return std::nullopt;
+        } else if (field == "cubin_sha256") {
+            m.cubin_sha256 = value;
+        } else if (field == "end") {
+            ended = true;
+        }
+    }
+    if (!ended || m.format != kManifestVersion) return std::nullopt;
+    return m;
+}
+
+std::optional<std::string> validate_entry(const std::filesystem::path& entry, const std::string& name,
+                                          const std::string& key, const std::string& arch, std::string* why) {
+    auto fail = [&](std::string reason) -> std::optional<std::string> {
+        if (why) *why = std::move(reason);
+        return std::nullopt;
+    };
+    const std::optional<std::string> text = read_file(entry / "manifest");
+    if (!text) return fail("no manifest");
+    const std::optional<Manifest> m = parse_manifest(*text);
+    if (!m) return fail("malformed or truncated manifest");
+    if (m->key != key || m->arch != arch || m->name != name) return fail("manifest describes another kernel");
+    std::optional<std::string> cubin = read_file(entry / "kernel.cubin");
+    if (!cubin) return fail("no kernel.cubin");
+    if (static_cast<long long>(cubin->size()) != m->cubin_size) {
+        return fail("kernel.cubin has " + std::to_string(cubin->size()) + " bytes, the manifest says " +
+                    std::to_string(m->cubin_size));
+    }
+    if (sha256_hex(*cubin) != m->cubin_sha256) return fail("kernel.cubin does not match its SHA-256");
+    return cubin;
+}
+
+void ensure_cache_dirs(const std::filesystem::path& root) {
+    const std::string fix = "; set DG_JIT_CACHE_DIR to a writable directory";
+    struct stat st;
+    if (::stat(root.c_str(), &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            throw ConfigError("the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR) is not a directory" + fix);
+        }
+    } else {
+        std::error_code ec;
+        std::filesystem::create_directories(root, ec);
+        if (ec) {
+            throw ConfigError("cannot create the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR): " +
+                              ec.message() + fix);
+        }
+    }
+    if (::access(root.c_str(), W_OK | X_OK) != 0) {
+        throw ConfigError("the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR) is not writable: " +
+                          errno_text(errno) + fix);
+    }
+    for (const char* sub : {"cache", "tmp", "locks"}) {
+        const std::filesystem::path dir = root / sub;
+        if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+            throw ConfigError("cannot create " + dir.string() + " in the kernel cache dir (DG_JIT_CACHE_DIR): " +
+                              errno_text(errno) + fix);
+        }
+        if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+            throw ConfigError(dir.string() + " in the kernel cache dir (DG_JIT_CACHE_DIR) is not a writable directory" + fix);
+        }
+    }
+}
+
+void clear_build_memo() {
+    std::lock_guard<std::mutex> lock(g_memo_mutex);
+    g_memo.clear();
+}
+
+}  // namespace detail
+
+void set_include_dir(const std::filesystem::path& dir) {
+    std::error_code ec;
+    std::filesystem::path absolute = std::filesystem::absolute(dir, ec);
+    auto stored = std::make_unique<std::filesystem::path>((ec ? dir : absolute).lexically_normal());
+    std::lock_guard<std::mutex> lock(detail::g_include_mutex);
+    detail::g_include_dir.store(stored.get(), std::memory_order_release);
+    detail::g_include_dirs.push_back(std::move(stored));
+}
+
+const std::filesystem::path& include_dir() {
+    const std::filesystem::path* dir = detail::g_include_dir.load(std::memory_order_acquire);
+    if (dir == nullptr) {
+        throw ConfigError("the JIT include dir is not set; call deep_gemm::jit::set_include_dir() with the "
+                          "deep_gemm/include directory (the Python package does this when imported)");
+    }
+    return *dir;
+}
+
+CachedKernel build(const KernelSource& src, const std::string& arch) {
+    using namespace detail;
+    const Settings& s = settings();
+    const Compiler& c = compiler();
+    const std::filesystem::path& inc = include_dir();
+    arch_number(arch);  // validates
+
+    KeyInputs inputs;
+    inputs.name = src.name;
+    inputs.compiler_kind = c.kind();
+    inputs.compiler_version = c.version();
+    inputs.flags = c.flags(arch, s);
+    inputs.arch = arch;
+    inputs.options = std::string("ptxas_check=") + (s.ptxas_check ? "1" : "0") + ";dump_ptx=" +
+                     (s.dump_ptx ? "1" : "0") + ";dump_sass=" + (s.dump_sass ? "1" : "0");
+
+    Sha256 memo_hash;
+    for (const std::string& part : {s.cache_dir.string(), inc.string(), inputs.compiler_kind, inputs.compiler_version,
+                                    join(inputs.flags, '\x1f'), arch, inputs.options, src.name, src.code}) {
+        memo_hash.update_field(part);
+    }
+    const std::string memo_key = memo_hash.hex_digest();
+    {
+        std::lock_guard<std::mutex> lock(g_memo_mutex);
+        if (auto it = g_memo.find(memo_key); it != g_memo.end()) {
+            CachedKernel hit = it->second;
+            hit.compiled = false;
+            return hit;
+        }
+    }
+
+    struct stat st;
+    if (::stat(inc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        throw ConfigError("the JIT include dir " + inc.string() + " is not a directory; call set_include_dir() with "
+                          "the deep_gemm/include directory of the installed package");
+    }
+    inputs.code = src.code;
+    inputs.headers = scan_includes(src.code, inc);
+    const std::string key = compute_key(inputs);
+    inputs.code.clear();
+    inputs.headers.clear();
+
+    const std::filesystem::path root = s.cache_dir;
+    ensure_cache_dirs(root);
+    const std::filesystem::path entry = root / "cache" / entry_dir_name(src.name, key);
+
+    auto remember = [&](CachedKernel kernel) {
+        std::lock_guard<std::mutex> lock(g_memo_mutex);
+        g_memo[memo_key] = kernel;
+        return kernel;
+    };
+
+    std::string why;
+    if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
+        if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + ": " + entry.string());
+        return remember({entry, std::move(*cubin), false});
+    }
+
+    FileLock lock(root / "locks" / (key + ".lock"));
+    struct stat entry_stat;
+    if (::stat(entry.c_str(), &entry_stat) == 0) {
+        if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
+            if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + " after waiting: " + entry.string());
+            return remember({entry, std::move(*cubin), false});
+        }
+        quarantine(root, entry, why);
+    } else if (s.debug) {
+        log(LogLevel::kDebug, "cache miss for " + src.name + ": " + entry.string());
+    }
+    remove_stale_build_dirs(root / "tmp");
+
+    // Compile into a private directory, then move it into place in one rename.
+    std::string tmpl = (root / "tmp" / ("build." + entry_dir_name(src.name, key).substr(7, 24) + ".XXXXXX")).string();
+    if (::mkdtemp(tmpl.data()) == nullptr) {
+        throw ConfigError("cannot create a build directory under " + (root / "tmp").string() + ": " +
+                          errno_text(errno) + "; set DG_JIT_CACHE_DIR to a writable directory");
+    }
+    TmpDir tmp{tmpl};
+    ::chmod(tmp.path.c_str(), 0755);
+
+    log(LogLevel::kInfo, "compiling kernel " + src.name + " for " + arch + " with " + c.kind() + " (" + key + ")");
+    const auto start = std::chrono::steady_clock::now();
+    write_file_durable(tmp.path / "kernel.cu", src.code);
+    CompileJob job{src.name, src.code, arch, inc, tmp.path, s.dump_ptx, s.dump_sass};
+    std::string cubin = c.compile(job, s);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+    Manifest manifest;
+    manifest.format = kManifestVersion;
+    manifest.name = src.name;
+    manifest.key = key;
+    manifest.arch = arch;
+    manifest.compiler = c.kind() + " " + c.version();
+    manifest.flags = join(inputs.flags, ' ');
+    manifest.cubin_size = static_cast<long long>(cubin.size());
+    manifest.cubin_sha256 = sha256_hex(cubin);
+    // kernel.cubin was written by the compiler; rewrite it durably from the bytes we validated.
+    write_file_durable(tmp.path / "kernel.cubin", cubin);
+    for (const char* dump : {"kernel.ptx", "kernel.sass"}) {
+        if (auto data = read_file(tmp.path / dump)) write_file_durable(tmp.path / dump, *data);
+    }
+    write_file_durable(tmp.path / "manifest", format_manifest(manifest));
+    fsync_dir(tmp.path);
+
+    if (::rename(tmp.path.c_str(), entry.c_str()) != 0) {
+        const int err = errno;
+        if (err == EEXIST || err == ENOTEMPTY) {
+            // Another builder (one that did not take our lock) won; use its entry if it is sound.
+            if (auto winner = validate_entry(entry, src.name, key, arch, &why)) {
+                if (s.debug) log(LogLevel::kDebug, "lost the rename race for " + entry.string() + "; using the winner's");
+                return remember({entry, std::move(*winner), true});
+            }
+        }
+        throw ConfigError("cannot move the compiled kernel into " + entry.string() + ": " + errno_text(err) +
+                          "; set DG_JIT_CACHE_DIR to a writable directory");
+    }
+    tmp.released = true;
+    fsync_dir(root / "cache");
+    log(LogLevel::kInfo, "compiled kernel " + src.name + " in " + std::to_string(seconds) + " s: " + entry.string());
+    return remember({entry, std::move(cubin), true});
+}
+
+}  // namespace deep_gemm::jit

@@ -1,0 +1,22 @@
+// Small POSIX file helpers for the cache (durable writes, directory fsync). Internal to the JIT core.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace deep_gemm::jit::detail {
+
+// Whole file, or nullopt when it cannot be opened/read.
+std::optional<std::string> read_file(const std::filesystem::path& path);
+
+// Creates/truncates `path`, writes `data`, fsyncs and closes. Throws jit::Error on failure.
+void write_file_durable(const std::filesystem::path& path, const std::string& data);
+
+// fsync of a directory (its entries become durable). Best effort: failures are ignored.
+void fsync_dir(const std::filesystem::path& dir) noexcept;
+
+// remove_all without exceptions.
+void remove_tree(const std::filesystem::path& path) noexcept;
+
+}  // namespace deep_gemm::jit::detail

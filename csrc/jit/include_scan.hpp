@@ -1,0 +1,25 @@
+// Finds the headers a generated source includes from the include root, transitively, for the cache key.
+// Internal to the JIT core.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace deep_gemm::jit::detail {
+
+struct IncludedHeader {
+    std::string relative_path;  // relative to the include root, '/'-separated, e.g. "deep_gemm/ptx/wgmma.cuh"
+    std::string content;
+};
+
+// Every file reachable from `source` through `#include <...>` / `#include "..."` lines that resolves
+// under `include_root` ("..." also relative to the including header). Headers not found there (system
+// and toolkit headers) are skipped. Conditionals are ignored, so the set may be larger than what the
+// preprocessor reads, never smaller. Sorted by relative path.
+std::vector<IncludedHeader> scan_includes(const std::string& source, const std::filesystem::path& include_root);
+
+// The targets of the #include lines of `text`, in order (exposed for tests).
+std::vector<std::string> parse_include_lines(const std::string& text);
+
+}  // namespace deep_gemm::jit::detail
