@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -25,6 +26,37 @@ struct Fp8Gemm1d2dArgs {
     int device = 0;
     CUstream stream = nullptr;
 };
+
+// The compile-time part of one kernel instance: block config plus the dims baked in (0 = runtime).
+// Cheap to hash; the hot path maps it to the loaded kernel.
+struct Sm90Fp8GemmKernelKey {
+    int block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
+    uint32_t m = 0, n = 0, k = 0;
+    // Epilogue: false = swizzled smem staging + TMA store (needs a 16-byte aligned D with a row stride
+    // that is a multiple of 8 elements); true = direct bounds-checked stores from registers.
+    bool direct_store = false;
+    bool operator==(const Sm90Fp8GemmKernelKey&) const = default;
+};
+
+struct Sm90Fp8GemmKernelKeyHash {
+    size_t operator()(const Sm90Fp8GemmKernelKey& key) const noexcept {
+        uint64_t h = uint64_t(key.block_m) | uint64_t(key.block_n) << 9 | uint64_t(key.num_stages) << 18 |
+                     uint64_t(key.group_n) << 24 | uint64_t(key.direct_store) << 32;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.m;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.n;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.k;
+        return size_t(h ^ (h >> 29));
+    }
+};
+
+// Generated translation unit for one kernel instance (used by the op and by the compile-only tests).
+// Returns {name, symbol, code}; see jit::KernelSource.
+struct Sm90Fp8GemmSource {
+    std::string name, symbol, code;
+    int num_threads = 0;
+    int smem_bytes = 0;
+};
+Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key);
 
 // Chooses a config (memoized per shape), builds/loads the kernel (memoized per config) and launches it.
 // Preconditions are checked by the caller; violated ones raise jit::Error here, never crash.

@@ -1,0 +1,207 @@
+// Host side of the SM90 FP8 1D2D GEMM: config choice (memoized per shape), source generation, kernel
+// lookup (memoized per config key), TMA descriptors (built per call) and launch.
+#include "sm90_fp8_gemm_1d2d.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+
+#include "../../jit/errors.hpp"
+#include "../../jit/jit.hpp"
+#include "../../jit/log.hpp"
+#include "../../jit/settings.hpp"
+#include "../heuristics/sm90_fp8.hpp"
+
+namespace deep_gemm::kernels {
+
+namespace {
+
+constexpr const char* kOpName = "fp8_gemm_nt";
+
+std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
+    return "sm90_fp8_gemm_1d2d_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
+           std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
+           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k) + (key.direct_store ? "_direct" : "");
+}
+
+struct ShapeKey {
+    int m, n, k, num_sms, smem_limit;
+    bool operator==(const ShapeKey&) const = default;
+};
+
+struct ShapeKeyHash {
+    size_t operator()(const ShapeKey& s) const noexcept {
+        uint64_t h = uint64_t(uint32_t(s.m));
+        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.n);
+        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.k);
+        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.num_sms)) << 32 | uint32_t(s.smem_limit));
+        return size_t(h ^ (h >> 31));
+    }
+};
+
+// Process-wide memo tables (this translation unit owns them).
+std::mutex g_config_mutex;
+std::unordered_map<ShapeKey, heuristics::Sm90Fp8GemmConfig, ShapeKeyHash> g_configs;
+jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
+
+heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
+    const ShapeKey key{m, n, k, num_sms, smem_limit};
+    std::lock_guard<std::mutex> lock(g_config_mutex);
+    if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
+    const auto config = heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit);
+    if (jit::settings().print_configs) {
+        jit::log(jit::LogLevel::kInfo, std::string(kOpName) + ": M=" + std::to_string(m) + " N=" +
+                                           std::to_string(n) + " K=" + std::to_string(k) +
+                                           " SMs=" + std::to_string(num_sms) + " -> " + heuristics::to_string(config));
+    }
+    g_configs.emplace(key, config);
+    return config;
+}
+
+[[noreturn]] void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// 2-D tiled tensor map: dims/box given innermost first, `row_stride_bytes` between rows.
+CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
+                         uint64_t row_stride_bytes, uint32_t box_inner, uint32_t box_outer,
+                         CUtensorMapSwizzle swizzle, const char* what) {
+    CUtensorMap map;
+    std::memset(&map, 0, sizeof(map));
+    const cuuint64_t dims[2] = {inner, outer};
+    const cuuint64_t strides[1] = {row_stride_bytes};
+    const cuuint32_t box[2] = {box_inner, box_outer};
+    const cuuint32_t elem_strides[2] = {1, 1};
+    const CUresult r = jit::driver().tensor_map_encode_tiled(
+        &map, dtype, 2, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    jit::check_driver(r, what);
+    return map;
+}
+
+CUtensorMapSwizzle swizzle_of(int bytes) {
+    switch (bytes) {
+        case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
+        case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
+        case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
+        default: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    }
+}
+
+}  // namespace
+
+Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
+    Sm90Fp8GemmSource src;
+    src.name = "sm90_fp8_gemm_1d2d";
+    src.symbol = make_symbol(key);
+    src.num_threads = 128 + 128 * (key.block_m / 64);
+    src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
+    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
+    const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
+                      g = std::to_string(key.group_n) + "u";
+    src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
+               "extern \"C\" __global__ void __launch_bounds__(" +
+               std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
+               " tmap_b, " + tmap + " tmap_sfa, " + tmap +
+               " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, unsigned int m, unsigned int n,"
+               " unsigned int k) {\n"
+               "    using Scheduler = deep_gemm::GroupedOrderScheduler<" + bm + ", " + bn + ", " + g + ">;\n"
+               "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
+               "<" + bm + ", " + bn + ">;\n"
+               "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
+               std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
+               "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
+               "u, Scheduler, Epilogue>(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, m, n, k);\n}\n"
+               // The host sizes shared memory with its own formula: make the device layout agree.
+               "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<" +
+               std::to_string(key.block_m) + ", " + std::to_string(key.block_n) + ", " +
+               std::to_string(key.num_stages) + ">::kSmemBytes == " + std::to_string(src.smem_bytes) +
+               ", \"host/device shared memory size mismatch\");\n";
+    return src;
+}
+
+void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
+    const int m = args.m, n = args.n, k = args.k;
+    if (m < 0 || n < 0 || k < 0) fail("negative problem size");
+    if (m == 0 || n == 0) return;
+    if (k == 0) fail("K == 0 must be handled by the caller (D = C or zeros)");
+    if (k % 16 != 0) fail("K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
+    if (!args.a || !args.b || !args.sfa || !args.sfb || !args.d) fail("null pointer argument");
+    if (!aligned16(args.a) || !aligned16(args.b) || !aligned16(args.sfa)) fail("a, b and sfa must be 16-byte aligned");
+    if ((reinterpret_cast<uintptr_t>(args.d) & 1u) != 0) fail("d must be 2-byte aligned");
+    if (args.lda < k || args.lda % 16 != 0) fail("lda must be >= K and a multiple of 16");
+    if (args.ldb < k || args.ldb % 16 != 0) fail("ldb must be >= K and a multiple of 16");
+    if (args.ldd < n) fail("ldd must be >= N");
+    if (args.lda >= (int64_t(1) << 32) || args.ldb >= (int64_t(1) << 32) || args.ldd >= (int64_t(1) << 32))
+        fail("row strides must be < 2^32 elements");
+    if (args.sfa_stride < m || args.sfa_stride % 4 != 0)
+        fail("sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
+
+    bool compile_m = false, compile_n = false, compile_k = false;
+    for (char c : args.compiled_dims) {
+        if (c == 'm' || c == 'M') compile_m = true;
+        else if (c == 'n' || c == 'N') compile_n = true;
+        else if (c == 'k' || c == 'K') compile_k = true;
+        else fail("compiled_dims may contain only 'm', 'n', 'k'; got '" + args.compiled_dims + "'");
+    }
+
+    const jit::DeviceInfo& dev = jit::device_info(args.device);
+    if (dev.cc_major != 9) fail("the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
+    const int num_sms = args.num_sms > 0 ? std::min(args.num_sms, dev.sm_count) : dev.sm_count;
+    const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
+    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
+
+    Sm90Fp8GemmKernelKey key;
+    key.block_m = config.block_m;
+    key.block_n = config.block_n;
+    key.num_stages = config.num_stages;
+    key.group_n = config.group_n;
+    key.m = compile_m ? uint32_t(m) : 0u;
+    key.n = compile_n ? uint32_t(n) : 0u;
+    key.k = compile_k ? uint32_t(k) : 0u;
+    // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
+    key.direct_store = !aligned16(args.d) || (args.ldd % 8) != 0;
+
+    const jit::LoadedKernel& kernel = g_kernels.get(args.device, key, [&] {
+        const Sm90Fp8GemmSource s = sm90_fp8_gemm_1d2d_source(key);
+        return jit::KernelSource{s.name, s.symbol, s.code};
+    });
+
+    // Tensor maps (innermost dimension first).
+    const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+    const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
+    CUtensorMap tmap_a = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m),
+                                      uint64_t(args.lda), heuristics::kSm90Fp8BlockK, uint32_t(config.block_m),
+                                      CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for a");
+    CUtensorMap tmap_b = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n),
+                                      uint64_t(args.ldb), heuristics::kSm90Fp8BlockK, uint32_t(config.block_n),
+                                      CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for b");
+    CUtensorMap tmap_sfa = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb),
+                                        uint64_t(args.sfa_stride) * 4, uint32_t(config.block_m), 1,
+                                        CU_TENSOR_MAP_SWIZZLE_NONE, "fp8_gemm_nt: tensor map for sfa");
+    CUtensorMap tmap_d;
+    std::memset(&tmap_d, 0, sizeof(tmap_d));
+    if (!key.direct_store) tmap_d = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.d, uint64_t(n), uint64_t(m),
+                                      uint64_t(args.ldd) * 2, uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle),
+                                      "fp8_gemm_nt: tensor map for d");
+
+    const int64_t tiles = int64_t((m + config.block_m - 1) / config.block_m) *
+                          int64_t((n + config.block_n - 1) / config.block_n);
+    jit::LaunchConfig launch;
+    launch.grid[0] = unsigned(std::min<int64_t>(num_sms, tiles));
+    launch.block[0] = unsigned(config.num_threads());
+    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
+    launch.cluster_x = 1;
+    launch.pdl = args.pdl;
+    launch.stream = args.stream;
+
+    const float* sfb = args.sfb;
+    void* d = args.d;
+    unsigned int uldd = unsigned(args.ldd), um = unsigned(m), un = unsigned(n), uk = unsigned(k);
+    void* kernel_args[] = {&tmap_a, &tmap_b, &tmap_sfa, &tmap_d, &sfb, &d, &uldd, &um, &un, &uk};
+    kernel.launch(launch, kernel_args);
+}
+
+}  // namespace deep_gemm::kernels

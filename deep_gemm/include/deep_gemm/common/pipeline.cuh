@@ -1,0 +1,59 @@
+// Producer/consumer shared-memory pipeline: kNumStages slots, each with a "full" mbarrier (the producer
+// arrives once with expect_tx; TMA completes the bytes) and an "empty" mbarrier (every consumer thread
+// arrives once when it no longer reads the slot). Both sides walk slots in the same order; the phase
+// bit flips every time the slot index wraps.
+//
+//   producer:  wait(empty[s], phase ^ 1)  -> arrive_expect_tx(full[s]) -> TMA loads on full[s]
+//   consumer:  wait(full[s], phase)       -> read slot                 -> arrive(empty[s])
+//
+// The producer's first pass waits for parity 1 on fresh barriers, which succeeds immediately.
+#pragma once
+
+#include "../common/types.cuh"
+#include "../ptx/mbarrier.cuh"
+
+namespace deep_gemm {
+
+template <u32 kNumStages>
+struct PipelineState {
+    u32 stage = 0;
+    u32 phase = 0;
+
+    __device__ __forceinline__ void advance() {
+        if (++stage == kNumStages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+};
+
+template <u32 kNumStages>
+struct PipelineBarriers {
+    u64* full;   // [kNumStages]
+    u64* empty;  // [kNumStages]
+
+    // One thread initialises; the caller makes the CTA synchronise afterwards.
+    __device__ __forceinline__ void init(u32 num_consumer_arrivals) const {
+#pragma unroll
+        for (u32 s = 0; s < kNumStages; ++s) {
+            ptx::mbarrier_init(&full[s], 1);
+            ptx::mbarrier_init(&empty[s], num_consumer_arrivals);
+        }
+        ptx::mbarrier_init_fence();
+    }
+
+    __device__ __forceinline__ void producer_acquire(const PipelineState<kNumStages>& st) const {
+        ptx::mbarrier_wait(&empty[st.stage], st.phase ^ 1);
+    }
+    __device__ __forceinline__ void producer_commit(const PipelineState<kNumStages>& st, u32 bytes) const {
+        ptx::mbarrier_arrive_expect_tx(&full[st.stage], bytes);
+    }
+    __device__ __forceinline__ void consumer_wait(const PipelineState<kNumStages>& st) const {
+        ptx::mbarrier_wait(&full[st.stage], st.phase);
+    }
+    __device__ __forceinline__ void consumer_release(const PipelineState<kNumStages>& st) const {
+        ptx::mbarrier_arrive(&empty[st.stage]);
+    }
+};
+
+}  // namespace deep_gemm

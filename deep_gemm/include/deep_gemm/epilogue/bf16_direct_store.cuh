@@ -1,0 +1,55 @@
+// Fallback epilogue: FP32 accumulators -> BF16 written straight from registers with bounds checks. For
+// outputs a TMA store cannot address (row stride not a multiple of 16 bytes, e.g. N = 100 contiguous,
+// or a base that is not 16-byte aligned). Same interface as Bf16TmaStoreEpilogue; the staging buffer the
+// kernel reserves for the TMA path is simply unused.
+#pragma once
+
+#include "../common/types.cuh"
+#include "../ptx/stmatrix.cuh"
+
+namespace deep_gemm {
+
+template <u32 kBlockM, u32 kBlockN>
+struct Bf16DirectStoreEpilogue {
+    static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
+    static constexpr u32 kSmemBytes = kBlockM * kBlockN * 2;  // reserved by the kernel layout, unused
+    static constexpr bool kUsesTensorMap = false;
+
+    u32 math_wg;
+    u32 thread;
+    u16* d;
+    u32 ldd;
+
+    __device__ __forceinline__ Bf16DirectStoreEpilogue(u8*, u32 wg, u32 t, const TmaDescriptor&, void* d_ptr,
+                                                       u32 ld)
+        : math_wg(wg), thread(t), d(static_cast<u16*>(d_ptr)), ldd(ld) {}
+
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
+        const u32 warp = thread / 32, lane = thread % 32;
+        const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
+        const bool pair_aligned = (ldd % 2) == 0;  // then (row * ldd + even col) is 4-byte aligned
+#pragma unroll
+        for (u32 half = 0; half < 2; ++half) {
+            const u32 row = row_lo + half * 8;
+            if (row >= m) continue;
+            u16* d_row = d + static_cast<u64>(row) * ldd;
+#pragma unroll
+            for (u32 j = 0; j < kBlockN / 8; ++j) {
+                const u32 col = n0 + j * 8 + (lane % 4) * 2;
+                const u32 packed = ptx::pack_bf16x2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+                if (pair_aligned && col + 1 < n) {
+                    *reinterpret_cast<u32*>(d_row + col) = packed;
+                } else {
+                    if (col < n) d_row[col] = static_cast<u16>(packed & 0xffffu);
+                    if (col + 1 < n) d_row[col + 1] = static_cast<u16>(packed >> 16);
+                }
+            }
+        }
+    }
+
+    __device__ __forceinline__ void finish() {}
+};
+
+}  // namespace deep_gemm

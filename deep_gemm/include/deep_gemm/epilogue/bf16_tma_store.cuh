@@ -1,0 +1,99 @@
+// Epilogue: FP32 accumulators of one math warpgroup (64 rows x BLOCK_N) -> BF16 -> swizzled shared
+// memory (stmatrix) -> TMA store. Each math warpgroup owns its 64-row slice of the staging buffer and
+// stores it on its own (named barrier per warpgroup), so the warpgroups never wait for each other.
+//
+// Staging layout: BLOCK_N is cut into column chunks of kSwizzleBytes (128, 64 or 32 bytes = the widest
+// swizzle that divides a BLOCK_N row); chunk c is a [BLOCK_M rows x kSwizzleBytes] box at
+// c * BLOCK_M * kSwizzleBytes, rows contiguous, 16-byte units XOR-swizzled exactly as TMA expects for
+// CU_TENSOR_MAP_SWIZZLE_{128,64,32}B (address bits [4, 4+log2(kSwizzleBytes/16)) ^= bits [7, ...)).
+// The D tensor map's box is {kSwizzleBytes / 2 columns, 64 rows}.
+//
+// Reuse across tiles: before a warpgroup overwrites its slice, its storing thread waits until the
+// previous tile's bulk stores have finished reading shared memory (wait_group.read 0), then the
+// warpgroup synchronises. After writing: proxy fence in every writer, barrier, one thread issues.
+#pragma once
+
+#include "../common/types.cuh"
+#include "../ptx/stmatrix.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
+
+namespace deep_gemm {
+
+template <u32 kBlockM, u32 kBlockN>
+struct Bf16TmaStoreEpilogue {
+    static_assert(kBlockN % 16 == 0, "BLOCK_N must be a multiple of 16 (stmatrix pairs of 8 columns)");
+    static constexpr u32 kSwizzleBytes = (kBlockN % 64 == 0) ? 128 : ((kBlockN % 32 == 0) ? 64 : 32);
+    static constexpr u32 kChunkCols = kSwizzleBytes / 2;
+    static constexpr u32 kNumChunks = kBlockN / kChunkCols;
+    static constexpr u32 kUnitsPerRow = kSwizzleBytes / 16;
+    static constexpr u32 kSmemBytes = kBlockM * kBlockN * 2;
+    static constexpr u32 kRowsPerWarpgroup = 64;
+    // Staging chunk offsets stay multiples of the swizzle repeat (kSwizzleBytes * 8 bytes).
+    static_assert((kBlockM * kSwizzleBytes) % 1024 == 0, "chunk alignment");
+
+    static constexpr bool kUsesTensorMap = true;
+
+    u8* smem;
+    u32 math_wg;    // 0 or 1
+    u32 thread;     // 0..127 inside the warpgroup
+    const TmaDescriptor& tmap_d;
+
+    // Common epilogue constructor: staging smem, math warpgroup index, thread in warpgroup, D tensor
+    // map, D pointer and row stride (elements). This one stores through the tensor map only.
+    __device__ __forceinline__ Bf16TmaStoreEpilogue(u8* smem_d, u32 wg, u32 t, const TmaDescriptor& tmap, void*, u32)
+        : smem(smem_d), math_wg(wg), thread(t), tmap_d(tmap) {}
+
+    // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
+        const u32 barrier_id = 1 + math_wg;
+        if (thread == 0) ptx::bulk_wait_group_read<0>();
+        ptx::named_barrier_sync(barrier_id, 128);
+
+        const u32 warp = thread / 32, lane = thread % 32;
+        const u32 mat = lane / 8;
+        // Row of the tile whose address this lane supplies for stmatrix.
+        const u32 row = math_wg * kRowsPerWarpgroup + warp * 16 + (mat & 1) * 8 + (lane % 8);
+        const u32 row_swizzle = ((row * kSwizzleBytes) >> 7) & (kUnitsPerRow - 1);
+        const u32 base = smem_addr(smem) + row * kSwizzleBytes;
+#pragma unroll
+        for (u32 jp = 0; jp < kBlockN / 16; ++jp) {
+            const u32 j = jp * 2;             // first of the two 8-column groups of this stmatrix
+            const u32 col8 = j + (mat >> 1);  // 8-column group this lane addresses
+            const u32 chunk = col8 / kUnitsPerRow;
+            const u32 unit = (col8 % kUnitsPerRow) ^ row_swizzle;
+            const u32 addr = base + chunk * (kBlockM * kSwizzleBytes) + unit * 16;
+            ptx::stmatrix_x4(addr, ptx::pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]),
+                             ptx::pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
+                             ptx::pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
+                             ptx::pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
+        }
+        ptx::fence_proxy_async_smem();
+        ptx::named_barrier_sync(barrier_id, 128);
+
+        if (thread == 0) {
+            const u32 row0 = m0 + math_wg * kRowsPerWarpgroup;
+            if (row0 < m) {
+#pragma unroll
+                for (u32 c = 0; c < kNumChunks; ++c) {
+                    if (n0 + c * kChunkCols < n) {
+                        ptx::tma_store_2d(tmap_d,
+                                          smem + c * (kBlockM * kSwizzleBytes) +
+                                              math_wg * kRowsPerWarpgroup * kSwizzleBytes,
+                                          static_cast<i32>(n0 + c * kChunkCols), static_cast<i32>(row0));
+                    }
+                }
+            }
+            ptx::bulk_commit_group();
+        }
+    }
+
+    // Before the CTA exits: all stores complete.
+    __device__ __forceinline__ void finish() {
+        if (thread == 0) ptx::bulk_wait_group<0>();
+    }
+};
+
+}  // namespace deep_gemm

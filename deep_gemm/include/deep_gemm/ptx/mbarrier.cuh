@@ -1,0 +1,48 @@
+// mbarrier wrappers (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier").
+// All operate on a 64-bit barrier object in the CTA's own shared memory.
+#pragma once
+
+#include "../common/types.cuh"
+
+namespace deep_gemm::ptx {
+
+__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+
+// Makes barrier initialisation visible to the other threads and to the async proxy (TMA).
+__device__ __forceinline__ void mbarrier_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One arrival (release semantics at CTA scope).
+__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// One arrival that also raises the expected transaction count by `bytes` (the TMA loads that follow
+// complete_tx them).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+
+// Waits until the phase with parity `parity` has completed (acquire semantics). A freshly initialised
+// barrier is in phase 0, so waiting for parity 1 returns at once ("the previous phase is complete").
+__device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
+    const u32 addr = smem_addr(bar);
+    u32 done;
+    do {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n"
+            : "=r"(done)
+            : "r"(addr), "r"(parity)
+            : "memory");
+    } while (done == 0);
+}
+
+}  // namespace deep_gemm::ptx

@@ -1,0 +1,41 @@
+// Fences, named barriers, register reallocation and programmatic-dependent-launch controls.
+#pragma once
+
+#include "../common/types.cuh"
+
+namespace deep_gemm::ptx {
+
+// Orders this thread's generic-proxy shared-memory writes before later async-proxy (TMA, wgmma) reads.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// Named barrier `id` (1..15; 0 is __syncthreads) over `count` threads (a multiple of 32).
+__device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// Register reallocation for the whole warpgroup (all its threads must execute it).
+template <u32 kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+    static_assert(kRegs >= 24 && kRegs <= 256 && kRegs % 8 == 0, "setmaxnreg range");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+template <u32 kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+    static_assert(kRegs >= 24 && kRegs <= 256 && kRegs % 8 == 0, "setmaxnreg range");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+// PDL: wait for the grids this one depends on (no-op when launched without the attribute).
+__device__ __forceinline__ void grid_dependency_wait() {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// PDL: allow the dependent grid to start launching.
+__device__ __forceinline__ void grid_dependency_launch_dependents() {
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+}  // namespace deep_gemm::ptx
