@@ -14,6 +14,7 @@ namespace detail {
 namespace {
 
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+constexpr int kAbiVersion = 12000;
 
 DriverEntryPoints* open_driver() {
     void* handle = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -24,13 +25,16 @@ DriverEntryPoints* open_driver() {
     }
     auto get_proc = reinterpret_cast<GetProcAddress>(::dlsym(handle, "cuGetProcAddress_v2"));
     auto* api = new DriverEntryPoints();  // lives until process exit
-    // `symbol` is the API name (cuGetProcAddress picks the ABI version matching our headers);
-    // `fallback` is the exported symbol with that ABI, for drivers without cuGetProcAddress_v2.
+    // `symbol` is the API name; `fallback` is the exported symbol with the ABI we declare, for drivers
+    // without cuGetProcAddress_v2. We ask for the ABI of CUDA 12.0, not CUDA_VERSION: cuGetProcAddress
+    // returns the newest ABI up to the version asked for, and CUDA 13.0 gave some names new signatures
+    // under the same name (cuCtxGetDevice(dev, ctx), cuCtxSynchronize(ctx)) while cuda.h keeps
+    // declaring the old ones. Every entry point below has the 12.0 signature that cuda.h declares.
     auto resolve = [&](auto& fn, const char* symbol, const char* fallback, bool required) {
         void* pointer = nullptr;
         if (get_proc != nullptr) {
             CUdriverProcAddressQueryResult status;
-            if (get_proc(symbol, &pointer, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
+            if (get_proc(symbol, &pointer, kAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
                 status != CU_GET_PROC_ADDRESS_SUCCESS) {
                 pointer = nullptr;
             }
