@@ -28,18 +28,22 @@ if has build; then
 fi
 
 if has smoke; then
+    # Whole JIT path on a trivial kernel: both loaders x both compilers, cold then warm cache.
     for prog in dg_gpu_smoke dg_gpu_smoke_runtime; do
-        cache=$(mktemp -d /tmp/dg_smoke.XXXX)
-        for run in cold warm; do
-            DG_JIT_CACHE_DIR="$cache" ./build/"$prog" >>"$OUT/smoke.log" 2>&1
-            note "$prog ($run cache): rc=$? $(tail -1 "$OUT/smoke.log")"
+        for nvrtc in 0 1; do
+            cache=$(mktemp -d /tmp/dg_smoke.XXXX)
+            for run in cold warm; do
+                DG_JIT_USE_NVRTC=$nvrtc DG_JIT_CACHE_DIR="$cache" ./build/"$prog" >>"$OUT/smoke.log" 2>&1
+                note "$prog nvrtc=$nvrtc ($run cache): rc=$? $(tail -1 "$OUT/smoke.log")"
+            done
         done
     done
 fi
 
 if has test; then
-    python3 -m pytest tests/python -m gpu -ra -q -x --timeout=300 -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1 ||
-        python3 -m pytest tests/python -m gpu -ra -q -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1
+    # PYTEST_ARGS narrows the run (e.g. one file); by default every GPU test.
+    env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest ${PYTEST_ARGS:-tests/python} -m gpu -ra -q \
+        -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1
     note "pytest gpu: rc=$? $(tail -1 "$OUT/pytest_gpu.log")"
 fi
 
@@ -51,9 +55,10 @@ if has sanitize; then
 fi
 
 if has bench; then
-    for b in benchmarks/bench_fp8_gemm.py benchmarks/bench_host_overhead.py benchmarks/bench_legacy.py; do
+    for b in ${BENCHES:-benchmarks/bench_fp8_gemm.py benchmarks/bench_host_overhead.py benchmarks/bench_bf16_gemm.py benchmarks/bench_legacy.py}; do
         [ -f "$b" ] || continue
-        timeout 240 python3 "$b" >>"$OUT/bench.log" 2>&1
+        echo "=== $b" >>"$OUT/bench.log"
+        timeout "${BENCH_TIMEOUT:-240}" python3 "$b" >>"$OUT/bench.log" 2>&1
         note "$b: rc=$?"
     done
     tail -40 "$OUT/bench.log"

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 jobs="${DG_BUILD_JOBS:-2}"
 
 echo "== C++ core: configure, build, ctest"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DDG_REQUIRE_SASS_TOOLS=ON >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j1
 
