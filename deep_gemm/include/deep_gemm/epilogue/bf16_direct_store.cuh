@@ -21,7 +21,7 @@ struct Bf16DirectStoreEpilogue {
     u32 ldd;
 
     __device__ __forceinline__ Bf16DirectStoreEpilogue(u8*, u32 wg, u32 t, const TmaDescriptor&, void* d_ptr,
-                                                       u32 ld)
+                                                       u32 ld, const void* = nullptr, u32 = 0)
         : math_wg(wg), thread(t), d(static_cast<u16*>(d_ptr)), ldd(ld) {}
 
     template <int kNumAccum>

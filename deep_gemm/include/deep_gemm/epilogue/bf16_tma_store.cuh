@@ -40,8 +40,10 @@ struct Bf16TmaStoreEpilogue {
     const TmaDescriptor& tmap_d;
 
     // Common epilogue constructor: staging smem, math warpgroup index, thread in warpgroup, D tensor
-    // map, D pointer and row stride (elements). This one stores through the tensor map only.
-    __device__ __forceinline__ Bf16TmaStoreEpilogue(u8* smem_d, u32 wg, u32 t, const TmaDescriptor& tmap, void*, u32)
+    // map, D pointer and row stride (elements), and optionally a C operand (pointer, row stride) for
+    // epilogues that accumulate D = C + acc. This one stores through the tensor map only (no C).
+    __device__ __forceinline__ Bf16TmaStoreEpilogue(u8* smem_d, u32 wg, u32 t, const TmaDescriptor& tmap, void*, u32,
+                                                    const void* = nullptr, u32 = 0)
         : smem(smem_d), math_wg(wg), thread(t), tmap_d(tmap) {}
 
     // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0).

@@ -20,6 +20,19 @@ __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
+// One arrival on the barrier at the same shared-memory offset in CTA `cta_rank` of this cluster (release at
+// cluster scope); `bar` is this CTA's barrier, mapped into the peer's window with mapa.
+__device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 cta_rank) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(smem_addr(bar)),
+        "r"(cta_rank)
+        : "memory");
+}
+
 // One arrival that also raises the expected transaction count by `bytes` (the TMA loads that follow
 // complete_tx them).
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {

@@ -15,6 +15,18 @@ __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// Thread-block clusters: this CTA's rank in its cluster, and a full cluster barrier (every thread of every
+// CTA of the cluster; release/acquire so shared-memory state, e.g. initialised mbarriers, is visible).
+__device__ __forceinline__ u32 cluster_cta_rank() {
+    u32 rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+}
+
 // Register reallocation for the whole warpgroup (all its threads must execute it).
 template <u32 kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {

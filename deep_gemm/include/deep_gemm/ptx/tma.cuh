@@ -24,6 +24,27 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDescriptor& desc
         : "memory");
 }
 
+// 3-D tile load (c0 innermost, c2 outermost, e.g. the group index of a [G, rows, cols] tensor); same
+// completion and out-of-bounds rules as tma_load_2d.
+__device__ __forceinline__ void tma_load_3d(void* dst, const TmaDescriptor& desc, u64* bar, i32 c0, i32 c1, i32 c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+        "[%2];" ::"r"(smem_addr(dst)),
+        "l"(tmap_addr(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
+
+// 3-D tile load multicast to the CTAs of this cluster named in `cta_mask`: the box lands at the same
+// shared-memory offset in each of them and completes `bytes` on the mbarrier at the same offset in each.
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDescriptor& desc, u64* bar, i32 c0, i32 c1,
+                                                      i32 c2, u16 cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+        "[%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_addr(dst)),
+        "l"(tmap_addr(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+        : "memory");
+}
+
 // 2-D tile store shared -> global in the current bulk group; out-of-bounds elements are not written.
 __device__ __forceinline__ void tma_store_2d(const TmaDescriptor& desc, const void* src, i32 c0, i32 c1) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(

@@ -3,6 +3,11 @@
 // sequence. Interface (what a kernel relies on):
 //     __device__ Scheduler(u32 m, u32 n);
 //     __device__ bool next(u32& m_block, u32& n_block);   // false when this CTA has no tiles left
+// Extended interface (kernels that support the grouped layouts; see grouped_scheduler.cuh):
+//     __device__ Scheduler(u32 m, u32 n, const i32* grouped, u32 num_groups);
+//     after next():  a_group(), b_group()  group coordinate of the tile in A's / B's (3-D) tensor map
+//                    a_row0()              first row of the tile in A's (per-group) view
+//                    d_row0(), d_row_end() first row and exclusive row bound of the tile in D's 2-D view
 // Grouped layouts (contiguous / masked MoE) provide other schedulers with the same interface.
 #pragma once
 
@@ -10,10 +15,23 @@
 
 namespace deep_gemm {
 
-// Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x). The linear
-// tile index is mapped group by group: a group is kGroupN consecutive N blocks times all M blocks, and
-// inside a group the N block varies fastest. CTAs running at the same time therefore share a few
-// N blocks of B and a band of M blocks of A, which keeps both in L2.
+// Maps linear tile index t of a num_m_blocks x num_n_blocks grid to (m_block, n_block), group by group:
+// a group is kGroupN consecutive N blocks times all M blocks, and inside a group the N block varies
+// fastest. CTAs running at the same time therefore share a few N blocks of B and a band of M blocks of
+// A, which keeps both in L2.
+template <u32 kGroupN>
+__device__ __forceinline__ void grouped_order_tile(u32 t, u32 num_m_blocks, u32 num_n_blocks, u32& m_block,
+                                                   u32& n_block) {
+    const u32 group_span = num_m_blocks * kGroupN;
+    const u32 group = t / group_span;
+    const u32 in_group = t - group * group_span;
+    const u32 first_n = group * kGroupN;
+    const u32 width = min_of(kGroupN, num_n_blocks - first_n);
+    m_block = in_group / width;
+    n_block = first_n + (in_group - m_block * width);
+}
+
+// Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
 struct GroupedOrderScheduler {
     static_assert(kGroupN >= 1, "group size");
@@ -21,26 +39,74 @@ struct GroupedOrderScheduler {
     u32 num_n_blocks;
     u32 num_tiles;
     u32 next_tile;
+    u32 rows;     // M (for d_row_end)
+    u32 cur_m0 = 0;
 
     __device__ __forceinline__ GroupedOrderScheduler(u32 m, u32 n)
         : num_m_blocks(ceil_div(m, kBlockM)),
           num_n_blocks(ceil_div(n, kBlockN)),
           num_tiles(ceil_div(m, kBlockM) * ceil_div(n, kBlockN)),
-          next_tile(blockIdx.x) {}
+          next_tile(blockIdx.x),
+          rows(m) {}
+
+    // Extended-interface constructor: dense problems have no group information.
+    __device__ __forceinline__ GroupedOrderScheduler(u32 m, u32 n, const i32*, u32) : GroupedOrderScheduler(m, n) {}
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         if (next_tile >= num_tiles) return false;
         const u32 t = next_tile;
         next_tile += gridDim.x;
-        const u32 group_span = num_m_blocks * kGroupN;
-        const u32 group = t / group_span;
-        const u32 in_group = t - group * group_span;
-        const u32 first_n = group * kGroupN;
-        const u32 width = min_of(kGroupN, num_n_blocks - first_n);
-        m_block = in_group / width;
-        n_block = first_n + (in_group - m_block * width);
+        grouped_order_tile<kGroupN>(t, num_m_blocks, num_n_blocks, m_block, n_block);
+        cur_m0 = m_block * kBlockM;
         return true;
     }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return rows; }
+};
+
+// Dense GEMM on 2-CTA clusters sharing B (TMA multicast): cluster c = blockIdx.x / 2 walks pairs of M
+// blocks (2p, 2p + 1) x one N block in grouped order; CTA rank r of the cluster takes M block 2p + r. When
+// the number of M blocks is odd, the last pair's second tile lies past M: that CTA still loads (zero-filled
+// A, its half of B for the peer) and computes, and the epilogue stores nothing (d_row0 >= d_row_end).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct ClusterPairScheduler {
+    static_assert(kGroupN >= 1, "group size");
+    u32 num_pairs_m;
+    u32 num_n_blocks;
+    u32 num_tiles;  // pair tiles
+    u32 next_tile;
+    u32 rank;
+    u32 rows;
+    u32 cur_m0 = 0;
+
+    __device__ __forceinline__ ClusterPairScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
+        : num_pairs_m(ceil_div(ceil_div(m, kBlockM), 2u)),
+          num_n_blocks(ceil_div(n, kBlockN)),
+          num_tiles(ceil_div(ceil_div(m, kBlockM), 2u) * ceil_div(n, kBlockN)),
+          next_tile(blockIdx.x / 2),
+          rank(blockIdx.x % 2),
+          rows(m) {}
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        if (next_tile >= num_tiles) return false;
+        const u32 t = next_tile;
+        next_tile += gridDim.x / 2;
+        u32 pair;
+        grouped_order_tile<kGroupN>(t, num_pairs_m, num_n_blocks, pair, n_block);
+        m_block = pair * 2 + rank;
+        cur_m0 = m_block * kBlockM;
+        return true;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
 }  // namespace deep_gemm

@@ -1,0 +1,128 @@
+// Config choice for the SM90 BF16 GEMM (deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm.cuh).
+// Header-only and torch-free. The shared-memory formula mirrors Sm90Bf16GemmLayout in the device header;
+// every generated kernel source static_asserts that the two agree.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace deep_gemm::heuristics {
+
+// Which epilogue stores D: staging + TMA store (bf16 D without C, TMA-addressable), direct bf16 stores
+// (bf16 D without C that TMA cannot address), or direct stores with optional C (FP32 D, or any C).
+enum class Sm90Bf16Epilogue : int { kBf16Tma = 0, kBf16Direct = 1, kAccumDirect = 2 };
+
+struct Sm90Bf16GemmConfig {
+    int block_m = 128;
+    int block_n = 128;
+    int num_stages = 4;
+    int group_n = 8;  // scheduler: N blocks per swizzle group
+
+    int num_math_warpgroups() const { return block_m / 64; }
+    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
+    bool operator==(const Sm90Bf16GemmConfig&) const = default;
+};
+
+constexpr int kSm90Bf16BlockK = 64;
+constexpr int kSm90Bf16MaxBlockN = 256;
+constexpr int kSm90Bf16MaxStages = 8;
+constexpr int kSm90Bf16MinStages = 3;
+
+inline int sm90_bf16_staging_bytes(int block_m, int block_n, Sm90Bf16Epilogue epilogue) {
+    return epilogue == Sm90Bf16Epilogue::kAccumDirect ? 0 : block_m * block_n * 2;
+}
+
+inline int sm90_bf16_padded_block_n(int block_n, bool b_mn_major) {
+    return b_mn_major ? (block_n + 63) / 64 * 64 : block_n;
+}
+
+inline int sm90_bf16_smem_bytes(int block_m, int block_n, int num_stages, bool b_mn_major, Sm90Bf16Epilogue epilogue) {
+    const int per_stage = (block_m + sm90_bf16_padded_block_n(block_n, b_mn_major)) * kSm90Bf16BlockK * 2 + 2 * 8;
+    return sm90_bf16_staging_bytes(block_m, block_n, epilogue) + num_stages * per_stage;
+}
+
+inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90Bf16Epilogue epilogue,
+                                int smem_limit) {
+    int s = kSm90Bf16MaxStages;
+    while (s >= kSm90Bf16MinStages && sm90_bf16_smem_bytes(block_m, block_n, s, b_mn_major, epilogue) > smem_limit) --s;
+    return s;
+}
+
+// Rough cost in SM clocks (same model as the FP8 one, per 64-K stage): tensor-core time (BF16 dense
+// ~4096 FLOP/clk/SM -> BM*BN/32 clk per 64 K), wgmma shared-memory reads ((BM/64) * (64 + BN) clk at
+// 128 B/clk), TMA bytes into the SM ((BM+BN)*128 B at ~64 B/clk); times waves; bounded below by L2
+// (~6 KB/clk) and HBM (~2.3 KB/clk) traffic. `out_bytes` is the D element size (plus C's, if read).
+inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int out_bytes) {
+    const double num_kb = (k + kSm90Bf16BlockK - 1) / kSm90Bf16BlockK;
+    const double tiles = double((m + block_m - 1) / block_m) * double((n + block_n - 1) / block_n);
+    const double waves = std::ceil(tiles / num_sms);
+    const double t_mma = double(block_m) * block_n / 32.0;
+    const double t_smem = (block_m / 64.0) * (64.0 + block_n);
+    const double t_load = (block_m + block_n) * 128.0 / 64.0;
+    const double t_kb = std::max({t_mma, t_smem, t_load});
+    const double t_tile = num_kb * t_kb + 400.0 + block_n * out_bytes;  // + epilogue / pipeline ramp
+    const double t_sm = waves * t_tile;
+    const double l2_bytes = tiles * num_kb * (block_m + block_n) * 128.0;
+    const double hbm_bytes = 2.0 * (double(m) * k + double(n) * k) + double(out_bytes) * m * n;
+    return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
+}
+
+// Chooses block sizes (minimum modelled cost; ties go to the larger tile), then fills shared memory with
+// stages. `m` is the number of rows the tiles cover (sum of M for contiguous grouped; for masked,
+// expected_m * groups); `rows_per_group` (masked: expected_m) caps BLOCK_M at 64 when a group has <= 64 rows.
+inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
+                                                  Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0) {
+    Sm90Bf16GemmConfig best;
+    double best_cost = -1.0;
+    for (int block_m : {64, 128}) {
+        if (block_m == 128 && (m <= 64 || (rows_per_group > 0 && rows_per_group <= 64))) continue;
+        for (int block_n = 16; block_n <= kSm90Bf16MaxBlockN; block_n += 16) {
+            const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
+            if (stages < kSm90Bf16MinStages) continue;
+            const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes);
+            const bool better = best_cost < 0 || cost < best_cost * 0.99 ||
+                                (cost <= best_cost * 1.01 && block_m * block_n > best.block_m * best.block_n);
+            if (better) {
+                best_cost = cost;
+                best.block_m = block_m;
+                best.block_n = block_n;
+                best.num_stages = stages;
+            }
+        }
+    }
+    best.group_n = 8;
+    return best;
+}
+
+// TMA multicast of B over a 2-CTA cluster (two M blocks on the same N block share each B stage, halving
+// B's L2 -> SM traffic): dense problems only, large M (the L2-bound regime), and B must split into two
+// 1024-byte aligned halves (K-major: BN/2 rows, a multiple of 8; MN-major: an even number of 64-wide atoms).
+// `request`: 0 = heuristic, 1 = off, 2 = on when legal. Returns 1 or 2.
+inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int grouped_mode, bool b_mn_major,
+                                      int request) {
+    if (request == 1 || grouped_mode != 0) return 1;
+    const int m_blocks = (m + c.block_m - 1) / c.block_m;
+    const bool legal = m_blocks >= 2 && (b_mn_major ? (sm90_bf16_padded_block_n(c.block_n, true) / 64) % 2 == 0
+                                                    : (c.block_n / 2) % 8 == 0);
+    if (!legal) return 1;
+    if (request == 2) return 2;
+    return m >= 1024 ? 2 : 1;
+}
+
+// Width (bytes) of the D staging swizzle of the bf16 TMA-store epilogue (as in Bf16TmaStoreEpilogue).
+inline int sm90_bf16_d_swizzle_bytes(int block_n) {
+    const int row_bytes = block_n * 2;
+    return row_bytes % 128 == 0 ? 128 : (row_bytes % 64 == 0 ? 64 : 32);
+}
+
+inline std::string to_string(const Sm90Bf16GemmConfig& c) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d threads=%d", c.block_m, c.block_n,
+                  c.num_stages, c.group_n, c.num_threads());
+    return buf;
+}
+
+}  // namespace deep_gemm::heuristics

@@ -1,0 +1,98 @@
+// Host side of the SM90 BF16 GEMM:  D[M, N] = (C +) A @ B^T  with A logically [M, K], B logically [N, K],
+// FP32 accumulation, D bfloat16 or float32. Torch-free: the torch layer (csrc/apis) validates tensors and
+// fills the arguments; violated preconditions raise jit::Error here, never crash.
+//
+// Layout names of the torch ops (BLAS / DeepGEMM letters for D = A @ B: first letter A, second B;
+// 'n' = as in the product, 't' = stored transposed; all tensors row-major):
+//   bf16_gemm_nt(a [M,K], b [N,K])  a_k_major = true,  b_k_major = true
+//   bf16_gemm_nn(a [M,K], b [K,N])  a_k_major = true,  b_k_major = false
+//   bf16_gemm_tn(a [K,M], b [K,N])  a_k_major = false, b_k_major = false
+//   bf16_gemm_tt(a [K,M], b [N,K])  a_k_major = false, b_k_major = true
+// i.e. a_k_major = (first letter == 'n'), b_k_major = (second letter == 't').
+// lda / ldb are the outer (row) strides of the tensors as stored, in elements.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace deep_gemm::kernels {
+
+struct Bf16GemmArgs {
+    const void* a = nullptr;  // bfloat16; K-major: [M, K] (row stride lda); else stored [K, M] (row stride lda)
+    const void* b = nullptr;  // bfloat16; K-major: [N, K] (row stride ldb); else stored [K, N] (row stride ldb)
+    const void* c = nullptr;  // optional, same dtype as d, [M, N] row stride ldc; may alias d
+    void* d = nullptr;        // [M, N] row stride ldd; float32 when d_fp32, else bfloat16
+    int m = 0, n = 0, k = 0;
+    bool a_k_major = true, b_k_major = true;
+    int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;  // elements; must be multiples of 8 for a and b
+    bool d_fp32 = false;
+    // Which of m/n/k are baked into the kernel as constants ("nk" by default); the others are runtime.
+    std::string compiled_dims = "nk";
+    int num_sms = 0;  // SMs the persistent grid may use (<= device count; 0 = all)
+    // TMA multicast of B over 2-CTA clusters (dense ops only): 0 = heuristic, 1 = off, 2 = on when legal.
+    int multicast = 0;
+    bool pdl = false;
+    int device = 0;
+    CUstream stream = nullptr;
+};
+
+// Dense GEMM (nt / nn / tn / tt via a_k_major / b_k_major).
+void sm90_bf16_gemm(const Bf16GemmArgs& args);
+
+enum class Bf16GroupedMode : int { kNone = 0, kMGroupedContiguous = 1, kMGroupedMasked = 2 };
+
+// Extra arguments of the M-grouped (MoE) ops. In both modes B is [G, N, K] (b_k_major) or [G, K, N],
+// with b_group_stride elements between groups.
+//   contiguous: args.m = sum of M; a [sum_M, K], d [sum_M, N] (and c); `grouped` = grouped_layout int32
+//               [sum_M] on the GPU (group per row, -1 = padding row; groups start at multiples of 128 rows).
+//   masked:     args.m = max_m; a [G, max_m, K] with a_group_stride elements between groups (K-major only
+//               is what the nt op needs, M-major also works: [G, K, max_m]); d [G, max_m, N] with
+//               d_group_stride == max_m * ldd (and c likewise); `grouped` = masked_m int32 [G] on the GPU;
+//               expected_m is the host-side hint used for the config choice.
+struct Bf16GroupedArgs {
+    Bf16GroupedMode mode = Bf16GroupedMode::kNone;
+    const int* grouped = nullptr;
+    int num_groups = 0;
+    int expected_m = 0;
+    int64_t a_group_stride = 0, b_group_stride = 0, d_group_stride = 0, c_group_stride = 0;
+};
+
+void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped);
+
+// The compile-time part of one kernel instance (0 = runtime dim).
+struct Sm90Bf16GemmKernelKey {
+    int block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
+    bool a_mn_major = false, b_mn_major = false;
+    int mode = 0;      // Bf16GroupedMode
+    int epilogue = 0;  // heuristics::Sm90Bf16Epilogue
+    bool d_fp32 = false, with_c = false;
+    int multicast = 1;  // 1 = off, 2 = B multicast over a 2-CTA cluster (dense only)
+    uint32_t m = 0, n = 0, k = 0;
+    bool operator==(const Sm90Bf16GemmKernelKey&) const = default;
+};
+
+struct Sm90Bf16GemmKernelKeyHash {
+    size_t operator()(const Sm90Bf16GemmKernelKey& key) const noexcept {
+        uint64_t h = uint64_t(key.block_m) | uint64_t(key.block_n) << 9 | uint64_t(key.num_stages) << 18 |
+                     uint64_t(key.group_n) << 24 | uint64_t(key.a_mn_major) << 32 | uint64_t(key.b_mn_major) << 33 |
+                     uint64_t(key.mode) << 34 | uint64_t(key.epilogue) << 36 | uint64_t(key.d_fp32) << 38 |
+                     uint64_t(key.with_c) << 39 | uint64_t(key.multicast) << 40;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.m;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.n;
+        h = h * 0x9E3779B97F4A7C15ull ^ key.k;
+        return size_t(h ^ (h >> 29));
+    }
+};
+
+struct Sm90Bf16GemmSource {
+    std::string name, symbol, code;
+    int num_threads = 0;
+    int smem_bytes = 0;
+};
+// Generated translation unit for one kernel instance (used by the ops and the compile-only tests).
+Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key);
+
+}  // namespace deep_gemm::kernels

@@ -1,0 +1,96 @@
+// Tile schedulers for the M-grouped (MoE) layouts, with the extended interface of gemm_scheduler.cuh, so
+// any kernel written against that interface (the BF16 GEMM; the FP8 kernel later) runs all three modes.
+//
+// Contiguous: A / D are [sum_M, *] (rows of all groups concatenated), B is [G, N, K]; grouped_layout[row]
+//   is the row's group, or -1 for padding. Every group's segment starts at a multiple of the alignment
+//   (128 rows), which is a multiple of BLOCK_M, so an M block never mixes two groups; a block whose first
+//   row is -1 is all padding and is skipped. Rows of a tile that are padding are computed with the tile's
+//   group and stored (their D content is unspecified, as in DeepGEMM).
+// Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
+//   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
+//   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m.
+#pragma once
+
+#include "../common/types.cuh"
+#include "gemm_scheduler.cuh"
+
+namespace deep_gemm {
+
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct ContiguousGroupedScheduler {
+    GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
+    const i32* grouped_layout;
+    u32 cur_group = 0;
+
+    // m = sum_M (rows of A and D), n = N; num_groups is not needed (the layout names the groups).
+    __device__ __forceinline__ ContiguousGroupedScheduler(u32 m, u32 n, const i32* layout, u32)
+        : dense(m, n), grouped_layout(layout) {}
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        while (dense.next(m_block, n_block)) {
+            const i32 g = __ldg(grouped_layout + m_block * kBlockM);
+            if (g >= 0) {
+                cur_group = static_cast<u32>(g);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return cur_group; }
+    __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
+};
+
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct MaskedGroupedScheduler {
+    const i32* masked_m;
+    u32 max_m;
+    u32 num_groups;
+    u32 num_n_blocks;
+    u32 next_tile;
+    // Current group: index, first linear tile, tile count, M blocks, valid rows.
+    u32 group = 0;
+    u32 group_first_tile = 0;
+    u32 group_tiles = 0;
+    u32 group_m_blocks = 0;
+    u32 group_rows = 0;
+    u32 cur_m0 = 0;
+
+    // m = max_m (rows per group), n = N, masked = masked_m [num_groups] int32.
+    __device__ __forceinline__ MaskedGroupedScheduler(u32 m, u32 n, const i32* masked, u32 groups)
+        : masked_m(masked), max_m(m), num_groups(groups), num_n_blocks(ceil_div(n, kBlockN)), next_tile(blockIdx.x) {
+        if (num_groups > 0) load_group();
+    }
+
+    __device__ __forceinline__ void load_group() {
+        const i32 rows = __ldg(masked_m + group);
+        group_rows = rows <= 0 ? 0u : min_of(static_cast<u32>(rows), max_m);
+        group_m_blocks = ceil_div(group_rows, kBlockM);
+        group_tiles = group_m_blocks * num_n_blocks;
+    }
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        const u32 t = next_tile;
+        next_tile += gridDim.x;
+        // Tiles only move forward, so the group cursor does too.
+        while (group < num_groups && t >= group_first_tile + group_tiles) {
+            group_first_tile += group_tiles;
+            if (++group < num_groups) load_group();
+        }
+        if (group >= num_groups) return false;
+        grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
+        cur_m0 = m_block * kBlockM;
+        return true;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return group; }
+    __device__ __forceinline__ u32 b_group() const { return group; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return group * max_m + cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return group * max_m + group_rows; }
+};
+
+}  // namespace deep_gemm

@@ -1,0 +1,182 @@
+"""GPU correctness of the SM90 BF16 GEMM ops (`deep_gemm.bf16_gemm_{nt,nn,tn,tt}` and the M-grouped
+contiguous / masked ops).
+
+Fresh random inputs per case, outputs poisoned with NaN before every call, float64 reference;
+calc_diff < 1e-5, no NaN in the rows that must be written, and nothing written outside the output view.
+Shapes include M and N that are multiples of no block size; with and without `c`; bf16 and float32 `d`.
+Skipped without a Hopper GPU.
+"""
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+_HAS_HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+if not _HAS_HOPPER:
+    pytest.skip('needs a Hopper (sm_90) GPU', allow_module_level=True)
+
+import deep_gemm  # noqa: E402
+from deep_gemm.testing import calc_diff  # noqa: E402
+
+_TOL = 1e-5
+_LAYOUTS = ('nt', 'nn', 'tn', 'tt')
+
+
+def _gen(seed):
+    return torch.Generator(device='cuda').manual_seed(seed)
+
+
+def _randn(shape, g, dtype=torch.bfloat16):
+    return torch.randn(shape, device='cuda', dtype=torch.float32, generator=g).to(dtype)
+
+
+def _operands(layout, m, n, k, seed):
+    """Returns (a_arg, b_arg, a_logical [M,K], b_logical [N,K]) for the given layout."""
+    g = _gen(seed)
+    a = _randn((m, k), g)
+    b = _randn((n, k), g)
+    a_arg = a if layout[0] == 'n' else a.t().contiguous()  # tn/tt: a stored [K, M]
+    b_arg = b if layout[1] == 't' else b.t().contiguous()  # nn/tn: b stored [K, N]
+    return a_arg, b_arg, a, b
+
+
+def _diff_ok(out, ref, what):
+    assert not torch.isnan(out).any(), f'{what}: NaN in output (unwritten elements)'
+    diff = float(calc_diff(out.double(), ref))
+    assert diff < _TOL, f'{what}: calc_diff {diff}'
+
+
+_SHAPES = [
+    (1, 576, 7168), (64, 2112, 7168), (100, 100, 512), (128, 7168, 2048), (129, 4096, 7168),
+    (1000, 2112, 7168), (4096, 7168, 2048), (4096, 24576, 1536), (77, 4104, 2064), (257, 136, 400),
+    (300, 1000, 72),  # K not a multiple of 64
+    (1100, 2112, 7168), (2100, 7168, 2048),  # B multicast with an odd number of M blocks (last pair half empty)
+]
+
+
+@pytest.mark.parametrize('layout', _LAYOUTS)
+@pytest.mark.parametrize('m,n,k', _SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _SHAPES])
+@pytest.mark.parametrize('out_dtype', [torch.bfloat16, torch.float32], ids=['bf16', 'fp32'])
+def test_bf16_gemm(layout, m, n, k, out_dtype):
+    # MN-major operands need 16-byte aligned rows of M / N.
+    if layout[0] == 't' and m % 8 != 0:
+        m = (m + 7) // 8 * 8
+    if layout[1] == 'n' and n % 8 != 0:
+        n = (n + 7) // 8 * 8
+    a_arg, b_arg, a, b = _operands(layout, m, n, k, seed=m * 7 + n * 13 + k)
+    ref = a.double() @ b.double().t()
+    d = torch.full((m, n), float('nan'), device='cuda', dtype=out_dtype)
+    getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d)
+    torch.cuda.synchronize()
+    _diff_ok(d, ref, f'{layout} {m}x{n}x{k} {out_dtype}')
+    d2 = torch.full_like(d, float('nan'))
+    getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d2)
+    torch.cuda.synchronize()
+    assert torch.equal(d, d2), 'repeated runs differ'
+
+
+@pytest.mark.parametrize('layout', _LAYOUTS)
+@pytest.mark.parametrize('m,n,k', [(100, 2112, 7168), (4096, 4096, 512), (77, 4104, 2064)])
+@pytest.mark.parametrize('alias', [False, True], ids=['c', 'c_is_d'])
+def test_bf16_gemm_with_c_fp32(layout, m, n, k, alias):
+    if layout[0] == 't':
+        m = (m + 7) // 8 * 8
+    if layout[1] == 'n':
+        n = (n + 7) // 8 * 8
+    a_arg, b_arg, a, b = _operands(layout, m, n, k, seed=m + n + k)
+    c = torch.randn((m, n), device='cuda', dtype=torch.float32, generator=_gen(11)) * 4
+    ref = c.double() + a.double() @ b.double().t()
+    if alias:
+        d = c.clone()
+        getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d, c=d)
+    else:
+        d = torch.full((m, n), float('nan'), device='cuda', dtype=torch.float32)
+        getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d, c=c)
+    torch.cuda.synchronize()
+    _diff_ok(d, ref, f'{layout} {m}x{n}x{k} with c (alias={alias})')
+
+
+def test_bf16_gemm_strided():
+    """Row strides larger than the row: a, b, d are column slices of wider tensors."""
+    m, n, k = 300, 1024, 1024
+    g = _gen(3)
+    a_wide = _randn((m, k + 64), g)
+    b_wide = _randn((n, k + 128), g)
+    a, b = a_wide[:, :k], b_wide[:, :k]
+    for out_dtype in (torch.bfloat16, torch.float32):
+        d_wide = torch.full((m, n + 64), float('nan'), device='cuda', dtype=out_dtype)
+        d = d_wide[:, :n]
+        deep_gemm.bf16_gemm_nt(a, b, d)
+        torch.cuda.synchronize()
+        _diff_ok(d, a.double() @ b.double().t(), f'strided {out_dtype}')
+        assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
+
+
+def test_bf16_gemm_unaligned_n_output():
+    """N = 100: a bf16 D row stride the TMA store cannot use (direct-store epilogue)."""
+    m, n, k = 257, 100, 512
+    a_arg, b_arg, a, b = _operands('nt', m, n, k, seed=5)
+    d = torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.bf16_gemm_nt(a_arg, b_arg, d)
+    torch.cuda.synchronize()
+    _diff_ok(d, a.double() @ b.double().t(), 'N=100')
+
+
+def _contiguous_layout(group_ms, align=128):
+    """grouped_layout int32 [sum aligned M]: group id per row, -1 for the padding rows."""
+    rows = []
+    for gi, gm in enumerate(group_ms):
+        padded = (gm + align - 1) // align * align
+        rows += [gi] * gm + [-1] * (padded - gm)
+    return torch.tensor(rows, device='cuda', dtype=torch.int32)
+
+
+@pytest.mark.parametrize('group_ms,n,k', [
+    ([128, 256, 384, 128], 4096, 7168),
+    ([100, 1, 300, 0, 129], 2112, 512),
+    ([4096] * 2, 7168, 2048),
+    ([77], 4104, 2064),
+])
+def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k):
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout() if hasattr(
+        deep_gemm, 'get_mk_alignment_for_contiguous_layout') else 128
+    layout = _contiguous_layout(group_ms, align)
+    num_groups, m_sum = len(group_ms), layout.numel()
+    g = _gen(sum(group_ms) + n + k)
+    a = _randn((m_sum, k), g)
+    b = _randn((num_groups, n, k), g)
+    d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout)
+    torch.cuda.synchronize()
+    valid = layout >= 0
+    ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
+    for gi in range(num_groups):
+        rows = layout == gi
+        ref[rows] = a[rows].double() @ b[gi].double().t()
+    d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
+    _diff_ok(d_valid, ref, f'contiguous {group_ms} n={n} k={k}')
+
+
+@pytest.mark.parametrize('num_groups,max_m,expected_m,n,k', [
+    (4, 256, 128, 4096, 7168),
+    (6, 1024, 300, 2112, 512),
+    (2, 100, 50, 576, 7168),   # max_m not a multiple of 64
+    (3, 64, 64, 7168, 2048),
+])
+def test_m_grouped_bf16_gemm_nt_masked(num_groups, max_m, expected_m, n, k):
+    g = _gen(num_groups * 1000 + max_m + n + k)
+    a = _randn((num_groups, max_m, k), g)
+    b = _randn((num_groups, n, k), g)
+    masked_m = torch.randint(0, max_m + 1, (num_groups,), device='cuda', dtype=torch.int32, generator=g)
+    masked_m[0] = max_m  # one full group
+    if num_groups > 2:
+        masked_m[1] = 0  # one empty group
+    d = torch.full((num_groups, max_m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m)
+    torch.cuda.synchronize()
+    for gi in range(num_groups):
+        rows = int(masked_m[gi])
+        if rows == 0:
+            continue
+        ref = a[gi, :rows].double() @ b[gi].double().t()
+        _diff_ok(d[gi, :rows], ref, f'masked group {gi} ({rows} rows)')
