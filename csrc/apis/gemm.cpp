@@ -1,0 +1,611 @@
+#include "gemm.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <array>
+
+#include "../jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "../jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "runtime.hpp"
+
+namespace deep_gemm::api {
+
+namespace {
+
+using F = Family;
+using G = Grouping;
+
+constexpr std::array<GemmOpSpec, static_cast<int>(GemmOp::kCount)> kSpecs = {{
+    {GemmOp::kFp8Nt, "fp8_gemm_nt", F::kFp8, G::kNone, false, false, "nk"},
+    {GemmOp::kFp8Nn, "fp8_gemm_nn", F::kFp8, G::kNone, false, true, "nk"},
+    {GemmOp::kFp8Tn, "fp8_gemm_tn", F::kFp8, G::kNone, true, true, "mn"},
+    {GemmOp::kFp8Tt, "fp8_gemm_tt", F::kFp8, G::kNone, true, false, "mn"},
+    {GemmOp::kMGroupedFp8NtContiguous, "m_grouped_fp8_gemm_nt_contiguous", F::kFp8, G::kMContiguous, false, false, "nk"},
+    {GemmOp::kMGroupedFp8NtMasked, "m_grouped_fp8_gemm_nt_masked", F::kFp8, G::kMMasked, false, false, "nk"},
+    {GemmOp::kKGroupedFp8NtContiguous, "k_grouped_fp8_gemm_nt_contiguous", F::kFp8, G::kKContiguous, false, false, "mn"},
+    {GemmOp::kBf16Nt, "bf16_gemm_nt", F::kBf16, G::kNone, false, false, "nk"},
+    {GemmOp::kBf16Nn, "bf16_gemm_nn", F::kBf16, G::kNone, false, true, "nk"},
+    {GemmOp::kBf16Tn, "bf16_gemm_tn", F::kBf16, G::kNone, true, true, "mn"},
+    {GemmOp::kBf16Tt, "bf16_gemm_tt", F::kBf16, G::kNone, true, false, "mn"},
+    {GemmOp::kMGroupedBf16NtContiguous, "m_grouped_bf16_gemm_nt_contiguous", F::kBf16, G::kMContiguous, false, false, "nk"},
+    {GemmOp::kMGroupedBf16NtMasked, "m_grouped_bf16_gemm_nt_masked", F::kBf16, G::kMMasked, false, false, "nk"},
+}};
+
+constexpr Recipe kRecipe1D2D = {1, 128, 128};
+constexpr Recipe kRecipe1D1D = {1, 1, 128};
+constexpr int64_t kKGroupAlignment = 128;
+
+enum class Kernel { kNone, kFp8_1D2D, kFp8_1D1D, kBf16 };
+
+// Everything validation learned about a call.
+struct Problem {
+    int64_t m = 0, n = 0, k = 0, groups = 1;
+    View a, b, d, sfa, sfb, c, layout;
+    bool has_sf = false, has_c = false, has_layout = false;
+    bool c_is_d = false;  // c and d are the same memory with the same layout (accumulate in place)
+    Recipe recipe = kRecipe1D2D;
+    Kernel kernel = Kernel::kNone;
+};
+
+std::string recipe_str(const Recipe& r) { return fmt::format("({}, {}, {})", r[0], r[1], r[2]); }
+
+// The user-facing description of an operand's dims, e.g. "[K, M]" for the A of a "tn" op.
+std::string dims_str(const View& v, std::initializer_list<const char*> nt_dims) {
+    std::vector<std::string> dims(nt_dims.begin(), nt_dims.end());
+    if (v.transposed and dims.size() >= 2) std::swap(dims[dims.size() - 1], dims[dims.size() - 2]);
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i];
+    return s + "]";
+}
+
+// The user's index of the view's dim i.
+int user_dim(const View& v, int i) {
+    if (v.transposed and i >= v.dim - 2) return (i == v.dim - 1) ? v.dim - 2 : v.dim - 1;
+    return i;
+}
+
+std::string user_shape_str(const View& v) {
+    int64_t sizes[4];
+    for (int i = 0; i < v.dim; ++i) sizes[user_dim(v, i)] = v.size[i];
+    std::string s = "[";
+    for (int i = 0; i < v.dim; ++i) s += (i ? ", " : "") + (known(sizes[i]) ? std::to_string(sizes[i]) : std::string("?"));
+    return s + "]";
+}
+
+std::string user_strides_str(const View& v) {
+    int64_t strides[4];
+    for (int i = 0; i < v.dim; ++i) strides[user_dim(v, i)] = v.stride[i];
+    std::string s = "(";
+    for (int i = 0; i < v.dim; ++i) s += (i ? ", " : "") + (known(strides[i]) ? std::to_string(strides[i]) : std::string("?"));
+    return s + (v.dim == 1 ? ",)" : ")");
+}
+
+void check_rank(const Checker& check, const View& v, int rank, std::initializer_list<const char*> nt_dims) {
+    if (v.dim != rank)
+        check.value_error(fmt::format("{} must be a {}-D tensor {}; got {}-D with shape {}", v.name, rank, dims_str(v, nt_dims),
+                                      v.dim, user_shape_str(v)));
+}
+
+// v.size[i] (named `what`) must equal ref.size[j].
+void check_same(const Checker& check, const View& v, int i, const View& ref, int j, const char* what) {
+    if (known(v.size[i], ref.size[j]) and v.size[i] != ref.size[j])
+        check.value_error(fmt::format("{}.shape[{}] ({}) must equal {}.shape[{}] = {}; got {} ({} has shape {}, {} has shape {})",
+                                      v.name, user_dim(v, i), what, ref.name, user_dim(ref, j), ref.size[j], v.size[i], v.name,
+                                      user_shape_str(v), ref.name, user_shape_str(ref)));
+}
+
+// A scale tensor's shape against its expected dims; `rule` spells the expectation ("[ceil(M/1), ceil(K/128)]").
+void check_sf_shape(const Checker& check, const View& v, std::initializer_list<int64_t> expected,
+                    std::initializer_list<const char*> nt_rule) {
+    check_rank(check, v, static_cast<int>(expected.size()), nt_rule);
+    int i = 0;
+    bool ok = true;
+    for (int64_t e : expected) {
+        if (known(v.size[i], e) and v.size[i] != e) ok = false;
+        ++i;
+    }
+    if (ok) return;
+    int64_t user_expected[4];
+    i = 0;
+    for (int64_t e : expected) user_expected[user_dim(v, i++)] = e;
+    std::string want = "[";
+    for (int j = 0; j < v.dim; ++j) want += (j ? ", " : "") + (known(user_expected[j]) ? std::to_string(user_expected[j]) : std::string("?"));
+    want += "]";
+    check.value_error(fmt::format("{} must have shape {} = {}; got {}", v.name, dims_str(v, nt_rule), want, user_shape_str(v)));
+}
+
+// The operand (a or b, as the kernel sees it: [..., MN, K]) must be K-major with TMA-compatible strides.
+// BF16 operands may also be MN-major.
+void check_operand_layout(const Checker& check, const View& v, Family family) {
+    const int ik = v.dim - 1, imn = v.dim - 2;
+    const char* mn = v.name[0] == 'a' ? "M" : "N";
+    if (check.has_unit_stride(v, ik)) {
+        check.tma_outer_stride(v, imn, v.size[ik]);
+        if (v.dim == 3) check.tma_outer_stride(v, 0, known(v.size[imn], v.stride[imn]) ? v.size[imn] * v.stride[imn] : kUnknown);
+    } else if (family == Family::kBf16 and check.has_unit_stride(v, imn)) {
+        check.tma_outer_stride(v, ik, v.size[imn]);
+        if (v.dim == 3) check.tma_outer_stride(v, 0, known(v.size[ik], v.stride[ik]) ? v.size[ik] * v.stride[ik] : kUnknown);
+    } else if (family == Family::kFp8) {
+        check.value_error(fmt::format(
+            "{} must be K-major in memory (stride 1 along K, i.e. {}.stride({}) == 1): SM90 FP8 reads both operands K-major; "
+            "got shape {} with strides {}{}",
+            v.name, v.name, user_dim(v, ik), user_shape_str(v), user_strides_str(v),
+            v.transposed ? fmt::format(" (pass {} as the transpose of a row-major [{}, K] tensor)", v.name, mn) : std::string()));
+    } else {
+        check.value_error(fmt::format("{} must be K-major or {}-major in memory (stride 1 along one of its last two dims); got shape {} "
+                                      "with strides {}",
+                                      v.name, mn, user_shape_str(v), user_strides_str(v)));
+    }
+    check.tma_base(v);
+}
+
+// The output (and its groups) must be N-major with non-overlapping rows. Rows need not be 16-byte
+// aligned: the kernels fall back from the TMA store to direct stores for such outputs.
+void check_output_layout(const Checker& check, const View& v) {
+    const int in = v.dim - 1, im = v.dim - 2;
+    if (not check.has_unit_stride(v, in))
+        check.value_error(fmt::format("{} must be N-major (row-major rows: {}.stride(-1) == 1); got shape {} with strides {}", v.name,
+                                      v.name, v.shape_str(), v.stride_str()));
+    const auto min_stride = [&](int i, int64_t extent) {
+        if (v.empty() or v.size[i] <= 1 or not known(v.stride[i], extent) or v.stride[i] >= extent) return;
+        check.value_error(fmt::format("{} stride along dim {} must be at least {} (rows must not overlap); got strides {} (shape {})",
+                                      v.name, i, extent, v.stride_str(), v.shape_str()));
+    };
+    min_stride(im, v.size[in]);
+    if (v.dim == 3) min_stride(0, known(v.size[im], v.stride[im]) ? v.size[im] * v.stride[im] : kUnknown);
+}
+
+void check_compiled_dims(const Checker& check, std::string_view dims) {
+    bool seen[3] = {false, false, false};
+    for (char ch : dims) {
+        const int i = ch == 'm' ? 0 : ch == 'n' ? 1 : ch == 'k' ? 2 : -1;
+        if (i < 0 or seen[i])
+            check.value_error(fmt::format("compiled_dims must be a subset of \"mnk\" without repeats (e.g. \"nk\"); got \"{}\"", dims));
+        seen[i] = true;
+    }
+}
+
+bool same_memory(const View& x, const View& y, CheckMode mode) {
+    if (mode != CheckMode::kReal) return x.tensor->is_same(*y.tensor);
+    if (x.tensor->const_data_ptr() != y.tensor->const_data_ptr() or x.dim != y.dim) return false;
+    for (int i = 0; i < x.dim; ++i)
+        if (x.size[i] != y.size[i] or (x.size[i] > 1 and x.stride[i] != y.stride[i])) return false;
+    return true;
+}
+
+Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& check) {
+    Problem p;
+    const bool fp8 = spec.family == Family::kFp8;
+    const at::ScalarType ab_dtype = fp8 ? at::kFloat8_e4m3fn : at::kBFloat16;
+    const CheckMode mode = check.mode();
+
+    // ---- views (in the kernel's "nt" orientation) ----
+    p.a = make_view(*call.a, "a", spec.trans_a);
+    p.b = make_view(*call.b, "b", spec.trans_b);
+    p.d = make_view(*call.d, "d");
+    p.has_sf = fp8;
+    if (fp8) {
+        p.sfa = make_view(*call.sfa, "sfa", spec.trans_a);
+        p.sfb = make_view(*call.sfb, "sfb", spec.trans_b);
+    }
+    p.has_c = call.c != nullptr and call.c->defined();
+    if (p.has_c) p.c = make_view(*call.c, "c");
+    p.has_layout = call.layout != nullptr;
+    if (p.has_layout) {
+        const char* layout_name = spec.grouping == G::kMContiguous ? "grouped_layout"
+                                  : spec.grouping == G::kMMasked   ? "masked_m"
+                                                                   : "ks_tensor";
+        p.layout = make_view(*call.layout, layout_name);
+    }
+
+    // ---- recipe and kernel choice ----
+    if (fp8) {
+        if (spec.grouping == G::kKContiguous) {
+            p.recipe = call.recipe.value_or(kRecipe1D1D);
+            if (p.recipe != kRecipe1D1D)
+                check.value_error(fmt::format("recipe must be (1, 1, 128) (the 1D1D kernel); got {}", recipe_str(p.recipe)));
+            p.kernel = Kernel::kFp8_1D1D;
+        } else {
+            p.recipe = call.recipe.value_or(kRecipe1D2D);
+            if (p.recipe == kRecipe1D2D) {
+                p.kernel = Kernel::kFp8_1D2D;
+            } else if (p.recipe == kRecipe1D1D and spec.grouping == G::kNone) {
+                p.kernel = Kernel::kFp8_1D1D;
+            } else {
+                check.value_error(fmt::format("recipe must be {} on SM90; got {}",
+                                              spec.grouping == G::kNone ? "(1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) "
+                                                                          "(1D1D kernel, FP32 output)"
+                                                                        : "(1, 128, 128)",
+                                              recipe_str(p.recipe)));
+            }
+        }
+    } else {
+        p.kernel = Kernel::kBf16;
+    }
+
+    // ---- dtypes (TypeError) ----
+    check.dtype(*call.a, "a", ab_dtype);
+    check.dtype(*call.b, "b", ab_dtype);
+    if (fp8) {
+        check.dtype(*call.sfa, "sfa", at::kFloat);
+        check.dtype(*call.sfb, "sfb", at::kFloat);
+    }
+    at::ScalarType d_dtype;
+    if (p.kernel == Kernel::kFp8_1D1D) {
+        d_dtype = at::kFloat;
+        if (call.d->scalar_type() != at::kFloat)
+            check.type_error(fmt::format("d must have dtype float32 with recipe {} (the 1D1D kernel accumulates in FP32); got {}",
+                                         recipe_str(p.recipe), dtype_name(call.d->scalar_type())));
+    } else if (p.kernel == Kernel::kFp8_1D2D) {
+        d_dtype = at::kBFloat16;
+        if (call.d->scalar_type() != at::kBFloat16)
+            check.type_error(fmt::format("d must have dtype bfloat16 with recipe {} (the 1D2D kernel writes BF16); got {}{}",
+                                         recipe_str(p.recipe), dtype_name(call.d->scalar_type()),
+                                         spec.grouping == G::kNone ? "; use recipe (1, 1, 128) for an FP32 output" : ""));
+    } else if (spec.grouping == G::kNone) {
+        check.dtype_in(*call.d, "d", {at::kBFloat16, at::kFloat});
+        d_dtype = call.d->scalar_type();
+    } else {
+        check.dtype(*call.d, "d", at::kBFloat16);
+        d_dtype = at::kBFloat16;
+    }
+    if (p.has_c) {
+        if (d_dtype == at::kFloat)
+            check.dtype(*call.c, "c", at::kFloat);
+        else
+            check.dtype_in(*call.c, "c", {at::kBFloat16, at::kFloat});
+    }
+    if (p.has_layout) check.dtype(*call.layout, p.layout.name, at::kInt);
+
+    // ---- ranks and sizes (ValueError) ----
+    switch (spec.grouping) {
+        case G::kNone:
+            check_rank(check, p.a, 2, {"M", "K"});
+            check_rank(check, p.b, 2, {"N", "K"});
+            check_rank(check, p.d, 2, {"M", "N"});
+            p.m = p.a.size[0], p.k = p.a.size[1], p.n = p.b.size[0];
+            check_same(check, p.b, 1, p.a, 1, "K");
+            check_same(check, p.d, 0, p.a, 0, "M");
+            check_same(check, p.d, 1, p.b, 0, "N");
+            break;
+        case G::kMContiguous:
+            check_rank(check, p.a, 2, {"M", "K"});
+            check_rank(check, p.b, 3, {"G", "N", "K"});
+            check_rank(check, p.d, 2, {"M", "N"});
+            p.m = p.a.size[0], p.k = p.a.size[1], p.groups = p.b.size[0], p.n = p.b.size[1];
+            check_same(check, p.b, 2, p.a, 1, "K");
+            check_same(check, p.d, 0, p.a, 0, "M");
+            check_same(check, p.d, 1, p.b, 1, "N");
+            check_rank(check, p.layout, 1, {call.use_psum_layout ? "G" : "M"});
+            if (call.use_psum_layout)
+                check_same(check, p.layout, 0, p.b, 0, "G");
+            else
+                check_same(check, p.layout, 0, p.a, 0, "M");
+            break;
+        case G::kMMasked:
+            check_rank(check, p.a, 3, {"G", "M", "K"});
+            check_rank(check, p.b, 3, {"G", "N", "K"});
+            check_rank(check, p.d, 3, {"G", "M", "N"});
+            p.groups = p.a.size[0], p.m = p.a.size[1], p.k = p.a.size[2], p.n = p.b.size[1];
+            check_same(check, p.b, 0, p.a, 0, "G");
+            check_same(check, p.b, 2, p.a, 2, "K");
+            check_same(check, p.d, 0, p.a, 0, "G");
+            check_same(check, p.d, 1, p.a, 1, "M");
+            check_same(check, p.d, 2, p.b, 1, "N");
+            check_rank(check, p.layout, 1, {"G"});
+            check_same(check, p.layout, 0, p.a, 0, "G");
+            if (known(p.groups, p.m) and known(p.d.stride[0], p.d.stride[1]) and p.groups > 1 and p.m > 0 and
+                p.d.stride[0] != p.m * p.d.stride[1])
+                check.value_error(fmt::format("d must hold its groups back to back (d.stride(0) == M * d.stride(1) = {}); got strides {}",
+                                              p.m * p.d.stride[1], p.d.stride_str()));
+            // A hint for the config choice; only an empty problem (max M == 0) has nothing to hint at.
+            if (call.expected_m <= 0 and not (known(p.m) and p.m == 0))
+                check.value_error(fmt::format("expected_m must be positive (a hint of the typical rows per group); got {}", call.expected_m));
+            break;
+        case G::kKContiguous: {
+            check_rank(check, p.d, 3, {"G", "M", "N"});
+            p.groups = p.d.size[0], p.m = p.d.size[1], p.n = p.d.size[2];
+            check_rank(check, p.layout, 1, {"G"});
+            check_same(check, p.layout, 0, p.d, 0, "G");
+            if (known(p.groups) and static_cast<int64_t>(call.ks.size()) != p.groups)
+                check.value_error(fmt::format("ks must have one K per group (G = d.shape[0] = {}); got {} values", p.groups, call.ks.size()));
+            int64_t sum_k = 0;
+            for (size_t i = 0; i < call.ks.size(); ++i) {
+                const int64_t ki = call.ks[i];
+                if (ki < 0 or ki % kKGroupAlignment != 0)
+                    check.value_error(fmt::format("ks[{}] must be a non-negative multiple of {}; got {}", i, kKGroupAlignment, ki));
+                sum_k += ki;
+            }
+            p.k = sum_k;
+            const auto numel = [](const View& v) {
+                int64_t n = 1;
+                for (int i = 0; i < v.dim; ++i) n = known(n, v.size[i]) ? n * v.size[i] : kUnknown;
+                return n;
+            };
+            const int64_t na = numel(p.a), nb = numel(p.b);
+            if (known(na, p.m) and na != sum_k * p.m)
+                check.value_error(fmt::format("a must hold sum(ks) * M = {} * {} = {} elements (each group's [M, k_i] K-major "
+                                              "block, concatenated); got {} (shape {})", sum_k, p.m, sum_k * p.m, na, p.a.shape_str()));
+            if (known(nb, p.n) and nb != sum_k * p.n)
+                check.value_error(fmt::format("b must hold sum(ks) * N = {} * {} = {} elements (each group's [N, k_i] K-major "
+                                              "block, concatenated); got {} (shape {})", sum_k, p.n, sum_k * p.n, nb, p.b.shape_str()));
+            check.contiguous(p.a, "");
+            check.contiguous(p.b, "");
+            check.contiguous(p.d, "");
+            check.tma_base(p.a);
+            check.tma_base(p.b);
+            check.tma_base(p.d);
+            break;
+        }
+    }
+    if (p.has_c) {
+        check_rank(check, p.c, p.d.dim, {"M", "N"});
+        for (int i = 0; i < p.d.dim; ++i) check_same(check, p.c, i, p.d, i, i == p.d.dim - 1 ? "N" : i == p.d.dim - 2 ? "M" : "G");
+        if (spec.grouping == G::kKContiguous) check.contiguous(p.c, "");
+    }
+
+    // ---- scale factors ----
+    if (fp8) {
+        const int64_t gm = p.recipe[0], gn = p.recipe[1], gk = p.recipe[2];
+        switch (spec.grouping) {
+            case G::kNone:
+                check_sf_shape(check, p.sfa, {ceil_div(p.m, gm), ceil_div(p.k, gk)},
+                               {gm == 1 ? "M" : "ceil(M/128)", gk == 128 ? "ceil(K/128)" : "ceil(K/gran_k)"});
+                check_sf_shape(check, p.sfb, {ceil_div(p.n, gn), ceil_div(p.k, gk)},
+                               {gn == 1 ? "N" : "ceil(N/128)", "ceil(K/128)"});
+                break;
+            case G::kMContiguous:
+                check_sf_shape(check, p.sfa, {p.m, ceil_div(p.k, gk)}, {"M", "ceil(K/128)"});
+                check_sf_shape(check, p.sfb, {p.groups, ceil_div(p.n, gn), ceil_div(p.k, gk)}, {"G", "ceil(N/128)", "ceil(K/128)"});
+                break;
+            case G::kMMasked:
+                check_sf_shape(check, p.sfa, {p.groups, p.m, ceil_div(p.k, gk)}, {"G", "M", "ceil(K/128)"});
+                check_sf_shape(check, p.sfb, {p.groups, ceil_div(p.n, gn), ceil_div(p.k, gk)}, {"G", "ceil(N/128)", "ceil(K/128)"});
+                break;
+            case G::kKContiguous:
+                check_sf_shape(check, p.sfa, {p.k / gk, p.m}, {"sum(ks)/128", "M"});
+                check_sf_shape(check, p.sfb, {p.k / gk, p.n}, {"sum(ks)/128", "N"});
+                break;
+        }
+    }
+
+    // ---- memory layouts (ValueError) ----
+    if (spec.grouping != G::kKContiguous) {
+        check_operand_layout(check, p.a, spec.family);
+        check_operand_layout(check, p.b, spec.family);
+        check_output_layout(check, p.d);
+    }
+    if (p.has_layout) check.contiguous(p.layout, " (read by the kernel as a flat int32 array)");
+
+    // ---- scalars ----
+    check_compiled_dims(check, call.compiled_dims);
+
+    // ---- overlap ----
+    if (p.has_c) {
+        p.c_is_d = same_memory(p.c, p.d, mode);
+        if (not p.c_is_d) check_no_overlap(check, p.d, {&p.c});
+    }
+    check_no_overlap(check, p.d, {&p.a, &p.b, p.has_sf ? &p.sfa : nullptr, p.has_sf ? &p.sfb : nullptr,
+                                  p.has_layout ? &p.layout : nullptr});
+    return p;
+}
+
+// d = c (or zeros): the whole result when K == 0.
+void fill_without_product(const Problem& p, const GemmCall& call) {
+    if (p.has_c) {
+        if (not p.c_is_d) call.d->copy_(*call.c);
+    } else {
+        call.d->zero_();
+    }
+}
+
+// m == 0 or n == 0: nothing to do; k == 0: d = c or zeros. True when handled.
+bool handle_empty(const GemmOpSpec& spec, const Problem& p, const GemmCall& call) {
+    if (p.m == 0 or p.n == 0 or p.groups == 0) return true;
+    if (p.k == 0) {
+        fill_without_product(p, call);
+        return true;
+    }
+    (void)spec;
+    return false;
+}
+
+void run_fp8_1d2d(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
+    // A scales: the kernel reads them M-major with the M stride aligned to 4; convert unless they already are.
+    at::Tensor sfa_converted;
+    const float* sfa_ptr = nullptr;
+    int64_t sfa_stride = 0;
+    if (is_mn_major_tma_aligned(p.sfa, CheckMode::kReal)) {
+        sfa_ptr = call.sfa->const_data_ptr<float>();
+        sfa_stride = p.sfa.stride[1];
+    } else {
+        sfa_converted = get_mn_major_tma_aligned_tensor(spec.trans_a ? call.sfa->transpose(0, 1) : *call.sfa, false, spec.name, "sfa");
+        sfa_ptr = sfa_converted.const_data_ptr<float>();
+        sfa_stride = sfa_converted.stride(1);
+    }
+    // B scales: row-major [ceil(N/128), ceil(K/128)].
+    at::Tensor sfb_converted;
+    const float* sfb_ptr = nullptr;
+    if ((p.sfb.size[1] <= 1 or p.sfb.stride[1] == 1) and (p.sfb.size[0] <= 1 or p.sfb.stride[0] == p.sfb.size[1])) {
+        sfb_ptr = call.sfb->const_data_ptr<float>();
+    } else {
+        sfb_converted = (spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb).contiguous();
+        sfb_ptr = sfb_converted.const_data_ptr<float>();
+    }
+    // c: the kernel writes d = A @ B; d += c afterwards (c == d: keep the old values first).
+    at::Tensor c_saved;
+    if (p.has_c and p.c_is_d) c_saved = call.c->clone();
+
+    kernels::Fp8Gemm1d2dArgs args;
+    args.a = call.a->const_data_ptr();
+    args.b = call.b->const_data_ptr();
+    args.sfa = sfa_ptr;
+    args.sfb = sfb_ptr;
+    args.d = call.d->mutable_data_ptr();
+    args.m = static_cast<int>(p.m);
+    args.n = static_cast<int>(p.n);
+    args.k = static_cast<int>(p.k);
+    // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
+    args.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
+    args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
+    args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 8);
+    args.sfa_stride = sfa_stride;
+    args.compiled_dims = get_ignore_compile_dims() ? std::string() : std::string(call.compiled_dims);
+    args.num_sms = num_sms_for_device(device);
+    args.pdl = get_pdl();
+    args.device = device;
+    args.stream = current_stream(device);
+    (void)check;
+    kernels::sm90_fp8_gemm_1d2d(args);
+
+    if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
+}
+
+// Memory order and leading dimension of an operand view [.., MN, K] as the BF16 kernel wants them.
+struct OperandMemory {
+    bool k_major;
+    int64_t ld;  // elements between consecutive rows of the stored 2-D matrix
+};
+
+OperandMemory operand_memory(const View& v, int64_t elems_per_16b) {
+    const int ik = v.dim - 1, imn = v.dim - 2;
+    const bool k_major = v.stride[ik] == 1 or v.size[ik] <= 1;
+    if (k_major) return {true, v.size[imn] > 1 ? v.stride[imn] : align_up(v.size[ik], elems_per_16b)};
+    return {false, v.size[ik] > 1 ? v.stride[ik] : align_up(v.size[imn], elems_per_16b)};
+}
+
+void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
+    const bool d_fp32 = call.d->scalar_type() == at::kFloat;
+    const OperandMemory ma = operand_memory(p.a, 8), mb = operand_memory(p.b, 8);
+    const int id = p.d.dim - 2;
+
+    kernels::Bf16GemmArgs args;
+    args.a = call.a->const_data_ptr();
+    args.b = call.b->const_data_ptr();
+    args.a_k_major = ma.k_major, args.lda = ma.ld;
+    args.b_k_major = mb.k_major, args.ldb = mb.ld;
+    args.d = call.d->mutable_data_ptr();
+    args.ldd = p.m > 1 ? p.d.stride[id] : align_up(p.n, d_fp32 ? 4 : 8);
+    args.d_fp32 = d_fp32;
+    args.m = static_cast<int>(p.m);
+    args.n = static_cast<int>(p.n);
+    args.k = static_cast<int>(p.k);
+
+    // C: the kernel adds a C of d's dtype, N-major (it may be d itself); convert anything else once.
+    at::Tensor c_converted;
+    if (p.has_c) {
+        if (p.c_is_d) {
+            args.c = args.d, args.ldc = args.ldd;
+        } else {
+            const bool usable = call.c->scalar_type() == call.d->scalar_type() and (p.c.stride[1] == 1 or p.n <= 1);
+            const at::Tensor& c = usable ? *call.c : (c_converted = call.c->to(call.d->scalar_type()).contiguous());
+            args.c = c.const_data_ptr();
+            args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
+        }
+    }
+    args.compiled_dims = get_ignore_compile_dims() ? std::string() : std::string(call.compiled_dims);
+    args.num_sms = num_sms_for_device(device);
+    args.pdl = get_pdl();
+    args.device = device;
+    args.stream = current_stream(device);
+
+    if (spec.grouping == G::kNone) return kernels::sm90_bf16_gemm(args);
+
+    kernels::Bf16GroupedArgs grouped;
+    grouped.grouped = call.layout->const_data_ptr<int>();
+    grouped.num_groups = static_cast<int>(p.groups);
+    grouped.b_group_stride = p.b.stride[0];
+    if (spec.grouping == G::kMContiguous) {
+        if (call.use_psum_layout) check.not_implemented("use_psum_layout=True is not available in this build yet");
+        if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
+            check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
+                                              "get_mk_alignment_for_contiguous_layout() is {}",
+                                              get_mk_alignment_for_contiguous_layout()));
+        grouped.mode = kernels::Bf16GroupedMode::kMGroupedContiguous;
+    } else {
+        grouped.mode = kernels::Bf16GroupedMode::kMGroupedMasked;
+        grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
+        grouped.a_group_stride = p.a.stride[0];
+        grouped.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * args.ldd;
+    }
+    kernels::sm90_m_grouped_bf16_gemm(args, grouped);
+}
+
+void check_int_range(const Checker& check, const Problem& p) {
+    constexpr int64_t kMax = std::numeric_limits<int>::max();
+    if (p.m > kMax or p.n > kMax or p.k > kMax)
+        check.value_error(fmt::format("M, N and K must each be below 2^31; got M = {}, N = {}, K = {}", p.m, p.n, p.k));
+}
+
+}  // namespace
+
+const GemmOpSpec& gemm_op_spec(GemmOp op) { return kSpecs[static_cast<int>(op)]; }
+
+void run_gemm(GemmOp op, const GemmCall& call) {
+    const GemmOpSpec& spec = gemm_op_spec(op);
+    const Checker check(spec.name, CheckMode::kReal);
+    const Problem p = validate(spec, call, check);
+    const int device = check.same_cuda_device({&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d,
+                                               p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr});
+    if (handle_empty(spec, p, call)) return;
+    check_int_range(check, p);
+    require_sm90(check, device);
+
+    switch (p.kernel) {
+        case Kernel::kFp8_1D2D:
+            if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, check, p, call, device);
+            break;
+        case Kernel::kBf16:
+            if (spec.grouping != G::kKContiguous) return run_bf16(spec, check, p, call, device);
+            break;
+        default:
+            break;
+    }
+    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented){}",
+                                      p.kernel == Kernel::kFp8_1D1D ? "the 1D1D FP8 kernel (recipe (1, 1, 128), FP32 output)"
+                                      : p.kernel == Kernel::kBf16   ? "the BF16 GEMM kernel"
+                                                                    : "the grouped FP8 kernel",
+                                      ""));
+}
+
+void check_gemm_fake(GemmOp op, const GemmCall& call) {
+    const GemmOpSpec& spec = gemm_op_spec(op);
+    const Checker check(spec.name, CheckMode::kFake);
+    const Problem p = validate(spec, call, check);
+    // Fake tensors carry their would-be devices: mixing them is an error here too (meta tensors opt out).
+    const View* views[] = {&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d, p.has_c ? &p.c : nullptr,
+                           p.has_layout ? &p.layout : nullptr};
+    const View* first = nullptr;
+    const View* meta = nullptr;
+    const View* real = nullptr;
+    for (const View* v : views) {
+        if (v == nullptr) continue;
+        const View*& slot = v->tensor->is_meta() ? meta : real;
+        if (slot == nullptr) slot = v;
+    }
+    if (meta != nullptr and real != nullptr)
+        check.runtime_error(fmt::format("cannot mix meta tensors with tensors on a device; {} is on meta but {} is on {}", meta->name,
+                                        real->name, device_name(*real->tensor)));
+    if (meta != nullptr) return;
+    for (const View* v : views) {
+        if (v == nullptr) continue;
+        if (first == nullptr) {
+            first = v;
+        } else if (v->tensor->device() != first->tensor->device()) {
+            check.runtime_error(fmt::format("all tensors must be on the same CUDA device; {} is on {} but {} is on {}", first->name,
+                                            device_name(*first->tensor), v->name, device_name(*v->tensor)));
+        }
+    }
+}
+
+void check_gemm_real_for_benchmark(GemmOp op, const GemmCall& call) {
+    const GemmOpSpec& spec = gemm_op_spec(op);
+    const Checker check(spec.name, CheckMode::kReal);
+    const Problem p = validate(spec, call, check);
+    // What run_gemm does next without touching a device: the scale layout decision.
+    if (p.has_sf and not is_mn_major_tma_aligned(p.sfa, CheckMode::kReal))
+        check.value_error("benchmark: sfa is not in the kernel layout (the real call would convert it)");
+}
+
+}  // namespace deep_gemm::api

@@ -1,0 +1,68 @@
+// The GEMM ops of the public API (DESIGN.md section 3), described by one table (GemmOpSpec) and served
+// by one validation routine and one runner, so the rules (dtypes, shapes, K-major, TMA alignment,
+// devices, overlap, empty problems) are written once for every op.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <optional>
+#include <string_view>
+
+#include "common.hpp"
+#include "layout.hpp"
+
+namespace deep_gemm::api {
+
+enum class Family { kFp8, kBf16 };
+enum class Grouping { kNone, kMContiguous, kMMasked, kKContiguous };
+
+enum class GemmOp : int {
+    kFp8Nt, kFp8Nn, kFp8Tn, kFp8Tt,
+    kMGroupedFp8NtContiguous, kMGroupedFp8NtMasked, kKGroupedFp8NtContiguous,
+    kBf16Nt, kBf16Nn, kBf16Tn, kBf16Tt,
+    kMGroupedBf16NtContiguous, kMGroupedBf16NtMasked,
+    kCount
+};
+
+struct GemmOpSpec {
+    GemmOp op;
+    const char* name;  // the public name, also the torch.library op name
+    Family family;
+    Grouping grouping;
+    bool trans_a;      // the API takes A as [K, M] ("t" first letter): the kernel sees a.transpose(-2, -1)
+    bool trans_b;      // the API takes B as [K, N] ("n" second letter)
+    const char* default_compiled_dims;
+};
+
+const GemmOpSpec& gemm_op_spec(GemmOp op);
+
+// The arguments of any GEMM op, referring to the caller's tensors (unused ones stay null).
+struct GemmCall {
+    const at::Tensor* a = nullptr;
+    const at::Tensor* sfa = nullptr;  // FP8 only
+    const at::Tensor* b = nullptr;
+    const at::Tensor* sfb = nullptr;  // FP8 only
+    const at::Tensor* d = nullptr;
+    const at::Tensor* c = nullptr;       // optional accumulator
+    const at::Tensor* layout = nullptr;  // grouped_layout (M-contiguous), masked_m (masked), ks_tensor (K-grouped)
+    std::optional<Recipe> recipe;        // FP8: nullopt -> the default for the op
+    std::string_view compiled_dims;
+    bool disable_ue8m0_cast = false;
+    bool use_psum_layout = false;
+    int64_t expected_m = 0;              // masked
+    c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
+};
+
+// Validates every argument, then runs the op on CUDA tensors (CPU tensors: RuntimeError naming the
+// op and "requires CUDA tensors", after the same validation). Empty problems return without compiling.
+void run_gemm(GemmOp op, const GemmCall& call);
+
+// Validation only, for meta and fake tensors (no data pointers; symbolic sizes skip the checks that
+// need them). The fake/meta implementation of every GEMM op.
+void check_gemm_fake(GemmOp op, const GemmCall& call);
+
+// Validation only on real tensors, no device work: the host-overhead microbenchmark's stand-in for a
+// call (CPU tensors allowed). Returns nothing; raises like run_gemm would before any device work.
+void check_gemm_real_for_benchmark(GemmOp op, const GemmCall& call);
+
+}  // namespace deep_gemm::api

@@ -1,0 +1,96 @@
+#include "runtime.hpp"
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+
+namespace deep_gemm::api {
+
+namespace {
+
+std::atomic<int> g_num_sms{0};  // 0: the device's SM count
+std::atomic<bool> g_pdl{false};
+std::atomic<bool> g_ignore_compile_dims{false};
+std::atomic<int> g_mk_alignment{128};
+
+constexpr int kMaxDevices = 64;
+std::array<std::atomic<const jit::DeviceInfo*>, kMaxDevices> g_device_info{};
+
+}  // namespace
+
+int current_device_or_throw(const char* what) {
+    int count = 0;
+    try {
+        count = c10::cuda::device_count();
+    } catch (const c10::Error& e) {
+        throw_runtime_error(fmt::format("{}: cannot query CUDA devices: {}", what, e.what_without_backtrace()));
+    }
+    if (count <= 0) throw_runtime_error(fmt::format("{}: no CUDA device is available", what));
+    return c10::cuda::current_device();
+}
+
+const jit::DeviceInfo& device_info_cached(int device) {
+    if (C10_LIKELY(device >= 0 and device < kMaxDevices)) {
+        if (const auto* info = g_device_info[device].load(std::memory_order_acquire)) return *info;
+        const jit::DeviceInfo& info = jit::device_info(device);  // cached for the process by the core
+        g_device_info[device].store(&info, std::memory_order_release);
+        return info;
+    }
+    return jit::device_info(device);
+}
+
+void require_sm90(const Checker& check, int device) {
+    const auto& info = device_info_cached(device);
+    if (info.cc_major != 9)
+        check.not_implemented(fmt::format("requires an SM90 (Hopper, sm_90a) GPU; cuda:{} is sm_{}{}", device, info.cc_major,
+                                          info.cc_minor));
+}
+
+CUstream current_stream(int device) {
+    return reinterpret_cast<CUstream>(c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream());
+}
+
+void set_num_sms(int n) {
+    if (n <= 0) throw_value_error(fmt::format("set_num_sms: the SM count must be positive; got {}", n));
+    const int device = current_device_or_throw("set_num_sms");
+    const int available = device_info_cached(device).sm_count;
+    if (n > available)
+        throw_value_error(fmt::format("set_num_sms: cuda:{} has {} SMs; got {}", device, available, n));
+    g_num_sms.store(n);
+}
+
+int get_num_sms() {
+    const int n = g_num_sms.load();
+    if (n > 0) return n;
+    return device_info_cached(current_device_or_throw("get_num_sms")).sm_count;
+}
+
+int num_sms_for_device(int device) {
+    const int available = device_info_cached(device).sm_count;
+    const int n = g_num_sms.load(std::memory_order_relaxed);
+    return (n > 0 and n < available) ? n : available;
+}
+
+void set_pdl(bool enabled) { g_pdl.store(enabled); }
+bool get_pdl() { return g_pdl.load(std::memory_order_relaxed); }
+
+void set_ignore_compile_dims(bool ignore) { g_ignore_compile_dims.store(ignore); }
+bool get_ignore_compile_dims() { return g_ignore_compile_dims.load(std::memory_order_relaxed); }
+
+// The SM90 grouped kernels of this build tile the contiguous layout with BLOCK_M = 128 rows per group
+// segment (a tile never straddles two groups), so 128 is the smallest alignment they accept.
+int get_theoretical_mk_alignment_for_contiguous_layout() { return 128; }
+
+void set_mk_alignment_for_contiguous_layout(int alignment) {
+    const int base = get_theoretical_mk_alignment_for_contiguous_layout();
+    if (alignment <= 0 or alignment % base != 0)
+        throw_value_error(fmt::format("set_mk_alignment_for_contiguous_layout: the alignment must be a positive multiple of {}; got {}",
+                                      base, alignment));
+    g_mk_alignment.store(alignment);
+}
+int get_mk_alignment_for_contiguous_layout() { return g_mk_alignment.load(std::memory_order_relaxed); }
+
+}  // namespace deep_gemm::api

@@ -1,0 +1,111 @@
+"""Build script for deep_gemm.
+
+`pip install --no-build-isolation .` (or `-e .`) compiles the host-side extension `deep_gemm._C` against
+the installed PyTorch. No CUDA code is compiled here: kernels are JIT-compiled at run time from the
+headers under deep_gemm/include, which ship as package data.
+
+Build-time environment:
+  CUDA_HOME / CUDA_PATH       CUDA toolkit root (default /usr/local/cuda); only its headers are needed
+  DG_JIT_USE_RUNTIME_API=1    load kernels through the CUDA Runtime API (links libcudart) instead of
+                              the dlopen'ed Driver API
+"""
+import glob
+import os
+import re
+import sys
+
+from setuptools import find_packages, setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _read_version() -> str:
+    with open(os.path.join(ROOT, 'deep_gemm', '_version.py')) as f:
+        match = re.search(r"__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read())
+    assert match, 'deep_gemm/_version.py must define __version__'
+    return match.group(1)
+
+
+def _cuda_home() -> str:
+    for var in ('CUDA_HOME', 'CUDA_PATH'):
+        path = os.environ.get(var)
+        if path and os.path.isfile(os.path.join(path, 'include', 'cuda.h')):
+            return path
+    for path in ('/usr/local/cuda',):
+        if os.path.isfile(os.path.join(path, 'include', 'cuda.h')):
+            return path
+    sys.exit('deep_gemm: cannot find the CUDA toolkit headers (cuda.h); set CUDA_HOME to the toolkit root')
+
+
+def _env_flag(name: str) -> bool:
+    value = os.environ.get(name, '0').strip().lower()
+    if value in ('1', 'true', 'yes', 'on'):
+        return True
+    if value in ('', '0', 'false', 'no', 'off'):
+        return False
+    sys.exit(f'deep_gemm: {name}={value!r} is not a boolean; use 0 or 1')
+
+
+def _cudart_link_args(cuda_home: str):
+    """Where to find libcudart for DG_JIT_USE_RUNTIME_API=1: the toolkit, else torch's nvidia wheel."""
+    candidates = [os.path.join(cuda_home, 'lib64'), os.path.join(cuda_home, 'lib')]
+    try:
+        import nvidia  # the pip CUDA runtime wheels (nvidia-cuda-runtime)
+        for base in nvidia.__path__:
+            candidates += glob.glob(os.path.join(base, '*', 'lib')) + glob.glob(os.path.join(base, 'cuda_runtime', 'lib'))
+    except ImportError:
+        pass
+    for lib_dir in candidates:
+        if os.path.exists(os.path.join(lib_dir, 'libcudart.so')):
+            return [f'-L{lib_dir}', '-lcudart', f'-Wl,-rpath,{lib_dir}']
+        versioned = sorted(glob.glob(os.path.join(lib_dir, 'libcudart.so.[0-9]*')))
+        if versioned:
+            name = os.path.basename(versioned[-1])
+            return [f'-L{lib_dir}', f'-l:{name}', f'-Wl,-rpath,{lib_dir}']
+    sys.exit('deep_gemm: DG_JIT_USE_RUNTIME_API=1 needs libcudart (CUDA toolkit lib64 or the nvidia-cuda-runtime wheel)')
+
+
+def _sources():
+    patterns = ['csrc/jit/*.cpp', 'csrc/jit_kernels/**/*.cpp', 'csrc/apis/*.cpp', 'csrc/python_api.cpp']
+    files = []
+    for pattern in patterns:
+        files += sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))
+    return [os.path.relpath(f, ROOT) for f in files]
+
+
+def _extension():
+    cuda_home = _cuda_home()
+    use_runtime_api = _env_flag('DG_JIT_USE_RUNTIME_API')
+    cxx_flags = ['-std=c++20', '-O3', '-g0', '-fvisibility=hidden', '-Wno-deprecated-declarations',
+                 '-Wno-unused-function', '-DFMT_HEADER_ONLY']
+    link_args = ['-ldl']
+    define_macros = [('DG_VERSION', f'"{_read_version()}"')]
+    if use_runtime_api:
+        define_macros.append(('DG_JIT_USE_RUNTIME_API', '1'))
+        link_args += _cudart_link_args(cuda_home)
+    return CppExtension(
+        name='deep_gemm._C',
+        sources=_sources(),
+        include_dirs=[os.path.join(ROOT, 'csrc'), os.path.join(cuda_home, 'include')],
+        define_macros=define_macros,
+        libraries=['c10_cuda'],  # current CUDA stream / device guard (ships with every CUDA torch wheel)
+        extra_compile_args={'cxx': cxx_flags},
+        extra_link_args=link_args,
+    )
+
+
+setup(
+    name='deep_gemm',
+    version=_read_version(),
+    description='JIT-compiled FP8/BF16 GEMM kernels for NVIDIA Hopper (sm_90a), DeepGEMM-compatible API',
+    packages=find_packages(include=['deep_gemm', 'deep_gemm.*']),
+    package_data={
+        'deep_gemm': ['include/**/*.cuh', 'include/**/*.h', 'include/**/*.hpp', '_C.pyi', 'py.typed'],
+    },
+    include_package_data=True,
+    ext_modules=[_extension()],
+    cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
+    python_requires='>=3.9',
+    zip_safe=False,
+)

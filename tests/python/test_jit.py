@@ -1,0 +1,109 @@
+"""The layout kernel through the JIT without a GPU (compile-only for sm_90a with NVCC and NVRTC), and
+C++ log records arriving at the Python logger "deep_gemm"."""
+
+import glob
+import logging
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+import deep_gemm
+from deep_gemm import _C
+
+
+def nvcc_available() -> bool:
+    home = os.environ.get('CUDA_HOME', '/usr/local/cuda')
+    return os.path.exists(os.path.join(home, 'bin', 'nvcc')) or shutil.which('nvcc') is not None
+
+
+def find_cuobjdump():
+    found = shutil.which('cuobjdump')
+    if found:
+        return found
+    try:
+        import nvidia
+        for base in nvidia.__path__:
+            hits = glob.glob(os.path.join(base, '**', 'bin', 'cuobjdump'), recursive=True)
+            if hits:
+                return hits[0]
+    except ImportError:
+        pass
+    return None
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv('DG_JIT_CACHE_DIR', str(tmp_path))
+    _C.reload_settings()
+    yield tmp_path
+    monkeypatch.undo()
+    _C.reload_settings()
+
+
+@pytest.mark.parametrize('compiler', ['nvcc', 'nvrtc'])
+def test_layout_kernel_compiles_for_sm90a(fresh_cache, monkeypatch, compiler, caplog):
+    if compiler == 'nvcc' and not nvcc_available():
+        pytest.skip('nvcc not found')
+    monkeypatch.setenv('DG_JIT_USE_NVRTC', '1' if compiler == 'nvrtc' else '0')
+    _C.reload_settings()
+    with caplog.at_level(logging.INFO, logger='deep_gemm'):
+        first = deep_gemm.compile_only('layout_transpose_sf', 'sm_90a')
+    assert first['compiled'] is True and first['cubin_size'] > 0
+    assert first['symbol'] == 'deep_gemm_layout_transpose_sf'
+    assert os.path.isfile(os.path.join(first['dir'], 'kernel.cubin'))
+    assert first['dir'].startswith(str(fresh_cache))
+    # a compile that starts is logged at INFO with the kernel name
+    assert any(r.name == 'deep_gemm' and r.levelno == logging.INFO and 'layout_transpose_sf' in r.getMessage() for r in caplog.records)
+    second = deep_gemm.compile_only('layout_transpose_sf', 'sm_90a')
+    assert second['compiled'] is False and second['dir'] == first['dir']
+
+    cuobjdump = find_cuobjdump()
+    if cuobjdump:
+        usage = subprocess.run([cuobjdump, '-res-usage', os.path.join(first['dir'], 'kernel.cubin')], capture_output=True, text=True)
+        assert 'deep_gemm_layout_transpose_sf' in usage.stdout
+        assert 'LOCAL:0' in usage.stdout  # no local memory (spills)
+
+
+def test_compile_only_unknown_kernel():
+    with pytest.raises(ValueError, match='unknown kernel'):
+        deep_gemm.compile_only('no_such_kernel', 'sm_90a')
+
+
+def test_log_records_reach_python_logger(caplog):
+    with caplog.at_level(logging.DEBUG, logger='deep_gemm'):
+        _C._log(logging.WARNING, 'hello from C++')
+        _C._log(logging.DEBUG, 'debug detail')
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == 'deep_gemm']
+    assert (logging.WARNING, 'hello from C++') in messages
+    assert (logging.DEBUG, 'debug detail') in messages
+
+
+def test_log_from_thread_without_gil(caplog):
+    def worker():
+        _C._log(logging.INFO, 'from a thread')
+
+    with caplog.at_level(logging.INFO, logger='deep_gemm'):
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sum(r.getMessage() == 'from a thread' for r in caplog.records) == 4
+
+
+@pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
+def test_log_sink_survives_a_raising_handler():
+    class Boom(logging.Handler):
+        def emit(self, record):
+            raise RuntimeError('handler failure')
+
+    logger = logging.getLogger('deep_gemm')
+    handler = Boom()
+    logger.addHandler(handler)
+    try:
+        _C._log(logging.ERROR, 'still fine')  # reported as an unraisable exception; never raised into C++
+    finally:
+        logger.removeHandler(handler)

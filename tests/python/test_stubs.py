@@ -1,0 +1,73 @@
+"""deep_gemm/_C.pyi (hand-written) matches the extension: same functions, same parameter names, and the
+public wrappers in deep_gemm/__init__.py take the same parameters as the functions they call."""
+
+import ast
+import inspect
+import os
+import re
+
+import deep_gemm
+from deep_gemm import _C
+
+STUB = os.path.join(os.path.dirname(deep_gemm.__file__), '_C.pyi')
+
+
+def stub_functions():
+    tree = ast.parse(open(STUB).read())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = [a.arg for a in node.args.args]
+    return out
+
+
+def module_functions():
+    out = {}
+    for name in dir(_C):
+        if name.startswith('__'):
+            continue
+        obj = getattr(_C, name)
+        if callable(obj) and type(obj).__name__ == 'builtin_function_or_method':
+            try:  # METH_FASTCALL entries carry a __text_signature__
+                out[name] = list(inspect.signature(obj).parameters)
+                continue
+            except ValueError:
+                pass
+            # pybind11 puts the signature on the first docstring line: name(a: T, b: T = ...) -> R
+            first = obj.__doc__.strip().splitlines()[0]
+            params = re.match(rf'{re.escape(name)}\((.*)\) ->', first).group(1)
+            names = [p.split(':')[0].strip() for p in re.split(r',\s*(?![^\[\(]*[\]\)])', params) if p.strip()]
+            out[name] = names
+    return out
+
+
+def test_stub_lists_every_function_with_its_parameters():
+    stub, module = stub_functions(), module_functions()
+    assert sorted(stub) == sorted(module)
+    for name in module:
+        assert stub[name] == module[name], name
+
+
+def test_public_wrappers_match_fast_path_signatures():
+    module = module_functions()
+    for name in deep_gemm.__all__:
+        fn = getattr(deep_gemm, name)
+        if name in module and inspect.isfunction(fn):
+            assert list(inspect.signature(fn).parameters) == module[name], name
+
+
+def test_fast_path_defaults_match_stub():
+    tree = ast.parse(open(STUB).read())
+    stub_defaults = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            args = node.args.args
+            defaults = node.args.defaults
+            stub_defaults[node.name] = {a.arg: ast.literal_eval(d) for a, d in zip(args[len(args) - len(defaults):], defaults)}
+    for name in stub_defaults:
+        try:
+            sig = inspect.signature(getattr(_C, name))
+        except ValueError:
+            continue
+        defaults = {p.name: p.default for p in sig.parameters.values() if p.default is not inspect.Parameter.empty}
+        assert defaults == stub_defaults[name], name
