@@ -31,9 +31,20 @@ def check_fp8_gemm() -> None:
         assert diff < 1e-3 and not d.isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
+def check_bf16_gemm() -> None:
+    for m, n, k in [(100, 576, 512), (257, 100, 192)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        deep_gemm.bf16_gemm_nt(a, b, d)
+        torch.cuda.synchronize()
+        diff = calc_diff(d, a.float() @ b.float().t())
+        assert diff < 1e-5 and not d.isnan().any(), f"bf16_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+
+
 if __name__ == "__main__":
     failures = 0
-    for case in (check_layout, check_fp8_gemm):
+    for case in (check_layout, check_fp8_gemm, check_bf16_gemm):
         try:
             case()
             print(f"{case.__name__}: ok")
