@@ -72,6 +72,14 @@ const DriverApi& driver();
 // Throws CudaError("<what>: <driver error name and string>") unless `result` is CUDA_SUCCESS.
 void check_driver(CUresult result, const char* what);
 
+// cuTensorMapEncodeTiled (element strides 1, no interleave, zero OOB fill) through a small per-thread
+// memo keyed by every argument: the map depends on nothing else, and encoding costs driver time on each
+// call that repeated calls on the same tensors (weights, benchmarks) skip. `global_strides` has
+// rank - 1 byte strides. Throws CudaError naming `what` on failure.
+CUtensorMap encode_tensor_map(CUtensorMapDataType dtype, unsigned rank, const void* base, const uint64_t* global_dims,
+                              const uint64_t* global_strides, const uint32_t* box_dims, CUtensorMapSwizzle swizzle,
+                              CUtensorMapL2promotion l2_promotion, const char* what);
+
 // ---- load + launch --------------------------------------------------------------------------------
 
 struct LaunchConfig {

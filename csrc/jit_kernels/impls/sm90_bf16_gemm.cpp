@@ -74,19 +74,8 @@ bool aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_
 CUtensorMap make_tmap(CUtensorMapDataType dtype, int rank, const void* base, const uint64_t* dims,
                       const uint64_t* strides_bytes, const uint32_t* box, CUtensorMapSwizzle swizzle,
                       const std::string& what) {
-    CUtensorMap map;
-    std::memset(&map, 0, sizeof(map));
-    cuuint64_t d[3];
-    cuuint64_t s[2];
-    cuuint32_t b[3];
-    cuuint32_t e[3] = {1, 1, 1};
-    for (int i = 0; i < rank; ++i) d[i] = dims[i], b[i] = box[i];
-    for (int i = 0; i + 1 < rank; ++i) s[i] = strides_bytes[i];
-    const CUresult r = jit::driver().tensor_map_encode_tiled(
-        &map, dtype, cuuint32_t(rank), const_cast<void*>(base), d, s, b, e, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    jit::check_driver(r, what.c_str());
-    return map;
+    return jit::encode_tensor_map(dtype, unsigned(rank), base, dims, strides_bytes, box, swizzle,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what.c_str());
 }
 
 CUtensorMapSwizzle swizzle_of(int bytes) {
