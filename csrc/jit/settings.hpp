@@ -23,6 +23,7 @@ struct Settings {
     bool dump_ptx = false;            // DG_JIT_DUMP_PTX or DG_JIT_DUMP_ASM
     bool dump_sass = false;           // DG_JIT_DUMP_SASS or DG_JIT_DUMP_ASM
     bool print_configs = false;       // DG_PRINT_CONFIGS
+    std::string fp8_gemm_config;      // DG_FP8_GEMM_CONFIG: forced FP8 GEMM config for tuning (parsed by the kernel)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
 };
 

@@ -77,12 +77,15 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
     std::vector<Sm90Fp8GemmKernelKey> keys;
     for (const auto& [m, n, k] : representative_shapes()) {
         const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin);
-        if (!seen.insert({c.block_m, c.block_n, c.num_stages, c.group_n}).second) continue;
+        if (!seen.insert({c.block_m, c.block_n, c.num_stages, c.group_n + 100 * c.pipelined + 1000 * c.multicast}).second)
+            continue;
         Sm90Fp8GemmKernelKey key;
         key.block_m = c.block_m;
         key.block_n = c.block_n;
         key.num_stages = c.num_stages;
         key.group_n = c.group_n;
+        key.pipelined = c.pipelined;
+        key.multicast = c.multicast;
         keys.push_back(key);
     }
     for (const auto& [m, n, k] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
@@ -92,8 +95,35 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
         key.block_n = c.block_n;
         key.num_stages = c.num_stages;
         key.group_n = c.group_n;
+        key.pipelined = c.pipelined;
+        key.multicast = c.multicast;
         key.n = uint32_t(n);
         key.k = uint32_t(k);
+        keys.push_back(key);
+    }
+    // Pipelined promotion (two scratch accumulators; DG_FP8_GEMM_CONFIG / sweeps): uniform and straddling
+    // B scales, both warpgroup counts, the widest BLOCK_N it allows.
+    for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{128, 112}, std::pair{128, 96}, std::pair{64, 128},
+                                 std::pair{64, 64}}) {
+        Sm90Fp8GemmKernelKey key;
+        key.block_m = bm;
+        key.block_n = bn;
+        key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin);
+        key.pipelined = true;
+        if (!seen.insert({bm, bn, key.num_stages, key.group_n + 100}).second) continue;
+        keys.push_back(key);
+    }
+    // 2-CTA cluster multicast of B (M pairs) and of A (N pairs), with and without pipelined promotion.
+    for (const auto& [bm, bn, pp, mc] : {std::tuple{128, 192, 0, 1}, std::tuple{128, 128, 1, 1},
+                                         std::tuple{128, 128, 1, 2}, std::tuple{64, 96, 1, 2},
+                                         std::tuple{128, 112, 0, 2}}) {
+        Sm90Fp8GemmKernelKey key;
+        key.block_m = bm;
+        key.block_n = bn;
+        key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin);
+        key.pipelined = pp;
+        key.multicast = mc;
+        if (!seen.insert({bm, bn, key.num_stages, key.group_n + 100 * pp + 1000 * mc}).second) continue;
         keys.push_back(key);
     }
     // Direct-store epilogue (outputs TMA cannot address, e.g. N = 100 contiguous).
@@ -104,6 +134,8 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
         key.block_n = c.block_n;
         key.num_stages = c.num_stages;
         key.group_n = c.group_n;
+        key.pipelined = c.pipelined;
+        key.multicast = c.multicast;
         key.direct_store = true;
         keys.push_back(key);
     }
@@ -235,7 +267,10 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dNvrtc) {
     for (const auto& key : keys) {
         const int swizzle = deep_gemm::heuristics::sm90_fp8_d_swizzle_bytes(key.block_n);
         const int straddles = (128 % key.block_n) != 0;
-        if (!kinds.insert({key.block_m * 1000 + swizzle + (key.direct_store ? 100000 : 0), straddles}).second) continue;
+        if (!kinds.insert({key.block_m * 1000 + swizzle + (key.direct_store ? 100000 : 0) + (key.pipelined ? 1000000 : 0) +
+                               key.multicast * 10000000,
+                           straddles}).second)
+            continue;
         build_and_check(key);
     }
     EXPECT_GE(kinds.size(), 3u);

@@ -17,6 +17,13 @@ struct Sm90Fp8GemmConfig {
     int block_n = 128;
     int num_stages = 4;
     int group_n = 8;  // scheduler: N blocks per swizzle group
+    // Promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's wgmmas
+    // run while kb is promoted (BLOCK_N <= 128); 2 = split-N halves, each half promoted while the other
+    // half's wgmmas run (any BLOCK_N >= 32, no extra registers, twice the A reads from shared memory).
+    int pipelined = 0;
+    // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
+    // shares A (adjacent N blocks).
+    int multicast = 0;
 
     int num_math_warpgroups() const { return block_m / 64; }
     int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
@@ -25,6 +32,7 @@ struct Sm90Fp8GemmConfig {
 
 constexpr int kSm90Fp8BlockK = 128;
 constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 registers must fit 232 regs
+constexpr int kSm90Fp8MaxBlockNPipelined = 128;  // fin + 2 scratch accumulators = 3 * BLOCK_N / 2 registers
 constexpr int kSm90Fp8MaxStages = 10;
 constexpr int kSm90Fp8MinStages = 3;
 
@@ -47,43 +55,68 @@ inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit) {
 }
 
 // Rough cost in SM clocks of running the whole problem with tiles block_m x block_n. Per 128-K block
-// a tile needs the max of: tensor-core time (8192 FP8 FLOP/clk/SM), shared-memory reads by wgmma
-// (A and B per m64 instruction, 128 B/clk) and TMA loads into the SM (~64 B/clk/SM). Globally the
-// loads must also pass L2 (~6 KB/clk) and the unique bytes HBM (~2.3 KB/clk).
-inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int block_n) {
+// a tile needs the max of: tensor-core time (8192 FP8 FLOP/clk/SM) plus, without the pipelined promotion,
+// the FP32 promotion during which the tensor core idles (BLOCK_N/2 FFMA per thread, BLOCK_M/64 math warps
+// per SM sub-partition, + wait latency); shared-memory reads by wgmma (A and B per m64 instruction,
+// 128 B/clk); TMA loads into the SM (~64 B/clk/SM; a multicast operand counts half). Globally the loads
+// must also pass L2 (~6 KB/clk; multicast halves the shared operand) and the unique bytes HBM (~2.3 KB/clk).
+// multicast: 0 off, 1 = pair of M blocks shares B, 2 = pair of N blocks shares A (the pair's padding tile
+// when the paired block count is odd is paid for).
+inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int pipelined = 0,
+                            int multicast = 0) {
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
-    const double tiles = double((m + block_m - 1) / block_m) * double((n + block_n - 1) / block_n);
-    const double waves = std::ceil(tiles / num_sms);
-    const double t_mma = double(block_m) * block_n / 32.0;
-    const double t_smem = (block_m / 64.0) * (64.0 + block_n);
-    const double t_load = (block_m + block_n) * 128.0 / 64.0;
+    double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
+    if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
+    if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
+    const double tiles = m_blocks * n_blocks;
+    const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
+    const double waves = std::ceil(tiles / sms);
+    const double bubble = pipelined ? 0.0 : (block_m / 64.0) * (block_n / 2.0) + 60.0;
+    const double t_mma = double(block_m) * block_n / 32.0 + bubble;
+    const double t_smem = (block_m / 64.0) * ((pipelined == 2 ? 128.0 : 64.0) + block_n);
+    const double a_rows = multicast == 2 ? block_m / 2.0 : block_m;
+    const double b_rows = multicast == 1 ? block_n / 2.0 : block_n;
+    const double t_load = (a_rows + b_rows) * 128.0 / 64.0;
     const double t_kb = std::max({t_mma, t_smem, t_load});
     const double t_tile = num_kb * t_kb + 400.0 + block_n * 2.0;  // + epilogue / pipeline ramp
-    const double t_sm = waves * t_tile;
-    const double l2_bytes = tiles * num_kb * (block_m + block_n) * 128.0;
+    const double t_sm = waves * t_tile * (multicast ? 1.02 : 1.0);  // cluster pairs wait for each other
+    const double l2_bytes = tiles * num_kb * (a_rows + b_rows) * 128.0;
     const double hbm_bytes = double(m) * k + double(n) * k + 2.0 * m * n;
     return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
 }
 
 // Chooses block sizes (minimum modelled cost; ties go to the larger tile) and fills shared memory
-// with pipeline stages.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit) {
+// with pipeline stages. Pipelined promotion wherever BLOCK_N allows it; multicast when the paired
+// dimension has at least two blocks. `legacy` = the first version's choice (no pipelining, no multicast),
+// selectable with DG_FP8_GEMM_CONFIG=legacy for comparisons.
+inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                bool legacy = false) {
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64) continue;
+        const int m_blocks = (m + block_m - 1) / block_m;
         for (int block_n = 16; block_n <= kSm90Fp8MaxBlockN; block_n += 16) {
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
             if (stages < kSm90Fp8MinStages) continue;
-            const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n);
-            // Strictly better by 1%, or equal within 1% with a larger tile.
-            const bool better = best_cost < 0 || cost < best_cost * 0.99 ||
-                                (cost <= best_cost * 1.01 && block_m * block_n > best.block_m * best.block_n);
-            if (better) {
-                best_cost = cost;
-                best.block_m = block_m;
-                best.block_n = block_n;
-                best.num_stages = stages;
+            const int n_blocks = (n + block_n - 1) / block_n;
+            const int pipelined = !legacy && block_n <= kSm90Fp8MaxBlockNPipelined ? 1 : 0;
+            for (int multicast : {0, 1, 2}) {
+                if (multicast != 0 && (legacy || num_sms < 2)) continue;
+                if (multicast == 1 && m_blocks < 2) continue;
+                if (multicast == 2 && n_blocks < 2) continue;
+                const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, pipelined, multicast);
+                // Strictly better by 1%, or equal within 1% with a larger tile.
+                const bool better = best_cost < 0 || cost < best_cost * 0.99 ||
+                                    (cost <= best_cost * 1.01 && block_m * block_n > best.block_m * best.block_n);
+                if (better) {
+                    best_cost = cost;
+                    best.block_m = block_m;
+                    best.block_n = block_n;
+                    best.num_stages = stages;
+                    best.pipelined = pipelined;
+                    best.multicast = multicast;
+                }
             }
         }
     }
@@ -93,8 +126,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
 
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d threads=%d smem=%d", c.block_m,
-                  c.block_n, c.num_stages, c.group_n, c.num_threads(),
+    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d threads=%d smem=%d",
+                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.num_threads(),
                   sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages));
     return buf;
 }

@@ -2,6 +2,7 @@
 // lookup (memoized per config key), TMA descriptors (built per call) and launch.
 #include "sm90_fp8_gemm_1d2d.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -23,11 +24,25 @@ constexpr const char* kOpName = "fp8_gemm_nt";
 std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
     return "sm90_fp8_gemm_1d2d_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
            std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
-           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k) + (key.direct_store ? "_direct" : "");
+           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k) + (key.direct_store ? "_direct" : "") +
+           (key.pipelined == 1 ? "_pp" : key.pipelined == 2 ? "_ps" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "");
 }
+
+// Forced config from DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]" (tuning/sweeps
+// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128)
+// (2 = split-N halves: rejected for now, see below); multicast 0 = off, 1 = 2-CTA cluster sharing B, 2 = sharing A. Or
+// DG_FP8_GEMM_CONFIG=legacy: the first version's heuristics (no pipelining, no multicast). All zero = no
+// override. Part of the config memo key, so changing the variable between calls takes effect.
+struct ConfigOverride {
+    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;
+    bool active() const { return block_m > 0; }
+    bool legacy() const { return block_m == -1; }
+    bool operator==(const ConfigOverride&) const = default;
+};
 
 struct ShapeKey {
     int m, n, k, num_sms, smem_limit;
+    ConfigOverride ov;
     bool operator==(const ShapeKey&) const = default;
 };
 
@@ -37,6 +52,10 @@ struct ShapeKeyHash {
         h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.n);
         h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.k);
         h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.num_sms)) << 32 | uint32_t(s.smem_limit));
+        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.ov.block_m)) | uint64_t(uint32_t(s.ov.block_n)) << 16 |
+                                          uint64_t(uint32_t(s.ov.num_stages)) << 32 |
+                                          uint64_t(uint32_t(s.ov.pipelined)) << 48 |
+                                          uint64_t(uint32_t(s.ov.multicast)) << 56);
         return size_t(h ^ (h >> 31));
     }
 };
@@ -46,11 +65,90 @@ std::mutex g_config_mutex;
 std::unordered_map<ShapeKey, heuristics::Sm90Fp8GemmConfig, ShapeKeyHash> g_configs;
 jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
 
+[[noreturn]] void fail(const std::string& what);
+
+constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
+
+// Parses DG_FP8_GEMM_CONFIG (unset or empty = no override); malformed values raise jit::Error.
+ConfigOverride parse_config_override(const std::string& text) {
+    const char* v = text.c_str();
+    ConfigOverride ov;
+    if (v == nullptr || *v == '\0') return ov;
+    if (std::strcmp(v, "legacy") == 0) {
+        ov.block_m = -1;
+        return ov;
+    }
+    int vals[5] = {0, 0, 0, 0, 0};
+    int count = 0;
+    const char* p = v;
+    while (true) {
+        if (count == 5) fail(std::string(kConfigEnv) + "='" + v + "': at most 5 fields");
+        char* end = nullptr;
+        const long x = std::strtol(p, &end, 10);
+        if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers)");
+        vals[count++] = int(x);
+        if (*end == '\0') break;
+        if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
+        p = end + 1;
+    }
+    if (count < 3)
+        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast]]\"");
+    ov.block_m = vals[0];
+    ov.block_n = vals[1];
+    ov.num_stages = vals[2];
+    ov.pipelined = vals[3];
+    ov.multicast = vals[4];
+    const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
+    if (ov.block_m != 64 && ov.block_m != 128) fail(where + "block_m must be 64 or 128");
+    if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
+        fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
+    if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
+        fail(where + "stages must be 0 (auto) or in [" + std::to_string(heuristics::kSm90Fp8MinStages) + ", " +
+             std::to_string(heuristics::kSm90Fp8MaxStages) + "]");
+    if (ov.pipelined < 0 || ov.pipelined > 2)
+        fail(where + "pipelined must be 0 (off), 1 (two scratch accumulators) or 2 (split-N halves)");
+    if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
+    // The kernel has the split-N path (kPromoteMode 2), but ptxas (CUDA 13.0) serialises its wgmmas (C7514),
+    // so it is not offered until that is fixed.
+    if (ov.pipelined == 2) fail(where + "pipelined 2 (split-N halves) is disabled: ptxas serialises its wgmmas");
+    if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
+        fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
+    return ov;
+}
+
+// The parsed override of the current settings generation: re-parsed only after reload_settings(), so a
+// cached call does one pointer compare here (no getenv, no parsing).
+ConfigOverride config_override() {
+    static std::mutex mutex;
+    static const jit::Settings* parsed_for = nullptr;
+    static ConfigOverride parsed;
+    const jit::Settings& s = jit::settings();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (parsed_for != &s) {
+        parsed = parse_config_override(s.fp8_gemm_config);
+        parsed_for = &s;
+    }
+    return parsed;
+}
+
 heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
-    const ShapeKey key{m, n, k, num_sms, smem_limit};
+    const ShapeKey key{m, n, k, num_sms, smem_limit, config_override()};
     std::lock_guard<std::mutex> lock(g_config_mutex);
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
-    const auto config = heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit);
+    heuristics::Sm90Fp8GemmConfig config =
+        heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.legacy());
+    if (key.ov.active()) {
+        config.block_m = key.ov.block_m;
+        config.block_n = key.ov.block_n;
+        config.pipelined = key.ov.pipelined;
+        config.multicast = key.ov.multicast;
+        const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
+        config.num_stages = key.ov.num_stages != 0 ? key.ov.num_stages : max_stages;
+        if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
+            fail(std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
+                 std::to_string(smem_limit) + " bytes)");
+    }
     if (jit::settings().print_configs) {
         jit::log(jit::LogLevel::kInfo, std::string(kOpName) + ": M=" + std::to_string(m) + " N=" +
                                            std::to_string(n) + " K=" + std::to_string(k) +
@@ -60,7 +158,7 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
     return config;
 }
 
-[[noreturn]] void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
+void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
@@ -68,17 +166,10 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
                          uint64_t row_stride_bytes, uint32_t box_inner, uint32_t box_outer,
                          CUtensorMapSwizzle swizzle, const char* what) {
-    CUtensorMap map;
-    std::memset(&map, 0, sizeof(map));
-    const cuuint64_t dims[2] = {inner, outer};
-    const cuuint64_t strides[1] = {row_stride_bytes};
-    const cuuint32_t box[2] = {box_inner, box_outer};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = jit::driver().tensor_map_encode_tiled(
-        &map, dtype, 2, const_cast<void*>(base), dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    jit::check_driver(r, what);
-    return map;
+    const uint64_t dims[2] = {inner, outer};
+    const uint64_t strides[1] = {row_stride_bytes};
+    const uint32_t box[2] = {box_inner, box_outer};
+    return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
 }
 
 CUtensorMapSwizzle swizzle_of(int bytes) {
@@ -107,13 +198,16 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +
                " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, unsigned int m, unsigned int n,"
                " unsigned int k) {\n"
-               "    using Scheduler = deep_gemm::GroupedOrderScheduler<" + bm + ", " + bn + ", " + g + ">;\n"
+               "    using Scheduler = deep_gemm::" +
+               (key.multicast == 1 ? "ClusterPairScheduler" : key.multicast == 2 ? "ClusterPairNScheduler" : "GroupedOrderScheduler") +
+               "<" + bm + ", " + bn + ", " + g + ">;\n"
                "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
                "<" + bm + ", " + bn + ">;\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
-               "u, Scheduler, Epilogue>(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, m, n, k);\n}\n"
+               "u, Scheduler, Epilogue, " + std::to_string(key.pipelined) + "u, " +
+               (key.multicast != 0 ? "2" : "1") + ", " + (key.multicast == 2 ? "true" : "false") + ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, m, n, k);\n}\n"
                // The host sizes shared memory with its own formula: make the device layout agree.
                "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<" +
                std::to_string(key.block_m) + ", " + std::to_string(key.block_n) + ", " +
@@ -158,6 +252,9 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     key.block_n = config.block_n;
     key.num_stages = config.num_stages;
     key.group_n = config.group_n;
+    key.pipelined = config.pipelined;
+    // Clusters need two CTAs per cluster in the persistent grid.
+    key.multicast = num_sms >= 2 ? config.multicast : 0;
     key.m = compile_m ? uint32_t(m) : 0u;
     key.n = compile_n ? uint32_t(n) : 0u;
     key.k = compile_k ? uint32_t(k) : 0u;
@@ -173,10 +270,12 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
     const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
     CUtensorMap tmap_a = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m),
-                                      uint64_t(args.lda), heuristics::kSm90Fp8BlockK, uint32_t(config.block_m),
+                                      uint64_t(args.lda), heuristics::kSm90Fp8BlockK,
+                                      uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m),
                                       CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for a");
     CUtensorMap tmap_b = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n),
-                                      uint64_t(args.ldb), heuristics::kSm90Fp8BlockK, uint32_t(config.block_n),
+                                      uint64_t(args.ldb), heuristics::kSm90Fp8BlockK,
+                                      uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n),
                                       CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for b");
     CUtensorMap tmap_sfa = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb),
                                         uint64_t(args.sfa_stride) * 4, uint32_t(config.block_m), 1,
@@ -190,10 +289,17 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     const int64_t tiles = int64_t((m + config.block_m - 1) / config.block_m) *
                           int64_t((n + config.block_n - 1) / config.block_n);
     jit::LaunchConfig launch;
-    launch.grid[0] = unsigned(std::min<int64_t>(num_sms, tiles));
+    if (key.multicast != 0) {
+        const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
+        const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
+        const int64_t pair_tiles = key.multicast == 1 ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
+        launch.grid[0] = unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
+    } else {
+        launch.grid[0] = unsigned(std::min<int64_t>(num_sms, tiles));
+    }
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
-    launch.cluster_x = 1;
+    launch.cluster_x = key.multicast != 0 ? 2u : 1u;
     launch.pdl = args.pdl;
     launch.stream = args.stream;
 

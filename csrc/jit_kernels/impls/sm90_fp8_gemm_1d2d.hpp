@@ -35,13 +35,18 @@ struct Sm90Fp8GemmKernelKey {
     // Epilogue: false = swizzled smem staging + TMA store (needs a 16-byte aligned D with a row stride
     // that is a multiple of 8 elements); true = direct bounds-checked stores from registers.
     bool direct_store = false;
+    // Promotion overlap: 0 none, 1 two scratch accumulators (BLOCK_N <= 128), 2 split-N halves.
+    int pipelined = 0;
+    // 0 = no cluster; 1 = 2-CTA cluster sharing B (multicast); 2 = 2-CTA cluster sharing A.
+    int multicast = 0;
     bool operator==(const Sm90Fp8GemmKernelKey&) const = default;
 };
 
 struct Sm90Fp8GemmKernelKeyHash {
     size_t operator()(const Sm90Fp8GemmKernelKey& key) const noexcept {
         uint64_t h = uint64_t(key.block_m) | uint64_t(key.block_n) << 9 | uint64_t(key.num_stages) << 18 |
-                     uint64_t(key.group_n) << 24 | uint64_t(key.direct_store) << 32;
+                     uint64_t(key.group_n) << 24 | uint64_t(key.direct_store) << 32 |
+                     uint64_t(key.pipelined) << 33 | uint64_t(key.multicast) << 36;
         h = h * 0x9E3779B97F4A7C15ull ^ key.m;
         h = h * 0x9E3779B97F4A7C15ull ^ key.n;
         h = h * 0x9E3779B97F4A7C15ull ^ key.k;

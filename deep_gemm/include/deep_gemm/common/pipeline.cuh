@@ -54,6 +54,11 @@ struct PipelineBarriers {
     __device__ __forceinline__ void consumer_release(const PipelineState<kNumStages>& st) const {
         ptx::mbarrier_arrive(&empty[st.stage]);
     }
+    // One arrival per consumer warp (lane 0, after the warp converged); init() count = consumer warps.
+    __device__ __forceinline__ void consumer_release_warp(const PipelineState<kNumStages>& st, u32 lane) const {
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(&empty[st.stage]);
+    }
     // With TMA multicast across a 2-CTA cluster each producer also writes the peer's slot, so a slot is free
     // only when the consumers of both CTAs are done with it: one arrival per consumer warp (lane 0, after
     // the warp converged) on this CTA's and on the peer's empty barrier. init() count = 2 * consumer warps.

@@ -61,7 +61,8 @@ constexpr u32 kSm90MathRegs = 232;
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN,
           u32 kCompiledK, typename Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>,
-          typename Epilogue = Bf16TmaStoreEpilogue<kBlockM, kBlockN>>
+          typename Epilogue = Bf16TmaStoreEpilogue<kBlockM, kBlockN>, u32 kPromoteMode = 0,
+          u32 kMulticast = 1, bool kMulticastOnA = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa,
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
@@ -69,9 +70,27 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                                                         u32 k_runtime) {
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
+    // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
+    // runs while kb is promoted; 3 x BLOCK_N / 2 registers); 2 = split-N halves: the tile's wgmmas are issued
+    // as two N/2 halves into two half-size scratch accumulators, and each half is promoted while the other
+    // half's wgmmas run (same registers as mode 0, twice the A reads from shared memory). Mode 2 is correct
+    // PTX but ptxas (CUDA 13.0) reports C7514 and serialises its wgmmas; the host does not offer it yet.
+    static_assert(kPromoteMode <= 2, "promote mode 0, 1 or 2");
+    static_assert(kPromoteMode != 2 || kBlockN % 16 == 0, "split-N halves must be multiples of 8 columns");
+    constexpr bool kPipelinedPromote = kPromoteMode == 1;
+    constexpr bool kSplitN = kPromoteMode == 2;
+    constexpr u32 kHalfN = kBlockN / 2;
+    constexpr u32 kHalfAccum = kBlockN / 4;
+    using WgmmaHalf = ptx::WgmmaFp8<(kHalfN >= 8 ? kHalfN : 8)>;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
     static_assert(Epilogue::kSmemBytes == Layout::kSmemD, "epilogue staging size");
+    // Multicast over a 2-CTA cluster: the pair shares B (scheduler pairs M blocks, each CTA loads half of the
+    // B tile's rows into both CTAs) or A (kMulticastOnA: pairs N blocks, each CTA loads half of A's rows).
+    static_assert(kMulticast == 1 || kMulticast == 2, "multicast: 1 (off) or 2 (2-CTA cluster)");
+    static_assert(kMulticast == 1 || ((kMulticastOnA ? kBlockM : kBlockN) / 2) % 8 == 0,
+                  "multicast halves must stay 1024-byte aligned");
+    constexpr u32 kHalfRowsMc = (kMulticastOnA ? kBlockM : kBlockN) / 2;
 
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
@@ -89,14 +108,24 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
 
+    const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
+    const u32 peer_rank = cta_rank ^ 1u;
+
     if (threadIdx.x == 0) {
         ptx::tma_prefetch_descriptor(tmap_a);
         ptx::tma_prefetch_descriptor(tmap_b);
         ptx::tma_prefetch_descriptor(tmap_sfa);
         if constexpr (Epilogue::kUsesTensorMap) ptx::tma_prefetch_descriptor(tmap_d);
-        pipe.init(Layout::kNumMathThreads);
+        // One arrival per math warp (of both CTAs with multicast: a slot is free when the peer is done too).
+        pipe.init(kMulticast * (Layout::kNumMathThreads / 32));
     }
-    __syncthreads();
+    // With multicast the peer writes this CTA's slots and arrives on its barriers: both CTAs' barriers must
+    // be initialised before either producer starts.
+    if constexpr (kMulticast > 1) {
+        ptx::cluster_sync();
+    } else {
+        __syncthreads();
+    }
     // PDL: inputs may be written by the previous kernel; nothing global is touched before this.
     ptx::grid_dependency_wait();
 
@@ -115,8 +144,22 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
                     const i32 k0 = static_cast<i32>(kb * kBlockK);
-                    ptx::tma_load_2d(smem_a + st.stage * Layout::kSmemA, tmap_a, full, k0, m0);
-                    ptx::tma_load_2d(smem_b + st.stage * Layout::kSmemB, tmap_b, full, k0, n0);
+                    u8* a_slot = smem_a + st.stage * Layout::kSmemA;
+                    u8* b_slot = smem_b + st.stage * Layout::kSmemB;
+                    if constexpr (kMulticast > 1 && kMulticastOnA) {
+                        // This CTA's half of A's rows into the same offset of both CTAs' slot (the peer: the
+                        // other half); the tensor map's box is {128, BLOCK_M / 2}.
+                        ptx::tma_load_2d_multicast(a_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_a, full, k0,
+                                                   m0 + static_cast<i32>(cta_rank * kHalfRowsMc), 0x3);
+                    } else {
+                        ptx::tma_load_2d(a_slot, tmap_a, full, k0, m0);
+                    }
+                    if constexpr (kMulticast > 1 && !kMulticastOnA) {
+                        ptx::tma_load_2d_multicast(b_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_b, full, k0,
+                                                   n0 + static_cast<i32>(cta_rank * kHalfRowsMc), 0x3);
+                    } else {
+                        ptx::tma_load_2d(b_slot, tmap_b, full, k0, n0);
+                    }
                     ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb));
                     st.advance();
                 }
@@ -138,19 +181,143 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
         Scheduler scheduler(m, n);
         Epilogue epilogue(smem_d, math_wg, thread_in_wg, tmap_d, d, ldd);
-        PipelineState<kNumStages> st;
+        PipelineState<kNumStages> st;  // next slot to wait for / issue from
+        PipelineState<kNumStages> rel;  // next slot to release (== st except in the pipelined loop)
 
-        float acc[kNumAccum];
-        float fin[kNumAccum];
+        // Scales of one K block for this thread: its two rows and the tile's (up to 3) B scale blocks.
+        struct KbScales {
+            float a_lo, a_hi, b0, b1, b2;
+        };
+
+        // Waits for slot `st`, reads its A scales, issues the 4 wgmmas of the K block into `a`, commits.
+        // The B scales are loaded from global first: their latency hides behind the barrier wait.
+        auto issue = [&](float(&a)[kNumAccum], u32 kb, const float* sfb0, const float* sfb1,
+                         const float* sfb2) -> KbScales {
+            KbScales s;
+            s.b0 = __ldg(sfb0 + kb);
+            s.b1 = kUniformScaleB ? s.b0 : __ldg(sfb1 + kb);
+            s.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : s.b1;
+            pipe.consumer_wait(st);
+            const float* sfa_slot = smem_sfa + st.stage * kBlockM;
+            s.a_lo = sfa_slot[row_lo];
+            s.a_hi = sfa_slot[row_lo + 8];
+            const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
+                smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
+            const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
 #pragma unroll
-        for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;
+            for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+            ptx::wgmma_fence();
+#pragma unroll
+            for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
+                // +32 bytes of K per step = +2 in the (address >> 4) field.
+                Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
+            }
+            ptx::wgmma_commit_group();
+            st.advance();
+            return s;
+        };
+
+        // Called once the wgmmas of the oldest unreleased slot have completed (its tiles were read and its
+        // A scales are in registers): one arrival per math warp.
+        auto release = [&]() {
+            if constexpr (kMulticast > 1) {
+                pipe.consumer_release_pair(rel, peer_rank, lane);
+            } else {
+                pipe.consumer_release_warp(rel, lane);
+            }
+            rel.advance();
+        };
+
+        // fin += a * sfa[row] * sfb[column block].
+        auto promote = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], const KbScales& s, u32 bound1,
+                           u32 bound2) {
+#pragma unroll
+            for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+#pragma unroll
+            for (u32 j = 0; j < kBlockN / 8; ++j) {
+                float b;
+                if constexpr (kUniformScaleB) {
+                    b = s.b0;
+                } else {
+                    const u32 col = j * 8;  // 8-column groups never straddle a 128 boundary
+                    b = col < bound1 ? s.b0 : ((kMayNeedThird && col >= bound2) ? s.b2 : s.b1);
+                }
+                const float s_lo = s.a_lo * b, s_hi = s.a_hi * b;
+                f[4 * j + 0] += a[4 * j + 0] * s_lo;
+                f[4 * j + 1] += a[4 * j + 1] * s_lo;
+                f[4 * j + 2] += a[4 * j + 2] * s_hi;
+                f[4 * j + 3] += a[4 * j + 3] * s_hi;
+            }
+        };
+
+        // Split-N mode helpers. wait_slot: B scales, full barrier, A scales of slot `st` (not advanced).
+        auto wait_slot = [&](u32 kb, const float* sfb0, const float* sfb1, const float* sfb2) -> KbScales {
+            KbScales s;
+            s.b0 = __ldg(sfb0 + kb);
+            s.b1 = kUniformScaleB ? s.b0 : __ldg(sfb1 + kb);
+            s.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : s.b1;
+            pipe.consumer_wait(st);
+            const float* sfa_slot = smem_sfa + st.stage * kBlockM;
+            s.a_lo = sfa_slot[row_lo];
+            s.a_hi = sfa_slot[row_lo + 8];
+            return s;
+        };
+        // Issues the 4 wgmmas of half `h` (columns [h * BLOCK_N/2, +BLOCK_N/2)) of slot `stage` and commits.
+        auto issue_half = [&](float(&a)[kHalfAccum], u32 stage, u32 h) {
+            const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
+                smem_addr(smem_a + stage * Layout::kSmemA + math_wg * 64 * kBlockK));
+            // B rows of half h start h * BLOCK_N/2 rows (multiple of 8 rows = whole 1024-byte atoms) later.
+            const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(
+                smem_addr(smem_b + stage * Layout::kSmemB + h * kHalfN * kBlockK));
+#pragma unroll
+            for (u32 i = 0; i < kHalfAccum; ++i) ptx::fence_operand(a[i]);
+            ptx::wgmma_fence();
+#pragma unroll
+            for (u32 kk = 0; kk < kBlockK / 32; ++kk) WgmmaHalf::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
+            ptx::wgmma_commit_group();
+        };
+        // fin[half h] += a * sfa[row] * sfb[column block]; 8-column group j of the half is group
+        // h * BLOCK_N/16 + j of the tile (same register layout as a full-width wgmma).
+        auto promote_half = [&](float(&f)[kNumAccum], float(&a)[kHalfAccum], const KbScales& s, u32 h, u32 bound1,
+                                u32 bound2) {
+#pragma unroll
+            for (u32 i = 0; i < kHalfAccum; ++i) ptx::fence_operand(a[i]);
+#pragma unroll
+            for (u32 j = 0; j < kHalfN / 8; ++j) {
+                const u32 jt = h * (kHalfN / 8) + j;
+                float b;
+                if constexpr (kUniformScaleB) {
+                    b = s.b0;
+                } else {
+                    const u32 col = jt * 8;
+                    b = col < bound1 ? s.b0 : ((kMayNeedThird && col >= bound2) ? s.b2 : s.b1);
+                }
+                const float s_lo = s.a_lo * b, s_hi = s.a_hi * b;
+                f[4 * jt + 0] += a[4 * j + 0] * s_lo;
+                f[4 * jt + 1] += a[4 * j + 1] * s_lo;
+                f[4 * jt + 2] += a[4 * j + 2] * s_hi;
+                f[4 * jt + 3] += a[4 * j + 3] * s_hi;
+            }
+        };
+
+        float acc[kSplitN ? 1 : kNumAccum];
+        float fin[kNumAccum];
+        float half0[kSplitN ? kHalfAccum : 1], half1[kSplitN ? kHalfAccum : 1];
+#pragma unroll
+        for (u32 i = 0; i < (kSplitN ? kHalfAccum : 1); ++i) half0[i] = half1[i] = 0.0f;
+#pragma unroll
+        for (u32 i = 0; i < (kSplitN ? 1 : kNumAccum); ++i) acc[i] = 0.0f;
+        // Second scratch accumulator of the pipelined variant (unused, and optimised away, otherwise).
+        float acc2[kPipelinedPromote ? kNumAccum : 1];
+#pragma unroll
+        for (u32 i = 0; i < (kPipelinedPromote ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
 
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
             const u32 m0 = m_block * kBlockM;
             const u32 n0 = n_block * kBlockN;
-            const u32 sb0 = n0 / 128;
-            const float* sfb0 = sfb + sb0 * num_k_blocks;
+            const u32 sb0 = n0 / 128;  // may be past the last scale row for an N-pair's padding tile
+            const float* sfb0 = sfb + min_of(sb0, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb1 = sfb + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb2 = sfb + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
             const u32 bound1 = (sb0 + 1) * 128 - n0;  // first local column of scale block sb0 + 1
@@ -159,52 +326,69 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
 
-            for (u32 kb = 0; kb < num_k_blocks; ++kb) {
-                // Global scale loads first: their latency hides behind the barrier wait and the MMAs.
-                const float b0 = __ldg(sfb0 + kb);
-                const float b1 = kUniformScaleB ? b0 : __ldg(sfb1 + kb);
-                const float b2 = kMayNeedThird ? __ldg(sfb2 + kb) : b1;
-
-                pipe.consumer_wait(st);
-                const float* sfa_slot = smem_sfa + st.stage * kBlockM;
-                const float a_lo = sfa_slot[row_lo];
-                const float a_hi = sfa_slot[row_lo + 8];
-
-                const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
-                const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
-#pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
-                ptx::wgmma_fence();
-#pragma unroll
-                for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
-                    // +32 bytes of K per step = +2 in the (address >> 4) field.
-                    Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, kk != 0);
-                }
-                ptx::wgmma_commit_group();
-                ptx::wgmma_wait_group<0>();
-#pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
-
-                // The slot's tiles (read by wgmma, now complete) and scales (loaded above) are done.
-                pipe.consumer_release(st);
+            if constexpr (kSplitN) {
+                // In-flight set at the loop head and back edge: half 1 of K block kb-1 (half0 idle).
+                KbScales s_prev = wait_slot(0, sfb0, sfb1, sfb2);
+                const u32 prev_stage = st.stage;
                 st.advance();
-
-                // Promote: fin += acc * sfa[row] * sfb[column block].
-#pragma unroll
-                for (u32 j = 0; j < kBlockN / 8; ++j) {
-                    float b;
-                    if constexpr (kUniformScaleB) {
-                        b = b0;
-                    } else {
-                        const u32 col = j * 8;  // 8-column groups never straddle a 128 boundary
-                        b = col < bound1 ? b0 : ((kMayNeedThird && col >= bound2) ? b2 : b1);
-                    }
-                    const float s_lo = a_lo * b, s_hi = a_hi * b;
-                    fin[4 * j + 0] += acc[4 * j + 0] * s_lo;
-                    fin[4 * j + 1] += acc[4 * j + 1] * s_lo;
-                    fin[4 * j + 2] += acc[4 * j + 2] * s_hi;
-                    fin[4 * j + 3] += acc[4 * j + 3] * s_hi;
+                issue_half(half0, prev_stage, 0);
+                issue_half(half1, prev_stage, 1);
+                ptx::wgmma_wait_group<1>();
+                promote_half(fin, half0, s_prev, 0, bound1, bound2);
+                for (u32 kb = 1; kb < num_k_blocks; ++kb) {
+                    const KbScales s_cur = wait_slot(kb, sfb0, sfb1, sfb2);
+                    const u32 cur_stage = st.stage;
+                    st.advance();
+                    issue_half(half0, cur_stage, 0);
+                    ptx::wgmma_wait_group<1>();  // half 1 of kb-1 done: slot kb-1 fully read
+                    release();
+                    promote_half(fin, half1, s_prev, 1, bound1, bound2);
+                    issue_half(half1, cur_stage, 1);
+                    ptx::wgmma_wait_group<1>();  // half 0 of kb done
+                    promote_half(fin, half0, s_cur, 0, bound1, bound2);
+                    s_prev = s_cur;
+                }
+                ptx::wgmma_wait_group<0>();
+                release();
+                promote_half(fin, half1, s_prev, 1, bound1, bound2);
+            } else if constexpr (kPipelinedPromote) {
+                // Two scratch accumulators: K block kb+1 is issued into the other one before K block kb is
+                // promoted, so the tensor core has queued work while this warpgroup does the FP32 math.
+                // The control flow keeps the set of in-flight accumulators the same on every path (ptxas
+                // serialises all wgmmas when it cannot prove an accumulator idle before it is read).
+                KbScales s_even = issue(acc, 0, sfb0, sfb1, sfb2);
+                u32 kb = 0;
+                for (; kb + 2 < num_k_blocks; kb += 2) {
+                    // Here: K block kb in flight in acc; acc2 idle.
+                    const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
+                    ptx::wgmma_wait_group<1>();
+                    release();
+                    promote(fin, acc, s_even, bound1, bound2);
+                    s_even = issue(acc, kb + 2, sfb0, sfb1, sfb2);
+                    ptx::wgmma_wait_group<1>();
+                    release();
+                    promote(fin, acc2, s_odd, bound1, bound2);
+                }
+                if (kb + 1 < num_k_blocks) {
+                    const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
+                    ptx::wgmma_wait_group<1>();
+                    release();
+                    promote(fin, acc, s_even, bound1, bound2);
+                    ptx::wgmma_wait_group<0>();
+                    release();
+                    promote(fin, acc2, s_odd, bound1, bound2);
+                } else {
+                    ptx::wgmma_wait_group<0>();
+                    release();
+                    promote(fin, acc, s_even, bound1, bound2);
+                }
+            } else {
+                for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+                    const KbScales s = issue(acc, kb, sfb0, sfb1, sfb2);
+                    ptx::wgmma_wait_group<0>();
+                    // The slot's tiles (read by wgmma, now complete) and scales (in registers) are done.
+                    release();
+                    promote(fin, acc, s, bound1, bound2);
                 }
             }
 
@@ -213,6 +397,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();
     }
+    // The peer may still arrive on this CTA's empty barriers: neither CTA leaves before both are done.
+    if constexpr (kMulticast > 1) ptx::cluster_sync();
 }
 
 }  // namespace deep_gemm

@@ -45,6 +45,17 @@ __device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDescri
         : "memory");
 }
 
+// 2-D tile load multicast to the CTAs of this cluster named in `cta_mask` (same landing/completion rules
+// as tma_load_3d_multicast).
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDescriptor& desc, u64* bar, i32 c0, i32 c1,
+                                                      u16 cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+        "[%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_addr(dst)),
+        "l"(tmap_addr(desc)), "r"(smem_addr(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+        : "memory");
+}
+
 // 2-D tile store shared -> global in the current bulk group; out-of-bounds elements are not written.
 __device__ __forceinline__ void tma_store_2d(const TmaDescriptor& desc, const void* src, i32 c0, i32 c1) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(

@@ -109,4 +109,36 @@ struct ClusterPairScheduler {
     __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
+// Dense GEMM on 2-CTA clusters sharing A (TMA multicast of the A tile): cluster c = blockIdx.x / 2 walks
+// pairs of N blocks (2p, 2p + 1) x one M block in grouped order (groups of kGroupN pairs); CTA rank r takes
+// N block 2p + r. When the number of N blocks is odd, the last pair's second tile lies past N: that CTA
+// still loads (zero-filled B, its half of A for the peer) and computes, and its stores are clipped away
+// (the kernel must clamp anything it indexes by n_block).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct ClusterPairNScheduler {
+    static_assert(kGroupN >= 1, "group size");
+    u32 num_m_blocks;
+    u32 num_pairs_n;
+    u32 num_tiles;  // pair tiles
+    u32 next_tile;
+    u32 rank;
+
+    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n)
+        : num_m_blocks(ceil_div(m, kBlockM)),
+          num_pairs_n(ceil_div(ceil_div(n, kBlockN), 2u)),
+          num_tiles(ceil_div(m, kBlockM) * ceil_div(ceil_div(n, kBlockN), 2u)),
+          next_tile(blockIdx.x / 2),
+          rank(blockIdx.x % 2) {}
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        if (next_tile >= num_tiles) return false;
+        const u32 t = next_tile;
+        next_tile += gridDim.x / 2;
+        u32 pair;
+        grouped_order_tile<kGroupN>(t, num_m_blocks, num_pairs_n, m_block, pair);
+        n_block = pair * 2 + rank;
+        return true;
+    }
+};
+
 }  // namespace deep_gemm
