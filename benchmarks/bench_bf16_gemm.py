@@ -10,41 +10,15 @@ The summary table is printed last.
 """
 import argparse
 import math
-import statistics
 import sys
 
 import torch
 
 import deep_gemm
+from _timing import time_fn
 
 NK = ((7168, 2048), (2112, 7168), (24576, 1536), (4096, 7168))
 TARGET_SHAPES = [(m, n, k) for m in (4096, 128) for n, k in NK]
-
-_L2_FLUSH = None
-
-
-def l2_flush():
-    global _L2_FLUSH
-    if _L2_FLUSH is None:
-        _L2_FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device='cuda')
-    _L2_FLUSH.zero_()
-
-
-def time_fn(fn, runs):
-    """Median microseconds of `fn` over `runs` calls, L2 flushed before each."""
-    fn()  # warm-up (and JIT compile)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        l2_flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
 
 def make_operands(layout, m, n, k):
     a = torch.randn((m, k), device='cuda', dtype=torch.bfloat16)

@@ -17,37 +17,12 @@ import time
 import torch
 
 import deep_gemm
+from _timing import time_fn
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 
 TARGET_SHAPES = [(m, n, k) for m in (128, 4096)
                  for n, k in ((2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168),
                               (7168, 2048))]
-
-_L2_FLUSH = None
-
-
-def l2_flush():
-    global _L2_FLUSH
-    if _L2_FLUSH is None:
-        _L2_FLUSH = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device='cuda')
-    _L2_FLUSH.zero_()
-
-
-def time_fn(fn, runs):
-    """Median microseconds of `fn` over `runs` calls, L2 flushed before each."""
-    fn()  # warm-up (and JIT compile)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        l2_flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
 
 def host_time_per_call(fn, calls=200):
     """CPU microseconds per call while the GPU is kept busy (calls only enqueue)."""
@@ -60,6 +35,15 @@ def host_time_per_call(fn, calls=200):
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
+
+
+def time_baseline(fn, runs, what):
+    """`time_fn(fn, runs)`, or None (reported as `<what> n/a: <error>`) when the baseline cannot run here."""
+    try:
+        return time_fn(fn, runs)
+    except Exception as e:
+        print(f'{what} n/a: {str(e).splitlines()[0]}', file=sys.stderr)
+        return None
 
 
 def _cast(fn, x):
@@ -104,11 +88,7 @@ def bench_shape(m, n, k, runs):
         return torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=scale_a_blk, scale_b=scale_b_blk,
                                 out_dtype=torch.bfloat16)
 
-    try:
-        row['blockwise'] = time_fn(blockwise, runs)
-    except Exception as e:
-        print(f'{m}x{n}x{k}: block-wise _scaled_mm n/a: {str(e).splitlines()[0]}', file=sys.stderr)
-        row['blockwise'] = None
+    row['blockwise'] = time_baseline(blockwise, runs, f'{m}x{n}x{k}: block-wise _scaled_mm')
 
     scale_a_row = torch.ones((m, 1), device='cuda', dtype=torch.float32)
     scale_b_row = torch.ones((1, n), device='cuda', dtype=torch.float32)
@@ -117,11 +97,7 @@ def bench_shape(m, n, k, runs):
         return torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=scale_a_row, scale_b=scale_b_row,
                                 out_dtype=torch.bfloat16)
 
-    try:
-        row['rowwise'] = time_fn(rowwise, runs)
-    except Exception as e:
-        print(f'{m}x{n}x{k}: row-wise _scaled_mm n/a: {str(e).splitlines()[0]}', file=sys.stderr)
-        row['rowwise'] = None
+    row['rowwise'] = time_baseline(rowwise, runs, f'{m}x{n}x{k}: row-wise _scaled_mm')
 
     def bf16():
         return torch.mm(a, b.t())

@@ -17,7 +17,6 @@ unaligned N) for correctness only. Keeps to --budget seconds (stops sweeping, st
 import argparse
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -27,7 +26,8 @@ import deep_gemm
 from deep_gemm.testing import calc_diff
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_fp8_gemm import TARGET_SHAPES, make_inputs, l2_flush  # noqa: E402
+from _timing import time_fn  # noqa: E402
+from bench_fp8_gemm import TARGET_SHAPES, make_inputs  # noqa: E402
 
 ENV = 'DG_FP8_GEMM_CONFIG'
 
@@ -94,19 +94,6 @@ def check(call, d, ref, what=''):
     return float(calc_diff(d.float(), ref))
 
 
-def time_call(call, runs):
-    times = []
-    for _ in range(runs):
-        l2_flush()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        call()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
-
-
 def edge_checks(deadline):
     bad = []
     for m, n, k in EDGE_SHAPES:
@@ -169,7 +156,7 @@ def main():
             sa, sb = sfa.t().contiguous().t(), sfb.t()
             f = lambda: torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)  # noqa
             f()
-            blk[(m, n, k)] = time_call(f, args.runs)
+            blk[(m, n, k)] = time_fn(f, args.runs, warmup=False)
         except Exception:  # noqa: BLE001
             blk[(m, n, k)] = None
         rows = []
@@ -187,7 +174,7 @@ def main():
             if not (diff < 1e-3):
                 rows.append((c, None, f'BAD diff={diff:.2e}'))
                 continue
-            rows.append((c, time_call(call, args.runs), diff))
+            rows.append((c, time_fn(call, args.runs, warmup=False), diff))
         set_cfg(None)
         results[(m, n, k)] = rows
         ok = [r for r in rows if r[1] is not None]

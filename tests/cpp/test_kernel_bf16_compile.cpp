@@ -6,22 +6,15 @@
 // DG_JIT_PTXAS_CHECK=1 additionally makes any spill a compile error.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "jit/jit.hpp"
-#include "jit/settings.hpp"
 #include "jit_kernels/heuristics/sm90_bf16.hpp"
 #include "jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "kernel_compile_util.hpp"
 
 namespace {
 
@@ -29,47 +22,15 @@ using deep_gemm::heuristics::Sm90Bf16Epilogue;
 using deep_gemm::heuristics::Sm90Bf16GemmConfig;
 using deep_gemm::kernels::Bf16GroupedMode;
 using deep_gemm::kernels::Sm90Bf16GemmKernelKey;
-
-constexpr int kH200Sms = 132;
-constexpr int kH200SmemOptin = 232448;
-
-#ifndef DG_SOURCE_INCLUDE_DIR
-#error "DG_SOURCE_INCLUDE_DIR must point at deep_gemm/include"
-#endif
-#ifndef DG_TEST_CUOBJDUMP
-#define DG_TEST_CUOBJDUMP ""
-#endif
-#ifndef DG_TEST_NVDISASM_DIR
-#define DG_TEST_NVDISASM_DIR ""
-#endif
-
-class ScopedEnvBf16 {
-public:
-    ScopedEnvBf16(const char* name, const std::string& value) : name_(name) {
-        if (const char* old = std::getenv(name)) {
-            had_ = true;
-            old_ = old;
-        }
-        ::setenv(name, value.c_str(), 1);
-    }
-    ~ScopedEnvBf16() {
-        if (had_) ::setenv(name_, old_.c_str(), 1);
-        else ::unsetenv(name_);
-    }
-
-private:
-    const char* name_;
-    bool had_ = false;
-    std::string old_;
-};
+using dg_test::count_op;
+using dg_test::kH200SmemOptin;
+using dg_test::kH200Sms;
+using dg_test::ScopedEnv;
 
 std::vector<std::tuple<int, int, int>> bf16_shapes() {
     const int ms[] = {1, 128, 1000, 4096};
     const int nks[][2] = {{7168, 2048}, {2112, 7168}, {24576, 1536}, {4096, 7168}, {576, 7168}, {100, 512}};
-    std::vector<std::tuple<int, int, int>> shapes;
-    for (int m : ms)
-        for (const auto& nk : nks) shapes.emplace_back(m, nk[0], nk[1]);
-    return shapes;
+    return dg_test::shape_grid(ms, nks);
 }
 
 Sm90Bf16GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf16Epilogue epi, bool d_fp32,
@@ -143,91 +104,28 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
     return keys;
 }
 
-std::string read_text(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-int count_op(const std::string& sass, const std::string& op) {
-    int count = 0;
-    std::istringstream lines(sass);
-    std::string line;
-    while (std::getline(lines, line)) {
-        const size_t close = line.find("*/");
-        if (line.find("/*") == std::string::npos || close == std::string::npos) continue;
-        size_t p = line.find_first_not_of(" \t", close + 2);
-        if (p == std::string::npos) continue;
-        if (line[p] == '@') {
-            p = line.find(' ', p);
-            if (p == std::string::npos) continue;
-            p = line.find_first_not_of(' ', p);
-            if (p == std::string::npos) continue;
-        }
-        if (line.compare(p, op.size(), op) == 0) {
-            const char next = p + op.size() < line.size() ? line[p + op.size()] : ' ';
-            if (next == '.' || next == ' ' || next == ';') ++count;
-        }
-    }
-    return count;
-}
-
-class KernelCompileBf16 : public ::testing::Test {
+class KernelCompileBf16 : public dg_test::KernelCompileTest {
 protected:
-    void SetUp() override {
-        cache_dir_ = std::filesystem::temp_directory_path() /
-                     ("dg_kernel_bf16_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::remove_all(cache_dir_);
-        std::filesystem::create_directories(cache_dir_);
-        envs_.emplace_back(std::make_unique<ScopedEnvBf16>("DG_JIT_CACHE_DIR", cache_dir_.string()));
-        envs_.emplace_back(std::make_unique<ScopedEnvBf16>("DG_JIT_DUMP_SASS", "1"));
-        envs_.emplace_back(std::make_unique<ScopedEnvBf16>("DG_JIT_PTXAS_CHECK", "1"));
-        if (std::string(DG_TEST_CUOBJDUMP).size() > 0)
-            envs_.emplace_back(std::make_unique<ScopedEnvBf16>("DG_JIT_CUOBJDUMP", DG_TEST_CUOBJDUMP));
-        if (std::string(DG_TEST_NVDISASM_DIR).size() > 0 && std::getenv("NVDISASM_PATH") == nullptr)
-            envs_.emplace_back(std::make_unique<ScopedEnvBf16>("NVDISASM_PATH", DG_TEST_NVDISASM_DIR));
-        deep_gemm::jit::set_include_dir(DG_SOURCE_INCLUDE_DIR);
-    }
-
-    void TearDown() override {
-        envs_.clear();
-        deep_gemm::jit::reload_settings();
-        std::error_code ec;
-        std::filesystem::remove_all(cache_dir_, ec);
-    }
+    KernelCompileBf16() : KernelCompileTest("dg_kernel_bf16_") {}
 
     void build_and_check(const Sm90Bf16GemmKernelKey& key) {
-        const auto src = deep_gemm::kernels::sm90_bf16_gemm_source(key);
-        SCOPED_TRACE(src.symbol);
-        EXPECT_LE(src.smem_bytes, kH200SmemOptin);
-        deep_gemm::jit::CachedKernel entry;
-        ASSERT_NO_THROW(entry = deep_gemm::jit::build({src.name, src.symbol, src.code}, "sm_90a"));
-        const std::filesystem::path sass_path = entry.dir / "kernel.sass";
-        ASSERT_TRUE(std::filesystem::exists(sass_path)) << sass_path;
-        const std::string sass = read_text(sass_path);
-        EXPECT_NE(sass.find(src.symbol), std::string::npos);
-        EXPECT_EQ(count_op(sass, "HGMMA"), 4) << "expected four BF16 wgmmas (HGMMA) per stage";
-        EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
-        if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
-            EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
-        } else {
-            EXPECT_EQ(count_op(sass, "UTMASTG"), 0);
-            EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
-        }
-        if (key.with_c) {
-            EXPECT_GT(count_op(sass, "LDG"), 0) << "C is never loaded";
-        }
-        if (key.multicast > 1) {
-            EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
-        }
-        EXPECT_EQ(count_op(sass, "LDL"), 0) << "local-memory load in SASS";
-        EXPECT_EQ(count_op(sass, "STL"), 0) << "local-memory store in SASS";
+        build_and_check_sass(deep_gemm::kernels::sm90_bf16_gemm_source(key), [&](const std::string& sass) {
+            EXPECT_EQ(count_op(sass, "HGMMA"), 4) << "expected four BF16 wgmmas (HGMMA) per stage";
+            EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
+                EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
+            } else {
+                EXPECT_EQ(count_op(sass, "UTMASTG"), 0);
+                EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
+            }
+            if (key.with_c) {
+                EXPECT_GT(count_op(sass, "LDG"), 0) << "C is never loaded";
+            }
+            if (key.multicast > 1) {
+                EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
+            }
+        });
     }
-
-    std::filesystem::path cache_dir_;
-    std::vector<std::unique_ptr<ScopedEnvBf16>> envs_;
 };
 
 TEST(KernelConfigsBf16, HeuristicsAreValid) {
@@ -252,23 +150,16 @@ TEST(KernelConfigsBf16, HeuristicsAreValid) {
 }
 
 TEST(KernelConfigsBf16, SourceIsDistinctPerKey) {
-    std::set<std::string> symbols;
-    for (const auto& key : shipped_bf16_keys()) {
-        const auto src = deep_gemm::kernels::sm90_bf16_gemm_source(key);
-        EXPECT_TRUE(symbols.insert(src.symbol).second) << src.symbol;
-        EXPECT_NE(src.code.find("extern \"C\" __global__"), std::string::npos);
-    }
+    dg_test::expect_distinct_sources(shipped_bf16_keys(), deep_gemm::kernels::sm90_bf16_gemm_source);
 }
 
 TEST_F(KernelCompileBf16, Sm90Bf16GemmNvcc) {
-    ScopedEnvBf16 nvrtc("DG_JIT_USE_NVRTC", "0");
-    deep_gemm::jit::reload_settings();
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
     for (const auto& key : shipped_bf16_keys()) build_and_check(key);
 }
 
 TEST_F(KernelCompileBf16, Sm90Bf16GemmNvrtc) {
-    ScopedEnvBf16 nvrtc("DG_JIT_USE_NVRTC", "1");
-    deep_gemm::jit::reload_settings();
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     // A subset: one key per (majorness, epilogue, grouped mode).
     std::set<std::tuple<bool, bool, int, int, bool>> kinds;
     for (const auto& key : shipped_bf16_keys()) {

@@ -6,38 +6,21 @@ compile checks are in ``test_legacy_compile.py``.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-LEGACY_DIR = REPO / "deep_gemm" / "legacy"
-PRIVATE_NAME = "_deep_gemm_legacy_under_test"
+from legacy_util import LEGACY_DIR, PRIVATE_NAME, REPO, calc_diff, load_legacy
 
 NT = "m_grouped_bf16_gemm_nt_contiguous_tl"
 NN = "m_grouped_bf16_gemm_nn_contiguous_tl"
 KG = "k_grouped_bf16_gemm_tn_contiguous_tl"
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-
-def load_legacy():
-    """The working tree's ``deep_gemm/legacy``, loaded under a private name (independent of
-    ``deep_gemm/__init__.py``, which belongs to another component and may need the C++ extension)."""
-    if PRIVATE_NAME in sys.modules:
-        return sys.modules[PRIVATE_NAME]
-    spec = importlib.util.spec_from_file_location(PRIVATE_NAME, LEGACY_DIR / "__init__.py",
-                                                  submodule_search_locations=[str(LEGACY_DIR)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PRIVATE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -48,12 +31,6 @@ def legacy():
 @pytest.fixture
 def no_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
-def calc_diff(x, y) -> float:
-    x, y = x.double(), y.double()
-    denominator = (x * x + y * y).sum()
-    return float(1 - 2 * (x * y).sum() / denominator) if denominator != 0 else 0.0
 
 
 def _mg_args(m=64, n=48, k=32, g=2, layout="nt"):

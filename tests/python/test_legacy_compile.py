@@ -8,20 +8,17 @@ and fit in the 227 KiB of shared memory per block. Catches kernels that only wor
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from legacy_util import PRIVATE_NAME, load_legacy
+
 triton = pytest.importorskip("triton")
 
-REPO = Path(__file__).resolve().parents[2]
-LEGACY_DIR = REPO / "deep_gemm" / "legacy"
-PRIVATE_NAME = "_deep_gemm_legacy_under_test"
 SM90_SMEM_LIMIT = 232448
 
 if os.environ.get("TRITON_INTERPRET", "0").strip().lower() not in ("", "0", "false", "off"):
@@ -32,17 +29,6 @@ try:
     from triton.compiler import ASTSource
 except ImportError:  # pragma: no cover - other Triton layouts
     pytest.skip("this Triton has no ahead-of-time compile API", allow_module_level=True)
-
-
-def load_legacy():
-    if PRIVATE_NAME in sys.modules:
-        return sys.modules[PRIVATE_NAME]
-    spec = importlib.util.spec_from_file_location(PRIVATE_NAME, LEGACY_DIR / "__init__.py",
-                                                  submodule_search_locations=[str(LEGACY_DIR)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PRIVATE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _kernels_module():

@@ -11,45 +11,19 @@ outputs here are still BF16 tensors, and the accuracy bar is the BF16 one of DES
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LEGACY_DIR = REPO / "deep_gemm" / "legacy"
-PRIVATE_NAME = "_deep_gemm_legacy_under_test"
-
-
-def load_legacy():
-    """The working tree's ``deep_gemm/legacy`` package, loaded under a private name so that the test does
-    not depend on ``deep_gemm/__init__.py`` (another component, which may need the C++ extension)."""
-    if PRIVATE_NAME in sys.modules:
-        return sys.modules[PRIVATE_NAME]
-    spec = importlib.util.spec_from_file_location(PRIVATE_NAME, LEGACY_DIR / "__init__.py",
-                                                  submodule_search_locations=[str(LEGACY_DIR)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[PRIVATE_NAME] = module
-    spec.loader.exec_module(module)
-    return module
+from legacy_util import calc_diff, load_legacy
 
 
 # ---------------------------------------------------------------------------------------------------
 # Cases (executed in the subprocess)
 # ---------------------------------------------------------------------------------------------------
-
-def calc_diff(x, y) -> float:
-    """DESIGN.md metric, in float64: 1 - 2*sum(x*y) / sum(x*x + y*y)."""
-    x, y = x.double(), y.double()
-    denominator = (x * x + y * y).sum()
-    if denominator == 0:
-        return 0.0
-    return float(1 - 2 * (x * y).sum() / denominator)
-
 
 def _ref_m_grouped(a, b_gnk, m_indices):
     import torch

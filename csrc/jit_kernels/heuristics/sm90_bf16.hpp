@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <string>
 
+#include "common.hpp"
+
 namespace deep_gemm::heuristics {
 
 // Which epilogue stores D: staging + TMA store (bf16 D without C, TMA-addressable), direct bf16 stores
@@ -83,9 +85,7 @@ inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_s
             const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
             if (stages < kSm90Bf16MinStages) continue;
             const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes);
-            const bool better = best_cost < 0 || cost < best_cost * 0.99 ||
-                                (cost <= best_cost * 1.01 && block_m * block_n > best.block_m * best.block_n);
-            if (better) {
+            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
                 best_cost = cost;
                 best.block_m = block_m;
                 best.block_n = block_n;
@@ -113,10 +113,7 @@ inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int gr
 }
 
 // Width (bytes) of the D staging swizzle of the bf16 TMA-store epilogue (as in Bf16TmaStoreEpilogue).
-inline int sm90_bf16_d_swizzle_bytes(int block_n) {
-    const int row_bytes = block_n * 2;
-    return row_bytes % 128 == 0 ? 128 : (row_bytes % 64 == 0 ? 64 : 32);
-}
+inline int sm90_bf16_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
 
 inline std::string to_string(const Sm90Bf16GemmConfig& c) {
     char buf[128];

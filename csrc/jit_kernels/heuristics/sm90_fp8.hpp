@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "common.hpp"
+
 namespace deep_gemm::heuristics {
 
 struct Sm90Fp8GemmConfig {
@@ -37,10 +39,7 @@ constexpr int kSm90Fp8MaxStages = 10;
 constexpr int kSm90Fp8MinStages = 3;
 
 // Width (bytes) of the D staging swizzle: the widest of 128/64/32 that divides a BLOCK_N row of bf16.
-inline int sm90_fp8_d_swizzle_bytes(int block_n) {
-    const int row_bytes = block_n * 2;
-    return row_bytes % 128 == 0 ? 128 : (row_bytes % 64 == 0 ? 64 : 32);
-}
+inline int sm90_fp8_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
 
 inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages) {
     const int d = block_m * block_n * 2;
@@ -85,43 +84,49 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
     return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
 }
 
-// Chooses block sizes (minimum modelled cost; ties go to the larger tile) and fills shared memory
-// with pipeline stages. Pipelined promotion wherever BLOCK_N allows it; multicast when the paired
-// dimension has at least two blocks. `legacy` = the first version's choice (no pipelining, no multicast),
-// selectable with DG_FP8_GEMM_CONFIG=legacy for comparisons.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                bool legacy = false) {
+// The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): minimum modelled cost over
+// every tile, no pipelined promotion, no multicast.
+inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit) {
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64) continue;
-        const int m_blocks = (m + block_m - 1) / block_m;
         for (int block_n = 16; block_n <= kSm90Fp8MaxBlockN; block_n += 16) {
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
             if (stages < kSm90Fp8MinStages) continue;
-            const int n_blocks = (n + block_n - 1) / block_n;
-            const int pipelined = !legacy && block_n <= kSm90Fp8MaxBlockNPipelined ? 1 : 0;
-            for (int multicast : {0, 1, 2}) {
-                if (multicast != 0 && (legacy || num_sms < 2)) continue;
-                if (multicast == 1 && m_blocks < 2) continue;
-                if (multicast == 2 && n_blocks < 2) continue;
-                const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, pipelined, multicast);
-                // Strictly better by 1%, or equal within 1% with a larger tile.
-                const bool better = best_cost < 0 || cost < best_cost * 0.99 ||
-                                    (cost <= best_cost * 1.01 && block_m * block_n > best.block_m * best.block_n);
-                if (better) {
-                    best_cost = cost;
-                    best.block_m = block_m;
-                    best.block_n = block_n;
-                    best.num_stages = stages;
-                    best.pipelined = pipelined;
-                    best.multicast = multicast;
-                }
+            const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
+            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
+                best_cost = cost;
+                best.block_m = block_m;
+                best.block_n = block_n;
+                best.num_stages = stages;
+                best.pipelined = 0;
+                best.multicast = 0;
             }
         }
     }
     best.group_n = 8;
     return best;
+}
+
+// The default choice, set by a config sweep on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
+// TARGETS.md shapes): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
+// shape and 128x64 tiles every M=128 shape (within 5% of the best where another tile won); both 2-CTA
+// multicast variants ran 1.5-2x slower than the same tiles without it, so they are only reachable
+// through DG_FP8_GEMM_CONFIG until that path is fixed. Rule: 128-wide N tiles once they give at least
+// two waves of tiles, else 64-wide ones to spread a small problem over more SMs; BLOCK_M = 64 for M <= 64.
+inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                bool legacy = false) {
+    if (legacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit);
+    Sm90Fp8GemmConfig config;
+    config.block_m = m <= 64 ? 64 : 128;
+    const long tiles_128 = long((m + config.block_m - 1) / config.block_m) * long((n + 127) / 128);
+    config.block_n = tiles_128 >= 2L * num_sms ? 128 : 64;
+    config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
+    config.pipelined = 1;
+    config.multicast = 0;
+    config.group_n = 8;
+    return config;
 }
 
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {

@@ -39,13 +39,9 @@ struct ShapeKey {
 
 struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const noexcept {
-        uint64_t h = uint64_t(uint32_t(s.m));
-        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.n);
-        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.k);
-        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.num_sms)) << 32 | uint32_t(s.smem_limit));
-        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
-                                         uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20);
-        return size_t(h ^ (h >> 31));
+        return hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
+                          uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
+                              uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20);
     }
 };
 
@@ -60,31 +56,16 @@ heuristics::Sm90Bf16GemmConfig get_config(const char* op, const ShapeKey& key) {
     const auto config = heuristics::choose_sm90_bf16_config(key.m, key.n, key.k, key.num_sms, key.smem_limit,
                                                             key.b_mn_major, Sm90Bf16Epilogue(key.epilogue),
                                                             key.out_bytes, key.rows_per_group);
-    if (jit::settings().print_configs) {
-        jit::log(jit::LogLevel::kInfo, std::string(op) + ": M=" + std::to_string(key.m) + " N=" + std::to_string(key.n) +
-                                           " K=" + std::to_string(key.k) + " SMs=" + std::to_string(key.num_sms) +
-                                           " -> " + heuristics::to_string(config));
-    }
+    log_config(op, key.m, key.n, key.k, key.num_sms, heuristics::to_string(config));
     g_configs.emplace(key, config);
     return config;
 }
-
-bool aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
 CUtensorMap make_tmap(CUtensorMapDataType dtype, int rank, const void* base, const uint64_t* dims,
                       const uint64_t* strides_bytes, const uint32_t* box, CUtensorMapSwizzle swizzle,
                       const std::string& what) {
     return jit::encode_tensor_map(dtype, unsigned(rank), base, dims, strides_bytes, box, swizzle,
                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what.c_str());
-}
-
-CUtensorMapSwizzle swizzle_of(int bytes) {
-    switch (bytes) {
-        case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
-        case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
-        case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
-        default: return CU_TENSOR_MAP_SWIZZLE_NONE;
-    }
 }
 
 std::string make_symbol(const Sm90Bf16GemmKernelKey& key) {
@@ -139,17 +120,10 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
         if (int64_t(g.num_groups) * m >= kMaxU32) fail("num_groups * max_m must be < 2^32");
     }
 
-    bool compile_m = false, compile_n = false, compile_k = false;
-    for (char ch : args.compiled_dims) {
-        if (ch == 'm' || ch == 'M') compile_m = true;
-        else if (ch == 'n' || ch == 'N') compile_n = true;
-        else if (ch == 'k' || ch == 'K') compile_k = true;
-        else fail("compiled_dims may contain only 'm', 'n', 'k'; got '" + args.compiled_dims + "'");
-    }
+    const CompiledDims compiled = parse_compiled_dims(op, args.compiled_dims);
 
-    const jit::DeviceInfo& dev = jit::device_info(args.device);
-    if (dev.cc_major != 9) fail("the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
-    const int num_sms = args.num_sms > 0 ? std::min(args.num_sms, dev.sm_count) : dev.sm_count;
+    const jit::DeviceInfo& dev = sm90_device_info(op, args.device);
+    const int num_sms = usable_sms(dev, args.num_sms);
 
     // Epilogue: FP32 D or any C -> direct stores with C; bf16 D -> TMA store when TMA can address D (16-byte
     // aligned base, row stride a multiple of 8) and, for masked, no 64-row store box can cross a group end.
@@ -177,14 +151,10 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     key.d_fp32 = args.d_fp32;
     key.with_c = args.c != nullptr;
     key.multicast = heuristics::choose_sm90_bf16_multicast(m, config, int(g.mode), key.b_mn_major, args.multicast);
-    key.m = compile_m ? uint32_t(m) : 0u;
-    key.n = compile_n ? uint32_t(n) : 0u;
-    key.k = compile_k ? uint32_t(k) : 0u;
+    compiled.apply(key, m, n, k);
 
-    const jit::LoadedKernel& kernel = g_kernels.get(args.device, key, [&] {
-        const Sm90Bf16GemmSource s = sm90_bf16_gemm_source(key);
-        return jit::KernelSource{s.name, s.symbol, s.code};
-    });
+    const jit::LoadedKernel& kernel =
+        g_kernels.get(args.device, key, [&] { return sm90_bf16_gemm_source(key).kernel_source(); });
 
     // Tensor maps (innermost dimension first). A and B are 3-D {inner, outer, group}.
     const uint32_t bk = heuristics::kSm90Bf16BlockK;

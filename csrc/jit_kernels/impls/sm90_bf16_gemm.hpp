@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common.hpp"
+
 namespace deep_gemm::kernels {
 
 struct Bf16GemmArgs {
@@ -80,19 +82,12 @@ struct Sm90Bf16GemmKernelKeyHash {
                      uint64_t(key.group_n) << 24 | uint64_t(key.a_mn_major) << 32 | uint64_t(key.b_mn_major) << 33 |
                      uint64_t(key.mode) << 34 | uint64_t(key.epilogue) << 36 | uint64_t(key.d_fp32) << 38 |
                      uint64_t(key.with_c) << 39 | uint64_t(key.multicast) << 40;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.m;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.n;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.k;
-        return size_t(h ^ (h >> 29));
+        return hash_with_dims(h, key.m, key.n, key.k);
     }
 };
 
-struct Sm90Bf16GemmSource {
-    std::string name, symbol, code;
-    int num_threads = 0;
-    int smem_bytes = 0;
-};
 // Generated translation unit for one kernel instance (used by the ops and the compile-only tests).
+using Sm90Bf16GemmSource = GemmKernelSource;
 Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key);
 
 }  // namespace deep_gemm::kernels

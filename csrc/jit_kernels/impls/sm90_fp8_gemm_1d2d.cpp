@@ -48,15 +48,10 @@ struct ShapeKey {
 
 struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const noexcept {
-        uint64_t h = uint64_t(uint32_t(s.m));
-        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.n);
-        h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(s.k);
-        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.num_sms)) << 32 | uint32_t(s.smem_limit));
-        h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(s.ov.block_m)) | uint64_t(uint32_t(s.ov.block_n)) << 16 |
-                                          uint64_t(uint32_t(s.ov.num_stages)) << 32 |
-                                          uint64_t(uint32_t(s.ov.pipelined)) << 48 |
-                                          uint64_t(uint32_t(s.ov.multicast)) << 56);
-        return size_t(h ^ (h >> 31));
+        return hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
+                          uint64_t(uint32_t(s.ov.block_m)) | uint64_t(uint32_t(s.ov.block_n)) << 16 |
+                              uint64_t(uint32_t(s.ov.num_stages)) << 32 | uint64_t(uint32_t(s.ov.pipelined)) << 48 |
+                              uint64_t(uint32_t(s.ov.multicast)) << 56);
     }
 };
 
@@ -149,18 +144,12 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
             fail(std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
     }
-    if (jit::settings().print_configs) {
-        jit::log(jit::LogLevel::kInfo, std::string(kOpName) + ": M=" + std::to_string(m) + " N=" +
-                                           std::to_string(n) + " K=" + std::to_string(k) +
-                                           " SMs=" + std::to_string(num_sms) + " -> " + heuristics::to_string(config));
-    }
+    log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config));
     g_configs.emplace(key, config);
     return config;
 }
 
 void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
-
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // 2-D tiled tensor map: dims/box given innermost first, `row_stride_bytes` between rows.
 CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
@@ -170,15 +159,6 @@ CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t i
     const uint64_t strides[1] = {row_stride_bytes};
     const uint32_t box[2] = {box_inner, box_outer};
     return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
-}
-
-CUtensorMapSwizzle swizzle_of(int bytes) {
-    switch (bytes) {
-        case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
-        case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
-        case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
-        default: return CU_TENSOR_MAP_SWIZZLE_NONE;
-    }
 }
 
 }  // namespace
@@ -223,8 +203,9 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     if (k == 0) fail("K == 0 must be handled by the caller (D = C or zeros)");
     if (k % 16 != 0) fail("K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
     if (!args.a || !args.b || !args.sfa || !args.sfb || !args.d) fail("null pointer argument");
-    if (!aligned16(args.a) || !aligned16(args.b) || !aligned16(args.sfa)) fail("a, b and sfa must be 16-byte aligned");
-    if ((reinterpret_cast<uintptr_t>(args.d) & 1u) != 0) fail("d must be 2-byte aligned");
+    if (!aligned(args.a, 16) || !aligned(args.b, 16) || !aligned(args.sfa, 16))
+        fail("a, b and sfa must be 16-byte aligned");
+    if (!aligned(args.d, 2)) fail("d must be 2-byte aligned");
     if (args.lda < k || args.lda % 16 != 0) fail("lda must be >= K and a multiple of 16");
     if (args.ldb < k || args.ldb % 16 != 0) fail("ldb must be >= K and a multiple of 16");
     if (args.ldd < n) fail("ldd must be >= N");
@@ -233,17 +214,10 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     if (args.sfa_stride < m || args.sfa_stride % 4 != 0)
         fail("sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
 
-    bool compile_m = false, compile_n = false, compile_k = false;
-    for (char c : args.compiled_dims) {
-        if (c == 'm' || c == 'M') compile_m = true;
-        else if (c == 'n' || c == 'N') compile_n = true;
-        else if (c == 'k' || c == 'K') compile_k = true;
-        else fail("compiled_dims may contain only 'm', 'n', 'k'; got '" + args.compiled_dims + "'");
-    }
+    const CompiledDims compiled = parse_compiled_dims(kOpName, args.compiled_dims);
 
-    const jit::DeviceInfo& dev = jit::device_info(args.device);
-    if (dev.cc_major != 9) fail("the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
-    const int num_sms = args.num_sms > 0 ? std::min(args.num_sms, dev.sm_count) : dev.sm_count;
+    const jit::DeviceInfo& dev = sm90_device_info(kOpName, args.device);
+    const int num_sms = usable_sms(dev, args.num_sms);
     const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
 
@@ -255,16 +229,12 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     key.pipelined = config.pipelined;
     // Clusters need two CTAs per cluster in the persistent grid.
     key.multicast = num_sms >= 2 ? config.multicast : 0;
-    key.m = compile_m ? uint32_t(m) : 0u;
-    key.n = compile_n ? uint32_t(n) : 0u;
-    key.k = compile_k ? uint32_t(k) : 0u;
+    compiled.apply(key, m, n, k);
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
-    key.direct_store = !aligned16(args.d) || (args.ldd % 8) != 0;
+    key.direct_store = !aligned(args.d, 16) || (args.ldd % 8) != 0;
 
-    const jit::LoadedKernel& kernel = g_kernels.get(args.device, key, [&] {
-        const Sm90Fp8GemmSource s = sm90_fp8_gemm_1d2d_source(key);
-        return jit::KernelSource{s.name, s.symbol, s.code};
-    });
+    const jit::LoadedKernel& kernel =
+        g_kernels.get(args.device, key, [&] { return sm90_fp8_gemm_1d2d_source(key).kernel_source(); });
 
     // Tensor maps (innermost dimension first).
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;

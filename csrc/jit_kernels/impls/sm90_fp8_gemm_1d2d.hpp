@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common.hpp"
+
 namespace deep_gemm::kernels {
 
 struct Fp8Gemm1d2dArgs {
@@ -47,20 +49,12 @@ struct Sm90Fp8GemmKernelKeyHash {
         uint64_t h = uint64_t(key.block_m) | uint64_t(key.block_n) << 9 | uint64_t(key.num_stages) << 18 |
                      uint64_t(key.group_n) << 24 | uint64_t(key.direct_store) << 32 |
                      uint64_t(key.pipelined) << 33 | uint64_t(key.multicast) << 36;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.m;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.n;
-        h = h * 0x9E3779B97F4A7C15ull ^ key.k;
-        return size_t(h ^ (h >> 29));
+        return hash_with_dims(h, key.m, key.n, key.k);
     }
 };
 
 // Generated translation unit for one kernel instance (used by the op and by the compile-only tests).
-// Returns {name, symbol, code}; see jit::KernelSource.
-struct Sm90Fp8GemmSource {
-    std::string name, symbol, code;
-    int num_threads = 0;
-    int smem_bytes = 0;
-};
+using Sm90Fp8GemmSource = GemmKernelSource;
 Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key);
 
 // Chooses a config (memoized per shape), builds/loads the kernel (memoized per config) and launches it.

@@ -1,0 +1,21 @@
+// Pieces shared by the SM90 GEMM config heuristics (sm90_fp8.hpp, sm90_bf16.hpp). Header-only and torch-free.
+#pragma once
+
+namespace deep_gemm::heuristics {
+
+// Width (bytes) of the swizzle of a bf16 D tile staged in shared memory: the widest of 128/64/32 that
+// divides a BLOCK_N row of bf16.
+inline int bf16_d_swizzle_bytes(int block_n) {
+    const int row_bytes = block_n * 2;
+    return row_bytes % 128 == 0 ? 128 : (row_bytes % 64 == 0 ? 64 : 32);
+}
+
+// Tile choice: a candidate of modelled cost `cost` replaces the best so far (`best_cost` < 0: none yet) when
+// strictly better by 1%, or equal within 1% with a larger tile.
+inline bool is_better_tile(double cost, int block_m, int block_n, double best_cost, int best_block_m,
+                           int best_block_n) {
+    return best_cost < 0 || cost < best_cost * 0.99 ||
+           (cost <= best_cost * 1.01 && block_m * block_n > best_block_m * best_block_n);
+}
+
+}  // namespace deep_gemm::heuristics

@@ -1,0 +1,109 @@
+// Host pieces shared by the SM90 GEMM implementations (sm90_fp8_gemm_1d2d, sm90_bf16_gemm): the generated
+// source of one kernel instance, hashing of the memo keys, operand alignment, `compiled_dims` parsing, the
+// device check and config logging. Torch-free.
+#pragma once
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../../jit/errors.hpp"
+#include "../../jit/jit.hpp"
+#include "../../jit/log.hpp"
+#include "../../jit/settings.hpp"
+
+namespace deep_gemm::kernels {
+
+// Generated translation unit for one kernel instance (used by the ops and by the compile-only tests):
+// {name, symbol, code} as in jit::KernelSource, plus the block size and dynamic shared memory it needs.
+struct GemmKernelSource {
+    std::string name, symbol, code;
+    int num_threads = 0;
+    int smem_bytes = 0;
+
+    jit::KernelSource kernel_source() const { return jit::KernelSource{name, symbol, code}; }
+};
+
+// Finishes a kernel-key hash: `h` packs the block config; the compiled-in dims (0 = runtime) are mixed in.
+inline size_t hash_with_dims(uint64_t h, uint32_t m, uint32_t n, uint32_t k) {
+    h = h * 0x9E3779B97F4A7C15ull ^ m;
+    h = h * 0x9E3779B97F4A7C15ull ^ n;
+    h = h * 0x9E3779B97F4A7C15ull ^ k;
+    return size_t(h ^ (h >> 29));
+}
+
+// Hash of a config-memo key: the problem shape and device limits, plus `extra` (the op's own fields, packed).
+inline size_t hash_shape(int m, int n, int k, int num_sms, int smem_limit, uint64_t extra) {
+    uint64_t h = uint64_t(uint32_t(m));
+    h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(n);
+    h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(k);
+    h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(num_sms)) << 32 | uint32_t(smem_limit));
+    h = h * 0x9E3779B97F4A7C15ull ^ extra;
+    return size_t(h ^ (h >> 31));
+}
+
+inline bool aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
+
+// TMA swizzle mode of a swizzle width in bytes (anything but 128/64/32: none).
+inline CUtensorMapSwizzle swizzle_of(int bytes) {
+    switch (bytes) {
+        case 128: return CU_TENSOR_MAP_SWIZZLE_128B;
+        case 64: return CU_TENSOR_MAP_SWIZZLE_64B;
+        case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
+        default: return CU_TENSOR_MAP_SWIZZLE_NONE;
+    }
+}
+
+// Which of M/N/K are baked into the kernel as constants (`compiled_dims`, e.g. "nk"); the others are runtime.
+struct CompiledDims {
+    bool m = false, n = false, k = false;
+
+    // Sets key.m/n/k: the compiled-in dims, 0 for the runtime ones.
+    template <typename Key>
+    void apply(Key& key, int m_, int n_, int k_) const {
+        key.m = m ? uint32_t(m_) : 0u;
+        key.n = n ? uint32_t(n_) : 0u;
+        key.k = k ? uint32_t(k_) : 0u;
+    }
+};
+
+// Parses `compiled_dims` (letters m/n/k in any case); anything else raises jit::Error prefixed by `op`.
+// (`op` is a C string so that the hot path builds no std::string.)
+inline CompiledDims parse_compiled_dims(const char* op, const std::string& compiled_dims) {
+    CompiledDims dims;
+    for (char c : compiled_dims) {
+        if (c == 'm' || c == 'M') dims.m = true;
+        else if (c == 'n' || c == 'N') dims.n = true;
+        else if (c == 'k' || c == 'K') dims.k = true;
+        else
+            throw jit::Error(std::string(op) + ": compiled_dims may contain only 'm', 'n', 'k'; got '" +
+                             compiled_dims + "'");
+    }
+    return dims;
+}
+
+// The device's info, which must be a Hopper GPU (else jit::Error prefixed by `op`).
+inline const jit::DeviceInfo& sm90_device_info(const char* op, int device) {
+    const jit::DeviceInfo& dev = jit::device_info(device);
+    if (dev.cc_major != 9)
+        throw jit::Error(std::string(op) + ": the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
+    return dev;
+}
+
+// SMs the persistent grid may use: `requested` capped at the device's count (<= 0: all of them).
+inline int usable_sms(const jit::DeviceInfo& dev, int requested) {
+    return requested > 0 ? std::min(requested, dev.sm_count) : dev.sm_count;
+}
+
+// With DG_PRINT_CONFIGS: logs the config (`config_text`) chosen for a problem shape.
+inline void log_config(const char* op, int m, int n, int k, int num_sms, const std::string& config_text) {
+    if (!jit::settings().print_configs) return;
+    jit::log(jit::LogLevel::kInfo, std::string(op) + ": M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                                       " K=" + std::to_string(k) + " SMs=" + std::to_string(num_sms) + " -> " +
+                                       config_text);
+}
+
+}  // namespace deep_gemm::kernels
