@@ -283,6 +283,18 @@ void set_python_error() noexcept {
     }
 }
 
+// Runs a fast entry's body; a C++ exception becomes the matching Python exception (set_python_error).
+template <typename Body>
+PyObject* guarded(Body&& body) noexcept {
+    try {
+        body();
+        Py_RETURN_NONE;
+    } catch (...) {
+        set_python_error();
+        return nullptr;
+    }
+}
+
 std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
 // Binds positional and keyword arguments to parameter slots (borrowed references; nullptr = not given).
@@ -403,7 +415,7 @@ void fp8_operands(const char* op, const FastArgs& args, GemmCall& call) {
 
 template <GemmOp kOp, Entry kEntry = Entry::kRun>
 PyObject* fp8_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "c", "recipe", "compiled_dims", "disable_ue8m0_cast"}, 3, argv, nargs, kwnames);
@@ -424,16 +436,12 @@ PyObject* fp8_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject*
                           call.compiled_dims, call.disable_ue8m0_cast);
             });
         }
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* fp8_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "grouped_layout", "recipe", "compiled_dims", "disable_ue8m0_cast", "use_psum_layout"}, 4,
@@ -452,16 +460,12 @@ PyObject* fp8_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nar
                 .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, *call.layout, recipe_ref(call.recipe), call.compiled_dims,
                       call.disable_ue8m0_cast, call.use_psum_layout);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* fp8_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "recipe", "compiled_dims", "disable_ue8m0_cast"}, 5, argv,
@@ -480,16 +484,12 @@ PyObject* fp8_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, Py
                 .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, *call.layout, call.expected_m, recipe_ref(call.recipe),
                       call.compiled_dims, call.disable_ue8m0_cast);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* fp8_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "ks", "ks_tensor", "c", "recipe", "compiled_dims"}, 5, argv, nargs, kwnames);
@@ -509,16 +509,12 @@ PyObject* fp8_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs,
                             at::IntArrayRef, const at::Tensor&, const OptTensor&, at::IntArrayRef, std::string_view)>()
                 .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, ks, *call.layout, to_optional(call.c), r, call.compiled_dims);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* bf16_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "c", "compiled_dims"}, 3, argv, nargs, kwnames);
@@ -533,16 +529,12 @@ PyObject* bf16_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const OptTensor&, std::string_view)>()
                 .call(*call.a, *call.b, *call.d, to_optional(call.c), call.compiled_dims);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* bf16_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "grouped_layout", "compiled_dims", "use_psum_layout"}, 4, argv, nargs, kwnames);
@@ -558,16 +550,12 @@ PyObject* bf16_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t na
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::string_view, bool)>()
                 .call(*call.a, *call.b, *call.d, *call.layout, call.compiled_dims, call.use_psum_layout);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 template <GemmOp kOp>
 PyObject* bf16_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    try {
+    return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
         const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "compiled_dims"}, 5, argv, nargs, kwnames);
@@ -583,11 +571,7 @@ PyObject* bf16_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, P
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, std::string_view)>()
                 .call(*call.a, *call.b, *call.d, *call.layout, call.expected_m, call.compiled_dims);
         });
-        Py_RETURN_NONE;
-    } catch (...) {
-        set_python_error();
-        return nullptr;
-    }
+    });
 }
 
 #define DG_FASTCALL(name, fn, sig, doc) \

@@ -451,7 +451,7 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Checker& check, const Problem& p
     args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
     args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 8);
     args.sfa_stride = sfa_stride;
-    args.compiled_dims = get_ignore_compile_dims() ? std::string() : std::string(call.compiled_dims);
+    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
     args.num_sms = num_sms_for_device(device);
     args.pdl = get_pdl();
     args.device = device;
@@ -504,7 +504,7 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
             args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
         }
     }
-    args.compiled_dims = get_ignore_compile_dims() ? std::string() : std::string(call.compiled_dims);
+    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
     args.num_sms = num_sms_for_device(device);
     args.pdl = get_pdl();
     args.device = device;

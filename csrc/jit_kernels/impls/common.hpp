@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "../../jit/errors.hpp"
 #include "../../jit/jit.hpp"
@@ -72,7 +73,7 @@ struct CompiledDims {
 
 // Parses `compiled_dims` (letters m/n/k in any case); anything else raises jit::Error prefixed by `op`.
 // (`op` is a C string so that the hot path builds no std::string.)
-inline CompiledDims parse_compiled_dims(const char* op, const std::string& compiled_dims) {
+inline CompiledDims parse_compiled_dims(const char* op, std::string_view compiled_dims) {
     CompiledDims dims;
     for (char c : compiled_dims) {
         if (c == 'm' || c == 'M') dims.m = true;
@@ -80,7 +81,7 @@ inline CompiledDims parse_compiled_dims(const char* op, const std::string& compi
         else if (c == 'k' || c == 'K') dims.k = true;
         else
             throw jit::Error(std::string(op) + ": compiled_dims may contain only 'm', 'n', 'k'; got '" +
-                             compiled_dims + "'");
+                             std::string(compiled_dims) + "'");
     }
     return dims;
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common.hpp"
 
@@ -32,7 +33,7 @@ struct Bf16GemmArgs {
     int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0;  // elements; must be multiples of 8 for a and b
     bool d_fp32 = false;
     // Which of m/n/k are baked into the kernel as constants ("nk" by default); the others are runtime.
-    std::string compiled_dims = "nk";
+    std::string_view compiled_dims = "nk";  // must outlive the call
     int num_sms = 0;  // SMs the persistent grid may use (<= device count; 0 = all)
     // TMA multicast of B over 2-CTA clusters (dense ops only): 0 = heuristic, 1 = off, 2 = on when legal.
     int multicast = 0;

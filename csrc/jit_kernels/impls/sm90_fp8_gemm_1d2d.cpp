@@ -112,24 +112,18 @@ ConfigOverride parse_config_override(const std::string& text) {
     return ov;
 }
 
-// The parsed override of the current settings generation: re-parsed only after reload_settings(), so a
-// cached call does one pointer compare here (no getenv, no parsing).
-ConfigOverride config_override() {
-    static std::mutex mutex;
-    static const jit::Settings* parsed_for = nullptr;
-    static ConfigOverride parsed;
-    const jit::Settings& s = jit::settings();
-    std::lock_guard<std::mutex> lock(mutex);
-    if (parsed_for != &s) {
-        parsed = parse_config_override(s.fp8_gemm_config);
-        parsed_for = &s;
-    }
-    return parsed;
-}
-
 heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
-    const ShapeKey key{m, n, k, num_sms, smem_limit, config_override()};
+    const jit::Settings& settings = jit::settings();
     std::lock_guard<std::mutex> lock(g_config_mutex);
+    // DG_FP8_GEMM_CONFIG is parsed again only after reload_settings() (a new settings generation), so a
+    // cached call compares one pointer here.
+    static const jit::Settings* override_parsed_for = nullptr;
+    static ConfigOverride override_value;
+    if (override_parsed_for != &settings) {
+        override_value = parse_config_override(settings.fp8_gemm_config);
+        override_parsed_for = &settings;
+    }
+    const ShapeKey key{m, n, k, num_sms, smem_limit, override_value};
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     heuristics::Sm90Fp8GemmConfig config =
         heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.legacy());

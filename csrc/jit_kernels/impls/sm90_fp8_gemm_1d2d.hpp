@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common.hpp"
 
@@ -22,7 +23,7 @@ struct Fp8Gemm1d2dArgs {
     int64_t lda = 0, ldb = 0, ldd = 0;
     int64_t sfa_stride = 0;      // >= align(M, 4)
     // Which of m/n/k are baked into the kernel as constants ("nk" by default); the others are runtime.
-    std::string compiled_dims = "nk";
+    std::string_view compiled_dims = "nk";  // must outlive the call
     int num_sms = 0;             // SMs the persistent grid may use (<= device count)
     bool pdl = false;            // programmatic dependent launch
     int device = 0;
