@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
-# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] (default: all).
+# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [host] [profile]
+# (default: build smoke test sanitize bench).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_logs}"
@@ -23,7 +24,7 @@ if has build; then
     CXX=/usr/bin/g++ MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1
     note "build extension: rc=$? in $(( $(date +%s) - t0 )) s"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 &&
-        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime >>"$OUT/build.log" 2>&1
+        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime dg_host_breakdown >>"$OUT/build.log" 2>&1
     note "build smoke programs: rc=$?"
 fi
 
@@ -62,5 +63,30 @@ if has bench; then
         note "$b: rc=$?"
     done
     tail -40 "$OUT/bench.log"
+fi
+
+if has host; then
+    # Host time per cached call: the torch-free entry and its pieces (C++), then the Python entries.
+    DG_JIT_USE_NVRTC=1 ./build/dg_host_breakdown >"$OUT/host.log" 2>&1
+    note "dg_host_breakdown: rc=$?"
+    DG_JIT_USE_NVRTC=1 python3 benchmarks/bench_host_overhead.py >>"$OUT/host.log" 2>&1
+    note "bench_host_overhead: rc=$?"
+    cat "$OUT/host.log"
+fi
+
+if has profile; then
+    # Nsight Compute on one large FP8 GEMM per config in PROFILE_CONFIGS (DG_FP8_GEMM_CONFIG values;
+    # "default" = the heuristics). Clocks left alone (--clock-control none), as the host's notes ask.
+    shape="${PROFILE_SHAPE:-4096 7168 16384}"
+    for cfg in ${PROFILE_CONFIGS:-default}; do
+        tag=$(echo "$cfg" | tr ',' '_')
+        env DG_JIT_USE_NVRTC=1 DG_FP8_GEMM_CONFIG="$([ "$cfg" = default ] || echo "$cfg")" \
+            python3 benchmarks/profile_fp8.py $shape 20 >"$OUT/profile_$tag.log" 2>&1
+        env DG_JIT_USE_NVRTC=1 DG_FP8_GEMM_CONFIG="$([ "$cfg" = default ] || echo "$cfg")" \
+            timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none -k regex:sm90_fp8 --launch-skip 2 --launch-count 1 \
+            ${NCU_ARGS:---section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats} \
+            python3 benchmarks/profile_fp8.py $shape 3 >>"$OUT/profile_$tag.log" 2>&1
+        note "ncu $cfg: rc=$? $(head -1 "$OUT/profile_$tag.log")"
+    done
 fi
 cat "$summary"
