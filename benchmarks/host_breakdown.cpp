@@ -113,6 +113,25 @@ int main(int argc, char** argv) {
         unsigned x = 1, y = 2, z = 3, w = 4;
         void* map_args[] = {&maps[0], &maps[1], &maps[2], &maps[3], &p, &q, &x, &y, &z, &w};
         row("bare launch: empty kernel, 4 tensor maps + 6 scalars", per_call_us([&] { k_maps.launch(cfg, map_args); }));
+        {
+            // The same empty kernel through cuLaunchKernel (no launch attributes) on its own module.
+            const jit::detail::DriverEntryPoints& d = jit::detail::driver_entry_points();
+            const jit::CachedKernel entry = jit::build(empty, info.arch);
+            CUmodule module = nullptr;
+            CUfunction fn = nullptr;
+            jit::check_driver(d.cuModuleLoadData(&module, entry.cubin.data()), "cuModuleLoadData");
+            jit::check_driver(d.cuModuleGetFunction(&fn, module, "dg_bench_empty"), "cuModuleGetFunction");
+            row("bare cuLaunchKernel: empty kernel, no parameters", per_call_us([&] {
+                    jit::check_driver(d.cuLaunchKernel(fn, cfg.grid[0], 1, 1, cfg.block[0], 1, 1, 0, nullptr, nullptr, nullptr),
+                                      "cuLaunchKernel");
+                }));
+            CUlaunchConfig config = {};
+            config.gridDimX = cfg.grid[0], config.gridDimY = 1, config.gridDimZ = 1;
+            config.blockDimX = cfg.block[0], config.blockDimY = 1, config.blockDimZ = 1;
+            row("bare cuLaunchKernelEx: empty kernel, no parameters, no attributes", per_call_us([&] {
+                    jit::check_driver(d.cuLaunchKernelEx(&config, fn, nullptr, nullptr), "cuLaunchKernelEx");
+                }));
+        }
         cfg.smem_bytes = 200 * 1024;
         cfg.cluster_x = 2;
         row("bare launch: same, 200 KiB smem + 2-CTA cluster attribute", per_call_us([&] { k_maps.launch(cfg, map_args); }));

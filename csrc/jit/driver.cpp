@@ -67,6 +67,7 @@ DriverEntryPoints* open_driver() {
     DG_RESOLVE(cuKernelGetFunction, "cuKernelGetFunction", false);
     DG_RESOLVE(cuFuncSetAttribute, "cuFuncSetAttribute", true);
     DG_RESOLVE(cuLaunchKernelEx, "cuLaunchKernelEx", true);
+    DG_RESOLVE(cuLaunchKernel, "cuLaunchKernel", true);
     DG_RESOLVE(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", false);
     DG_RESOLVE(cuMemAlloc, "cuMemAlloc_v2", true);
     DG_RESOLVE(cuMemFree, "cuMemFree_v2", true);

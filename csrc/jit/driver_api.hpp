@@ -29,6 +29,7 @@ struct DriverEntryPoints {
     DG_DRIVER_FN(cuKernelGetFunction)    // optional
     DG_DRIVER_FN(cuFuncSetAttribute)
     DG_DRIVER_FN(cuLaunchKernelEx)
+    DG_DRIVER_FN(cuLaunchKernel)
     DG_DRIVER_FN(cuTensorMapEncodeTiled)  // optional
     DG_DRIVER_FN(cuMemAlloc)
     DG_DRIVER_FN(cuMemFree)

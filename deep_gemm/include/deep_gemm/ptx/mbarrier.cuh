@@ -20,14 +20,17 @@ __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
-// One arrival on the barrier at the same shared-memory offset in CTA `cta_rank` of this cluster (release at
-// cluster scope); `bar` is this CTA's barrier, mapped into the peer's window with mapa.
+// One arrival on the barrier at the same shared-memory offset in CTA `cta_rank` of this cluster; `bar` is
+// this CTA's barrier, mapped into the peer's window with mapa. Default semantics (release at CTA scope):
+// what it orders is this thread's reads of a slot, which wgmma (waited for) has finished, against the
+// peer's TMA overwrite. `.release.cluster` would compile to a GPU-wide MEMBAR per arrival, which measured
+// 1.8x slower on the H200 (4096x7168x16384 with multicast).
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 cta_rank) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(smem_addr(bar)),
         "r"(cta_rank)
         : "memory");
