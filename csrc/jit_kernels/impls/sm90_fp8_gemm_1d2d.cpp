@@ -1,7 +1,9 @@
 // Host side of the SM90 FP8 1D2D GEMM: config choice (memoized per shape), source generation, kernel
-// lookup (memoized per config key), TMA descriptors (built per call) and launch.
+// lookup (memoized per config key), TMA descriptors and launch; a cached call reuses all of it from a
+// per-thread memo keyed by its arguments.
 #include "sm90_fp8_gemm_1d2d.hpp"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -190,6 +192,102 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     return src;
 }
 
+namespace {
+
+// Everything a call derives from its arguments (except the stream): config, kernel, launch shape, tensor
+// maps. A cached call finds it in a small per-thread memo keyed by those arguments and only launches.
+struct PreparedLaunch {
+    const jit::LoadedKernel* kernel = nullptr;
+    jit::LaunchConfig launch;
+    CUtensorMap tmap_a, tmap_b, tmap_sfa, tmap_d;
+};
+
+// The memo key: the arguments a PreparedLaunch depends on, plus the settings generation (which carries
+// DG_FP8_GEMM_CONFIG). Zero-initialised and compared bytewise.
+struct LaunchKey {
+    const void *a, *b, *sfa, *sfb, *d;
+    int64_t lda, ldb, ldd, sfa_stride;
+    const jit::Settings* settings;
+    int m, n, k, num_sms, device;
+    uint8_t dims_mask;  // compiled m/n/k as bits 0/1/2
+    bool pdl;
+};
+static_assert(sizeof(LaunchKey) % 8 == 0, "the key hashes as 64-bit words");
+
+struct LaunchSlot {
+    bool used = false;
+    LaunchKey key;
+    PreparedLaunch prepared;
+};
+
+// Direct-mapped, per thread (no lock); a collision just prepares again.
+constexpr size_t kLaunchSlots = 16;
+thread_local std::array<LaunchSlot, kLaunchSlots> t_launches;
+
+size_t slot_of(const LaunchKey& key) {
+    uint64_t words[sizeof(LaunchKey) / 8];
+    std::memcpy(words, &key, sizeof(key));
+    uint64_t h = 0;
+    for (uint64_t w : words) h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return size_t(h ^ (h >> 32)) % kLaunchSlots;
+}
+
+PreparedLaunch prepare(const Fp8Gemm1d2dArgs& args, const CompiledDims& compiled) {
+    const int m = args.m, n = args.n, k = args.k;
+    const jit::DeviceInfo& dev = sm90_device_info(kOpName, args.device);
+    const int num_sms = usable_sms(dev, args.num_sms);
+    const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
+    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
+
+    Sm90Fp8GemmKernelKey key;
+    key.block_m = config.block_m;
+    key.block_n = config.block_n;
+    key.num_stages = config.num_stages;
+    key.group_n = config.group_n;
+    key.pipelined = config.pipelined;
+    // Clusters need two CTAs per cluster in the persistent grid.
+    key.multicast = num_sms >= 2 ? config.multicast : 0;
+    compiled.apply(key, m, n, k);
+    // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
+    key.direct_store = !aligned(args.d, 16) || (args.ldd % 8) != 0;
+
+    PreparedLaunch p;
+    p.kernel = &g_kernels.get(args.device, key, [&] { return sm90_fp8_gemm_1d2d_source(key).kernel_source(); });
+
+    // Tensor maps (innermost dimension first).
+    const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+    const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
+    p.tmap_a = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m), uint64_t(args.lda),
+                            heuristics::kSm90Fp8BlockK, uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m),
+                            CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for a");
+    p.tmap_b = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n), uint64_t(args.ldb),
+                            heuristics::kSm90Fp8BlockK, uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n),
+                            CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for b");
+    p.tmap_sfa = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb),
+                              uint64_t(args.sfa_stride) * 4, uint32_t(config.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                              "fp8_gemm_nt: tensor map for sfa");
+    std::memset(&p.tmap_d, 0, sizeof(p.tmap_d));
+    if (!key.direct_store)
+        p.tmap_d = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.d, uint64_t(n), uint64_t(m), uint64_t(args.ldd) * 2,
+                                uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle), "fp8_gemm_nt: tensor map for d");
+
+    const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
+    const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
+    if (key.multicast != 0) {
+        const int64_t pair_tiles = key.multicast == 1 ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
+        p.launch.grid[0] = unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
+    } else {
+        p.launch.grid[0] = unsigned(std::min<int64_t>(num_sms, m_blocks * n_blocks));
+    }
+    p.launch.block[0] = unsigned(config.num_threads());
+    p.launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
+    p.launch.cluster_x = key.multicast != 0 ? 2u : 1u;
+    p.launch.pdl = args.pdl;
+    return p;
+}
+
+}  // namespace
+
 void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     const int m = args.m, n = args.n, k = args.k;
     if (m < 0 || n < 0 || k < 0) fail("negative problem size");
@@ -210,68 +308,32 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
 
     const CompiledDims compiled = parse_compiled_dims(kOpName, args.compiled_dims);
 
-    const jit::DeviceInfo& dev = sm90_device_info(kOpName, args.device);
-    const int num_sms = usable_sms(dev, args.num_sms);
-    const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
-    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
-
-    Sm90Fp8GemmKernelKey key;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
-    key.pipelined = config.pipelined;
-    // Clusters need two CTAs per cluster in the persistent grid.
-    key.multicast = num_sms >= 2 ? config.multicast : 0;
-    compiled.apply(key, m, n, k);
-    // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
-    key.direct_store = !aligned(args.d, 16) || (args.ldd % 8) != 0;
-
-    const jit::LoadedKernel& kernel =
-        g_kernels.get(args.device, key, [&] { return sm90_fp8_gemm_1d2d_source(key).kernel_source(); });
-
-    // Tensor maps (innermost dimension first).
-    const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
-    const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
-    CUtensorMap tmap_a = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m),
-                                      uint64_t(args.lda), heuristics::kSm90Fp8BlockK,
-                                      uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m),
-                                      CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for a");
-    CUtensorMap tmap_b = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n),
-                                      uint64_t(args.ldb), heuristics::kSm90Fp8BlockK,
-                                      uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n),
-                                      CU_TENSOR_MAP_SWIZZLE_128B, "fp8_gemm_nt: tensor map for b");
-    CUtensorMap tmap_sfa = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb),
-                                        uint64_t(args.sfa_stride) * 4, uint32_t(config.block_m), 1,
-                                        CU_TENSOR_MAP_SWIZZLE_NONE, "fp8_gemm_nt: tensor map for sfa");
-    CUtensorMap tmap_d;
-    std::memset(&tmap_d, 0, sizeof(tmap_d));
-    if (!key.direct_store) tmap_d = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.d, uint64_t(n), uint64_t(m),
-                                      uint64_t(args.ldd) * 2, uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle),
-                                      "fp8_gemm_nt: tensor map for d");
-
-    const int64_t tiles = int64_t((m + config.block_m - 1) / config.block_m) *
-                          int64_t((n + config.block_n - 1) / config.block_n);
-    jit::LaunchConfig launch;
-    if (key.multicast != 0) {
-        const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
-        const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-        const int64_t pair_tiles = key.multicast == 1 ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
-        launch.grid[0] = unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
-    } else {
-        launch.grid[0] = unsigned(std::min<int64_t>(num_sms, tiles));
+    LaunchKey key;
+    std::memset(&key, 0, sizeof(key));  // padding takes part in the hash and compare
+    key.a = args.a, key.b = args.b, key.sfa = args.sfa, key.sfb = args.sfb, key.d = args.d;
+    key.lda = args.lda, key.ldb = args.ldb, key.ldd = args.ldd, key.sfa_stride = args.sfa_stride;
+    key.settings = &jit::settings();
+    key.m = m, key.n = n, key.k = k, key.num_sms = args.num_sms, key.device = args.device;
+    key.dims_mask = uint8_t(compiled.m | compiled.n << 1 | compiled.k << 2);
+    key.pdl = args.pdl;
+    LaunchSlot& slot = t_launches[slot_of(key)];
+    if (!slot.used || std::memcmp(&slot.key, &key, sizeof(key)) != 0) {
+        slot.used = false;  // stays unused if prepare throws
+        slot.prepared = prepare(args, compiled);
+        slot.key = key;
+        slot.used = true;
     }
-    launch.block[0] = unsigned(config.num_threads());
-    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
-    launch.cluster_x = key.multicast != 0 ? 2u : 1u;
-    launch.pdl = args.pdl;
-    launch.stream = args.stream;
 
+    const PreparedLaunch& p = slot.prepared;
+    jit::LaunchConfig launch = p.launch;
+    launch.stream = args.stream;
     const float* sfb = args.sfb;
     void* d = args.d;
     unsigned int uldd = unsigned(args.ldd), um = unsigned(m), un = unsigned(n), uk = unsigned(k);
-    void* kernel_args[] = {&tmap_a, &tmap_b, &tmap_sfa, &tmap_d, &sfb, &d, &uldd, &um, &un, &uk};
-    kernel.launch(launch, kernel_args);
+    void* kernel_args[] = {const_cast<CUtensorMap*>(&p.tmap_a), const_cast<CUtensorMap*>(&p.tmap_b),
+                           const_cast<CUtensorMap*>(&p.tmap_sfa), const_cast<CUtensorMap*>(&p.tmap_d),
+                           &sfb, &d, &uldd, &um, &un, &uk};
+    p.kernel->launch(launch, kernel_args);
 }
 
 }  // namespace deep_gemm::kernels
