@@ -102,6 +102,8 @@ def run_gpu(args):
     add('baseline: torch._scaled_mm row-wise FP8',
         lambda: torch._scaled_mm(a[0], b[0].t(), scale_a, scale_b, out_dtype=torch.bfloat16))
 
+    # The floor of any launch from Python on this host: a one-argument torch kernel (no deep_gemm code).
+    add('floor: torch.cuda._sleep(1) (Python -> one CUDA launch)', lambda: torch.cuda._sleep(1))
     print(f'GPU host time per cached call, M={m} N={n} K={k} on {torch.cuda.get_device_name()} '
           f'(median of {repeats} batches of {calls} calls, GPU kept busy)')
     for name, us, note in rows:

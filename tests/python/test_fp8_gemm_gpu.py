@@ -79,6 +79,7 @@ _SHAPES += [(128, 24576, 1536), (1, 24576, 1536), (4096, 24576, 1536)]
 _SHAPES += [(1, 129280, 7168), (128, 129280, 7168)]
 _SHAPES += [(8192, 4096, 2048), (128, 7168, 16384), (4096, 7168, 16384), (4096, 32768, 512)]
 _SHAPES += [(77, 4104, 2064), (257, 136, 400)]  # nothing aligned to any block size
+_SHAPES += [(1000, 2112, 8192), (1100, 4104, 8320)]  # A multicast (K >= 8192) with an odd number of N blocks
 
 
 @pytest.mark.parametrize('m,n,k', _SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _SHAPES])

@@ -109,22 +109,27 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
     return best;
 }
 
-// The default choice, set by a config sweep on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
+// The default choice, set by config sweeps on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
 // TARGETS.md shapes): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
-// shape and 128x64 tiles every M=128 shape (within 5% of the best where another tile won); both 2-CTA
-// multicast variants ran 1.5-2x slower than the same tiles without it, so they are only reachable
-// through DG_FP8_GEMM_CONFIG until that path is fixed. Rule: 128-wide N tiles once they give at least
-// two waves of tiles, else 64-wide ones to spread a small problem over more SMs; BLOCK_M = 64 for M <= 64.
+// shape and 128x64 tiles every M=128 shape (within 5% of the best where another tile won). 2-CTA
+// multicast (after the fix that took a GPU-wide fence out of its release path): sharing A across N-block
+// pairs won on the long-K shape (4096x7168x16384: 749.6 vs 775.5 us) and was within 1% or 1.5-4% slower
+// on the shorter-K ones (the pair waits for its slower CTA once per K block, which long K loops amortise
+// while halving A's L2 traffic). Rule: 128-wide N tiles once they give at least two waves of tiles, else
+// 64-wide ones to spread a small problem over more SMs; BLOCK_M = 64 for M <= 64; A multicast for
+// K >= 8192 when there are at least 8 M blocks and 2 N blocks.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
                                                 bool legacy = false) {
     if (legacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit);
     Sm90Fp8GemmConfig config;
     config.block_m = m <= 64 ? 64 : 128;
-    const long tiles_128 = long((m + config.block_m - 1) / config.block_m) * long((n + 127) / 128);
+    const long m_blocks = (m + config.block_m - 1) / config.block_m;
+    const long tiles_128 = m_blocks * long((n + 127) / 128);
     config.block_n = tiles_128 >= 2L * num_sms ? 128 : 64;
     config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
     config.pipelined = 1;
-    config.multicast = 0;
+    const long n_blocks = (n + config.block_n - 1) / config.block_n;
+    config.multicast = (k >= 8192 && m_blocks >= 8 && n_blocks >= 2 && num_sms >= 2) ? 2 : 0;
     config.group_n = 8;
     return config;
 }
