@@ -21,7 +21,8 @@ def check_layout() -> None:
 
 
 def check_fp8_gemm() -> None:
-    for m, n, k in [(1, 576, 512), (100, 2112, 7168), (257, 100, 192)]:
+    # (1000, 2112, 8192): the heuristics choose A multicast over 2-CTA clusters (K >= 8192), odd N pairs.
+    for m, n, k in [(1, 576, 512), (100, 2112, 7168), (257, 100, 192), (1000, 2112, 8192)]:
         a = torch.randn(m, k, dtype=torch.bfloat16)
         b = torch.randn(n, k, dtype=torch.bfloat16)
         a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
@@ -34,7 +35,8 @@ def check_fp8_gemm() -> None:
 
 
 def check_bf16_gemm() -> None:
-    for m, n, k in [(100, 576, 512), (257, 100, 192)]:
+    # (1100, 576, 512): B multicast over 2-CTA clusters (M >= 1024), odd number of M blocks.
+    for m, n, k in [(100, 576, 512), (257, 100, 192), (1100, 576, 512)]:
         a = torch.randn(m, k, dtype=torch.bfloat16)
         b = torch.randn(n, k, dtype=torch.bfloat16)
         d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
