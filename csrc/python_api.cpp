@@ -219,6 +219,16 @@ void bf16_masked_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tens
     gemm_kernel<kOp, kFake>(call);
 }
 
+template <GemmOp kOp, bool kFake>
+void bf16_k_grouped_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, at::IntArrayRef ks, const at::Tensor& ks_tensor,
+                           const std::optional<at::Tensor>& c, std::string_view compiled_dims) {
+    GemmCall call;
+    call.a = &a, call.b = &b, call.d = &d, call.layout = &ks_tensor, call.c = opt_ptr(c);
+    call.ks = ks;
+    call.compiled_dims = compiled_dims;
+    gemm_kernel<kOp, kFake>(call);
+}
+
 // ---- schemas --------------------------------------------------------------------------------------
 
 std::string gemm_schema(GemmOp op) {
@@ -243,7 +253,8 @@ std::string gemm_schema(GemmOp op) {
                        : fmt::format("Tensor masked_m, int expected_m, str compiled_dims=\"{}\"", dims);
             break;
         case api::Grouping::kKContiguous:
-            rest = fmt::format("int[] ks, Tensor ks_tensor, Tensor? c=None, int[] recipe=[1, 1, 128], str compiled_dims=\"{}\"", dims);
+            rest = fp8 ? fmt::format("int[] ks, Tensor ks_tensor, Tensor? c=None, int[] recipe=[1, 1, 128], str compiled_dims=\"{}\"", dims)
+                       : fmt::format("int[] ks, Tensor ks_tensor, Tensor? c=None, str compiled_dims=\"{}\"", dims);
             break;
     }
     return fmt::format("{}({}, {}) -> ()", spec.name, ab, rest);
@@ -574,6 +585,30 @@ PyObject* bf16_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, P
     });
 }
 
+template <GemmOp kOp>
+PyObject* bf16_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
+    return guarded([&] {
+        const auto& spec = api::gemm_op_spec(kOp);
+        const char* op = spec.name;
+        const FastArgs args(op, {"a", "b", "d", "ks", "ks_tensor", "c", "compiled_dims"}, 5, argv, nargs, kwnames);
+        GemmCall call;
+        call.a = &tensor_arg(op, "a", args[0]);
+        call.b = &tensor_arg(op, "b", args[1]);
+        call.d = &tensor_arg(op, "d", args[2]);
+        const std::vector<int64_t> ks = int_list_arg(op, "ks", args[3]);
+        call.ks = ks;
+        call.layout = &tensor_arg(op, "ks_tensor", args[4]);
+        call.c = opt_tensor_arg(op, "c", args[5]);
+        call.compiled_dims = str_arg(op, "compiled_dims", args[6], spec.default_compiled_dims);
+        run_or_dispatch(kOp, call, [&] {
+            op_handle(kOp)
+                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, const at::Tensor&, const OptTensor&,
+                            std::string_view)>()
+                .call(*call.a, *call.b, *call.d, ks, *call.layout, to_optional(call.c), call.compiled_dims);
+        });
+    });
+}
+
 #define DG_FASTCALL(name, fn, sig, doc) \
     PyMethodDef { name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fn)), METH_FASTCALL | METH_KEYWORDS, name sig "\n--\n\n" doc }
 
@@ -602,6 +637,8 @@ PyMethodDef g_fast_methods[] = {
                 "(a, b, d, grouped_layout, compiled_dims='nk', use_psum_layout=False)", "See deep_gemm.m_grouped_bf16_gemm_nt_contiguous."),
     DG_FASTCALL("m_grouped_bf16_gemm_nt_masked", (bf16_masked_fast<GemmOp::kMGroupedBf16NtMasked>),
                 "(a, b, d, masked_m, expected_m, compiled_dims='nk')", "See deep_gemm.m_grouped_bf16_gemm_nt_masked."),
+    DG_FASTCALL("k_grouped_bf16_gemm_tn_contiguous", (bf16_k_grouped_fast<GemmOp::kKGroupedBf16TnContiguous>),
+                "(a, b, d, ks, ks_tensor, c=None, compiled_dims='mn')", "See deep_gemm.k_grouped_bf16_gemm_tn_contiguous."),
     DG_FASTCALL("_validate_fp8_gemm_nt", (fp8_fast<GemmOp::kFp8Nt, Entry::kValidateOnly>), DG_FP8_SIG("nk"),
                 "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark)."),
     {nullptr, nullptr, 0, nullptr},
@@ -763,7 +800,8 @@ void translate_exceptions() {
     X(GemmOp::kBf16Tn, bf16_kernel)                                      \
     X(GemmOp::kBf16Tt, bf16_kernel)                                      \
     X(GemmOp::kMGroupedBf16NtContiguous, bf16_m_contiguous_kernel)       \
-    X(GemmOp::kMGroupedBf16NtMasked, bf16_masked_kernel)
+    X(GemmOp::kMGroupedBf16NtMasked, bf16_masked_kernel)                 \
+    X(GemmOp::kKGroupedBf16TnContiguous, bf16_k_grouped_kernel)
 
 TORCH_LIBRARY(deep_gemm, m) {
 #define DG_DEF(op, kernel) m.def(gemm_schema(op).c_str());

@@ -79,6 +79,7 @@ _c_bf16_gemm_tn = _C.bf16_gemm_tn
 _c_bf16_gemm_tt = _C.bf16_gemm_tt
 _c_m_grouped_bf16_gemm_nt_contiguous = _C.m_grouped_bf16_gemm_nt_contiguous
 _c_m_grouped_bf16_gemm_nt_masked = _C.m_grouped_bf16_gemm_nt_masked
+_c_k_grouped_bf16_gemm_tn_contiguous = _C.k_grouped_bf16_gemm_tn_contiguous
 
 
 # ---- layout utilities ---------------------------------------------------------------------------------
@@ -270,6 +271,29 @@ def m_grouped_bf16_gemm_nt_masked(a: Tensor, b: Tensor, d: Tensor, masked_m: Ten
     _c_m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m, compiled_dims)
 
 
+def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks: Sequence[int], ks_tensor: Tensor,
+                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn') -> None:
+    """Grouped GEMM over K blocks (weight gradients of a grouped linear layer), in place into ``d``:
+    ``d[g] = c[g] + a[K_g].T @ b[K_g]`` for each group ``g``, where ``K_g`` is the row range
+    ``[ks[0] + ... + ks[g-1], + ks[g])``; without ``c``, ``d[g] = a[K_g].T @ b[K_g]``.
+
+    - ``a``: bfloat16 ``[sum(ks), M]``, contiguous (the groups' rows back to back); ``b``: bfloat16
+      ``[sum(ks), N]``, contiguous. ``M`` and ``N`` must be multiples of 8 (TMA reads 16-byte rows); base
+      pointers 16-byte aligned.
+    - ``d``: float32 ``[G, M, N]``, contiguous. ``c``: optional float32 ``[G, M, N]``, contiguous; it may be
+      ``d`` itself (accumulate in place).
+    - ``ks``: the K of each group, ``G`` host ints, each a non-negative multiple of 128; ``ks[g] == 0``
+      gives ``d[g] = c[g]`` (or zeros). ``ks_tensor``: the same values as an int32 ``[G]`` tensor on the GPU
+      (read by the kernel; it is not compared with ``ks``, which would need a device sync).
+    - ``compiled_dims``: which of ``m``, ``n`` are compile-time constants (K never is: it varies per group).
+    - The kernel config depends on ``M``, ``N``, ``G`` and the average K rounded up to a power of two, so
+      changing ``ks`` rarely compiles a new kernel.
+    """
+    if _tracing():
+        return _ops.k_grouped_bf16_gemm_tn_contiguous(a, b, d, list(ks), ks_tensor, c, compiled_dims)
+    _c_k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c, compiled_dims)
+
+
 def __getattr__(name: str):
     # `deep_gemm.legacy` (Triton kernels) is imported on first use so `import deep_gemm` stays light.
     if name == 'legacy':
@@ -284,7 +308,7 @@ __all__ = [
     'fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt',
     'm_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous',
     'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
-    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nt_masked',
+    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nt_masked', 'k_grouped_bf16_gemm_tn_contiguous',
     # layout
     'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
     # knobs and JIT

@@ -46,9 +46,26 @@ def check_bf16_gemm() -> None:
         assert diff < 1e-5 and not d.cpu().isnan().any(), f"bf16_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
+def check_k_grouped_bf16_gemm() -> None:
+    ks, m, n = [128, 0, 256], 136, 200  # an empty group; M, N multiples of no block size
+    a = torch.randn(sum(ks), m, dtype=torch.bfloat16)
+    b = torch.randn(sum(ks), n, dtype=torch.bfloat16)
+    c = torch.randn(len(ks), m, n)
+    ref = c.clone()
+    start = 0
+    for g, k in enumerate(ks):
+        ref[g] += a[start:start + k].float().t() @ b[start:start + k].float()
+        start += k
+    d = c.cuda()
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a.cuda(), b.cuda(), d, ks, torch.tensor(ks, dtype=torch.int32).cuda(), c=d)
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-5 and not d.cpu().isnan().any(), f"k_grouped_bf16_gemm_tn_contiguous wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     failures = 0
-    for case in (check_layout, check_fp8_gemm, check_bf16_gemm):
+    for case in (check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm):
         try:
             case()
             print(f"{case.__name__}: ok")

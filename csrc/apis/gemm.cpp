@@ -30,6 +30,7 @@ constexpr std::array<GemmOpSpec, static_cast<int>(GemmOp::kCount)> kSpecs = {{
     {GemmOp::kBf16Tt, "bf16_gemm_tt", F::kBf16, G::kNone, true, false, "mn"},
     {GemmOp::kMGroupedBf16NtContiguous, "m_grouped_bf16_gemm_nt_contiguous", F::kBf16, G::kMContiguous, false, false, "nk"},
     {GemmOp::kMGroupedBf16NtMasked, "m_grouped_bf16_gemm_nt_masked", F::kBf16, G::kMMasked, false, false, "nk"},
+    {GemmOp::kKGroupedBf16TnContiguous, "k_grouped_bf16_gemm_tn_contiguous", F::kBf16, G::kKContiguous, false, false, "mn"},
 }};
 
 constexpr Recipe kRecipe1D2D = {1, 128, 128};
@@ -246,6 +247,9 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     } else if (spec.grouping == G::kNone) {
         check.dtype_in(*call.d, "d", {at::kBFloat16, at::kFloat});
         d_dtype = call.d->scalar_type();
+    } else if (spec.grouping == G::kKContiguous) {
+        check.dtype(*call.d, "d", at::kFloat);  // weight gradients accumulate in FP32
+        d_dtype = at::kFloat;
     } else {
         check.dtype(*call.d, "d", at::kBFloat16);
         d_dtype = at::kBFloat16;
@@ -318,24 +322,44 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 sum_k += ki;
             }
             p.k = sum_k;
-            const auto numel = [](const View& v) {
-                int64_t n = 1;
-                for (int i = 0; i < v.dim; ++i) n = known(n, v.size[i]) ? n * v.size[i] : kUnknown;
-                return n;
-            };
-            const int64_t na = numel(p.a), nb = numel(p.b);
-            if (known(na, p.m) and na != sum_k * p.m)
-                check.value_error(fmt::format("a must hold sum(ks) * M = {} * {} = {} elements (each group's [M, k_i] K-major "
-                                              "block, concatenated); got {} (shape {})", sum_k, p.m, sum_k * p.m, na, p.a.shape_str()));
-            if (known(nb, p.n) and nb != sum_k * p.n)
-                check.value_error(fmt::format("b must hold sum(ks) * N = {} * {} = {} elements (each group's [N, k_i] K-major "
-                                              "block, concatenated); got {} (shape {})", sum_k, p.n, sum_k * p.n, nb, p.b.shape_str()));
+            if (fp8) {
+                const auto numel = [](const View& v) {
+                    int64_t n = 1;
+                    for (int i = 0; i < v.dim; ++i) n = known(n, v.size[i]) ? n * v.size[i] : kUnknown;
+                    return n;
+                };
+                const int64_t na = numel(p.a), nb = numel(p.b);
+                if (known(na, p.m) and na != sum_k * p.m)
+                    check.value_error(fmt::format("a must hold sum(ks) * M = {} * {} = {} elements (each group's [M, k_i] K-major "
+                                                  "block, concatenated); got {} (shape {})", sum_k, p.m, sum_k * p.m, na, p.a.shape_str()));
+                if (known(nb, p.n) and nb != sum_k * p.n)
+                    check.value_error(fmt::format("b must hold sum(ks) * N = {} * {} = {} elements (each group's [N, k_i] K-major "
+                                                  "block, concatenated); got {} (shape {})", sum_k, p.n, sum_k * p.n, nb, p.b.shape_str()));
+            } else {
+                // BF16 (tn): a [sum(ks), M] and b [sum(ks), N], the groups' K rows back to back.
+                check_rank(check, p.a, 2, {"sum(ks)", "M"});
+                check_rank(check, p.b, 2, {"sum(ks)", "N"});
+                for (const View* v : {&p.a, &p.b})
+                    if (known(v->size[0]) and v->size[0] != sum_k)
+                        check.value_error(fmt::format("{}.shape[0] must equal sum(ks) = {}; got {} ({} has shape {})", v->name, sum_k,
+                                                      v->size[0], v->name, v->shape_str()));
+                check_same(check, p.a, 1, p.d, 1, "M");
+                check_same(check, p.b, 1, p.d, 2, "N");
+            }
             check.contiguous(p.a, "");
             check.contiguous(p.b, "");
             check.contiguous(p.d, "");
             check.tma_base(p.a);
             check.tma_base(p.b);
-            check.tma_base(p.d);
+            if (fp8) {
+                check.tma_base(p.d);
+            } else if (sum_k > 0) {
+                // The kernel reads a and b M-/N-major through TMA: each K row must be a whole number of 16 bytes.
+                for (const auto& [v, dim] : {std::pair{&p.a, "M"}, std::pair{&p.b, "N"}})
+                    if (known(v->size[1]) and v->size[1] % 8 != 0)
+                        check.value_error(fmt::format("{} ({}.shape[1] = {}) must be a multiple of 8: each row of {} [sum(ks), {}] is read by TMA, "
+                                                      "which needs 16-byte aligned rows", dim, v->name, v->size[1], v->name, dim));
+            }
             break;
         }
     }
@@ -475,7 +499,40 @@ OperandMemory operand_memory(const View& v, int64_t elems_per_16b) {
     return {false, v.size[ik] > 1 ? v.stride[ik] : align_up(v.size[imn], elems_per_16b)};
 }
 
+// k_grouped_bf16_gemm_tn_contiguous: a [sum_K, M] and b [sum_K, N] contiguous (MN-major for the kernel);
+// d and c float32 [G, M, N] contiguous. Groups with K == 0 are handled by the kernel (d[g] = c[g] or zeros).
+void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
+    kernels::Bf16GemmArgs args;
+    args.a = call.a->const_data_ptr();
+    args.b = call.b->const_data_ptr();
+    args.a_k_major = false, args.lda = p.m;
+    args.b_k_major = false, args.ldb = p.n;
+    args.d = call.d->mutable_data_ptr();
+    args.ldd = p.n;
+    args.d_fp32 = true;
+    args.m = static_cast<int>(p.m);
+    args.n = static_cast<int>(p.n);
+    args.k = static_cast<int>(p.k);
+    if (p.has_c) {
+        args.c = p.c_is_d ? args.d : call.c->const_data_ptr();
+        args.ldc = p.n;
+    }
+    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
+    args.num_sms = num_sms_for_device(device);
+    args.pdl = get_pdl();
+    args.device = device;
+    args.stream = current_stream(device);
+
+    kernels::Bf16GroupedArgs grouped;
+    grouped.mode = kernels::Bf16GroupedMode::kKGroupedContiguous;
+    grouped.grouped = call.layout->const_data_ptr<int>();
+    grouped.num_groups = static_cast<int>(p.groups);
+    grouped.d_group_stride = grouped.c_group_stride = p.m * p.n;
+    kernels::sm90_k_grouped_bf16_gemm(args, grouped);
+}
+
 void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
+    if (spec.grouping == G::kKContiguous) return run_bf16_k_grouped(p, call, device);
     const bool d_fp32 = call.d->scalar_type() == at::kFloat;
     const OperandMemory ma = operand_memory(p.a, 8), mb = operand_memory(p.b, 8);
     const int id = p.d.dim - 2;
@@ -557,8 +614,7 @@ void run_gemm(GemmOp op, const GemmCall& call) {
             if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, check, p, call, device);
             break;
         case Kernel::kBf16:
-            if (spec.grouping != G::kKContiguous) return run_bf16(spec, check, p, call, device);
-            break;
+            return run_bf16(spec, check, p, call, device);
         default:
             break;
     }

@@ -20,7 +20,7 @@ enum class GemmOp : int {
     kFp8Nt, kFp8Nn, kFp8Tn, kFp8Tt,
     kMGroupedFp8NtContiguous, kMGroupedFp8NtMasked, kKGroupedFp8NtContiguous,
     kBf16Nt, kBf16Nn, kBf16Tn, kBf16Tt,
-    kMGroupedBf16NtContiguous, kMGroupedBf16NtMasked,
+    kMGroupedBf16NtContiguous, kMGroupedBf16NtMasked, kKGroupedBf16TnContiguous,
     kCount
 };
 
@@ -31,6 +31,7 @@ struct GemmOpSpec {
     Grouping grouping;
     bool trans_a;      // the API takes A as [K, M] ("t" first letter): the kernel sees a.transpose(-2, -1)
     bool trans_b;      // the API takes B as [K, N] ("n" second letter)
+                       // (K-grouped ops: false; their operands are validated as given, see gemm.cpp)
     const char* default_compiled_dims;
 };
 

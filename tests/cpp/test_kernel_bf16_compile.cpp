@@ -1,6 +1,7 @@
 // Compile-only checks of the SM90 BF16 GEMM kernel (no GPU needed): the configs the BF16 heuristics emit
 // over a representative shape set, all four operand majorness combinations, BF16 (TMA store and direct
-// store) and FP32 outputs with and without C, and the contiguous / masked grouped modes are generated,
+// store) and FP32 outputs with and without C, the contiguous / masked grouped modes and the K-grouped
+// mode (k_grouped_bf16_gemm_tn_contiguous: MN-major operands, FP32 D, with and without C) are generated,
 // built for sm_90a with NVCC (a subset also with NVRTC), and their SASS is checked: BF16 wgmma (HGMMA),
 // TMA loads (UTMALDG), TMA stores where the epilogue uses them, and no local memory (LDL / STL).
 // DG_JIT_PTXAS_CHECK=1 additionally makes any spill a compile error.
@@ -104,6 +105,56 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
     return keys;
 }
 
+// K-grouped (weight-gradient) problems as the host sees them: M, N per group, sum of K, G. The config comes
+// from the same call the host makes (average K bucketed by sm90_bf16_k_grouped_hint_k, G groups of tiles).
+struct KGroupedShape {
+    int m, n, sum_k, groups;
+};
+
+// (On H200 they pick 128x256, 64x16, 128x32, 128x192, 128x144, 64x208 and 64x112 tiles: both BLOCK_M, and
+// BLOCK_N below, at and above one 64-wide MN-major atom, padded or not.)
+const KGroupedShape kKGroupedShapes[] = {
+    {7168, 2048, 4 * 4096, 4}, {2048, 7168, 8 * 1024, 8}, {4096, 4096, 16 * 512, 16}, {2112, 7168, 32 * 256, 32},
+    {136, 200, 3 * 256, 3},    {64, 64, 4 * 128, 4},      {512, 8, 2 * 128, 2},       {768, 136, 4 * 128, 4},
+    {128, 256, 32 * 512, 32},  {128, 512, 16 * 2048, 16}, {64, 256, 32 * 2048, 32},   {64, 136, 32 * 8192, 32},
+};
+
+Sm90Bf16GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
+    const Sm90Bf16GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
+        s.m, s.n, deep_gemm::heuristics::sm90_bf16_k_grouped_hint_k(s.sum_k, s.groups), kH200Sms, kH200SmemOptin,
+        /*b_mn_major=*/true, Sm90Bf16Epilogue::kAccumDirect, with_c ? 8 : 4, 0, s.groups);
+    Sm90Bf16GemmKernelKey key;
+    key.block_m = c.block_m;
+    key.block_n = c.block_n;
+    key.num_stages = c.num_stages;
+    key.group_n = c.group_n;
+    key.a_mn_major = true;
+    key.b_mn_major = true;
+    key.mode = int(Bf16GroupedMode::kKGroupedContiguous);
+    key.epilogue = int(Sm90Bf16Epilogue::kAccumDirect);
+    key.d_fp32 = true;
+    key.with_c = with_c;
+    key.multicast = 1;
+    return key;
+}
+
+// Every distinct K-grouped config the heuristics pick for the shapes above, with and without C, plus one
+// with compiled M and N (the op's default compiled_dims "mn").
+std::vector<Sm90Bf16GemmKernelKey> k_grouped_bf16_keys() {
+    std::vector<Sm90Bf16GemmKernelKey> keys;
+    std::set<std::tuple<int, int, int, bool>> seen;
+    for (const auto& shape : kKGroupedShapes) {
+        for (bool with_c : {false, true}) {
+            const auto key = make_k_grouped_key(shape, with_c);
+            if (seen.insert({key.block_m, key.block_n, key.num_stages, with_c}).second) keys.push_back(key);
+        }
+    }
+    auto key = make_k_grouped_key(kKGroupedShapes[0], true);
+    key.m = 7168, key.n = 2048;
+    keys.push_back(key);
+    return keys;
+}
+
 class KernelCompileBf16 : public dg_test::KernelCompileTest {
 protected:
     KernelCompileBf16() : KernelCompileTest("dg_kernel_bf16_") {}
@@ -149,8 +200,37 @@ TEST(KernelConfigsBf16, HeuristicsAreValid) {
     }
 }
 
+TEST(KernelConfigsBf16, KGroupedHeuristicsAreValid) {
+    using deep_gemm::heuristics::sm90_bf16_k_grouped_hint_k;
+    // The config K is a power-of-two bucket of the average K, so changing ks rarely changes the kernel.
+    EXPECT_EQ(sm90_bf16_k_grouped_hint_k(0, 4), 128);
+    EXPECT_EQ(sm90_bf16_k_grouped_hint_k(4 * 1000, 4), 1024);
+    EXPECT_EQ(sm90_bf16_k_grouped_hint_k(4 * 1024, 4), 1024);
+    EXPECT_EQ(sm90_bf16_k_grouped_hint_k(int64_t(1) << 40, 1), 16384);
+    for (const auto& s : kKGroupedShapes) {
+        for (bool with_c : {false, true}) {
+            const auto key = make_k_grouped_key(s, with_c);
+            SCOPED_TRACE(std::to_string(s.m) + "x" + std::to_string(s.n) + " G=" + std::to_string(s.groups));
+            EXPECT_TRUE(key.block_m == 64 || key.block_m == 128);
+            if (s.m <= 64) {
+                EXPECT_EQ(key.block_m, 64);
+            }
+            EXPECT_GE(key.num_stages, deep_gemm::heuristics::kSm90Bf16MinStages);
+            EXPECT_LE(deep_gemm::heuristics::sm90_bf16_smem_bytes(key.block_m, key.block_n, key.num_stages, true,
+                                                                  Sm90Bf16Epilogue::kAccumDirect),
+                      kH200SmemOptin);
+        }
+    }
+    EXPECT_GE(k_grouped_bf16_keys().size(), 4u);
+}
+
 TEST(KernelConfigsBf16, SourceIsDistinctPerKey) {
-    dg_test::expect_distinct_sources(shipped_bf16_keys(), deep_gemm::kernels::sm90_bf16_gemm_source);
+    auto keys = shipped_bf16_keys();
+    for (const auto& key : k_grouped_bf16_keys()) keys.push_back(key);
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_bf16_gemm_source);
+    for (const auto& key : k_grouped_bf16_keys()) {
+        EXPECT_NE(deep_gemm::kernels::sm90_bf16_gemm_source(key).code.find("KGroupedScheduler"), std::string::npos);
+    }
 }
 
 TEST_F(KernelCompileBf16, Sm90Bf16GemmNvcc) {
@@ -169,6 +249,22 @@ TEST_F(KernelCompileBf16, Sm90Bf16GemmNvrtc) {
         build_and_check(key);
     }
     EXPECT_GE(kinds.size(), 8u);
+}
+
+// The K-grouped kernels: every config the heuristics emit for the K-grouped shapes with NVCC, and with
+// NVRTC one with and one without C (FP32 D through the direct-store epilogue, MN-major A and B).
+TEST_F(KernelCompileBf16, Sm90Bf16KGroupedNvcc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
+    for (const auto& key : k_grouped_bf16_keys()) build_and_check(key);
+}
+
+TEST_F(KernelCompileBf16, Sm90Bf16KGroupedNvrtc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    std::set<bool> with_c;
+    for (const auto& key : k_grouped_bf16_keys()) {
+        if (with_c.insert(key.with_c).second) build_and_check(key);
+    }
+    EXPECT_EQ(with_c.size(), 2u);
 }
 
 }  // namespace

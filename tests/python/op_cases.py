@@ -155,8 +155,25 @@ def _k_grouped() -> Case:
                 dict(a=[FP8], b=[FP8], sfa=[F32], sfb=[F32], d=[F32], ks_tensor=[I32]))
 
 
+def _k_grouped_bf16() -> Case:
+    def make(device, d):
+        M, N, G = d['M'], d['N'], d['G']
+        ks = [128 * (i + 1) for i in range(G)]
+        sum_k = sum(ks)
+        return dict(a=torch.empty(sum_k, M, dtype=BF16, device=device), b=torch.empty(sum_k, N, dtype=BF16, device=device),
+                    d=torch.empty(G, M, N, dtype=F32, device=device), ks=ks, ks_tensor=torch.tensor(ks, dtype=I32).to(device),
+                    c=None, compiled_dims='mn')
+
+    def assemble(t):
+        return (t['a'], t['b'], t['d'], t['ks'], t['ks_tensor']), dict(c=t['c'], compiled_dims=t['compiled_dims'])
+
+    return Case('k_grouped_bf16_gemm_tn_contiguous', deep_gemm.k_grouped_bf16_gemm_tn_contiguous, make, assemble,
+                dict(a=[BF16], b=[BF16], d=[F32], ks_tensor=[I32]))
+
+
 CASES = ([_fp8_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(True), _m_grouped_masked(True), _k_grouped()]
-         + [_bf16_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(False), _m_grouped_masked(False)])
+         + [_bf16_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(False), _m_grouped_masked(False),
+                                                                  _k_grouped_bf16()])
 CASES_BY_NAME = {c.name: c for c in CASES}
 
 

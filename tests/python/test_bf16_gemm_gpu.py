@@ -1,5 +1,5 @@
-"""GPU correctness of the SM90 BF16 GEMM ops (`deep_gemm.bf16_gemm_{nt,nn,tn,tt}` and the M-grouped
-contiguous / masked ops).
+"""GPU correctness of the SM90 BF16 GEMM ops (`deep_gemm.bf16_gemm_{nt,nn,tn,tt}`, the M-grouped
+contiguous / masked ops and `k_grouped_bf16_gemm_tn_contiguous`).
 
 Fresh random inputs per case, outputs poisoned with NaN before every call, float64 reference;
 calc_diff < 1e-5, no NaN in the rows that must be written, and nothing written outside the output view.
@@ -180,3 +180,98 @@ def test_m_grouped_bf16_gemm_nt_masked(num_groups, max_m, expected_m, n, k):
             continue
         ref = a[gi, :rows].double() @ b[gi].double().t()
         _diff_ok(d[gi, :rows], ref, f'masked group {gi} ({rows} rows)')
+
+
+# ---- K-grouped (weight gradients): d[g] = c[g] + a[K_g].T @ b[K_g] ----------------------------------
+
+def _k_grouped_inputs(ks, m, n, seed):
+    g = _gen(seed)
+    a = _randn((sum(ks), m), g)
+    b = _randn((sum(ks), n), g)
+    ks_tensor = torch.tensor(ks, device='cuda', dtype=torch.int32)
+    return a, b, ks_tensor
+
+
+def _k_grouped_reference(a, b, ks, m, n, c=None):
+    """float64 [G, M, N]: c[g] (or zeros) plus one torch matmul per group."""
+    ref = torch.zeros((len(ks), m, n), device='cuda', dtype=torch.float64) if c is None else c.double().clone()
+    start = 0
+    for gi, k in enumerate(ks):
+        ref[gi] += a[start:start + k].double().t() @ b[start:start + k].double()
+        start += k
+    return ref
+
+
+def _check_k_grouped(d, ref, ks, c, what):
+    _diff_ok(d, ref, what)
+    for gi, k in enumerate(ks):  # empty groups are exact copies of c (or zeros)
+        if k == 0:
+            expected = torch.zeros_like(d[gi]) if c is None else c[gi]
+            assert torch.equal(d[gi], expected), f'{what}: group {gi} (K = 0) is not {"c" if c is not None else "zero"}'
+
+
+_K_GROUPED_CASES = [
+    ([128, 0, 384, 256], 136, 200),                  # M, N multiples of no block size; an empty group
+    ([0, 0, 256], 8, 8),                             # tiny M/N (TMA boxes wider than the tensor), leading empty groups
+    ([256, 1024, 0, 128, 640, 384], 1032, 2112),
+    ([4096, 2048], 7168, 2048),                      # large tiles, long K
+    ([128, 0, 256, 128, 0, 512, 128, 384, 128, 0, 256, 128, 640, 128, 0, 128], 72, 520),  # 16 groups
+]
+
+
+@pytest.mark.parametrize('ks,m,n', _K_GROUPED_CASES, ids=[f'G{len(ks)}_{m}x{n}' for ks, m, n in _K_GROUPED_CASES])
+@pytest.mark.parametrize('mode', ['no_c', 'c', 'c_is_d'])
+def test_k_grouped_bf16_gemm_tn_contiguous(ks, m, n, mode):
+    a, b, ks_tensor = _k_grouped_inputs(ks, m, n, seed=sum(ks) + m * 7 + n)
+    c = None if mode == 'no_c' else torch.randn((len(ks), m, n), device='cuda', dtype=torch.float32, generator=_gen(m + n)) * 4
+    ref = _k_grouped_reference(a, b, ks, m, n, c)
+    if mode == 'c_is_d':
+        d = c.clone()
+        deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c=d)
+    else:
+        d = torch.full((len(ks), m, n), float('nan'), device='cuda', dtype=torch.float32)
+        deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c=c)
+    torch.cuda.synchronize()
+    _check_k_grouped(d, ref, ks, c, f'k-grouped {ks} {m}x{n} {mode}')
+
+
+def test_k_grouped_bf16_gemm_few_sms():
+    """A small persistent grid: every CTA walks tiles of many groups (the scheduler's ks cursor)."""
+    ks, m, n = [128, 384, 0, 256, 128, 0, 512], 264, 392
+    a, b, ks_tensor = _k_grouped_inputs(ks, m, n, seed=17)
+    old = deep_gemm.get_num_sms()
+    try:
+        for sms in (1, 5):
+            deep_gemm.set_num_sms(sms)
+            d = torch.full((len(ks), m, n), float('nan'), device='cuda', dtype=torch.float32)
+            deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor)
+            torch.cuda.synchronize()
+            _check_k_grouped(d, _k_grouped_reference(a, b, ks, m, n), ks, None, f'k-grouped on {sms} SMs')
+    finally:
+        deep_gemm.set_num_sms(old)
+
+
+def test_k_grouped_bf16_gemm_all_groups_empty():
+    ks, m, n = [0, 0], 136, 200
+    a, b, ks_tensor = _k_grouped_inputs(ks, m, n, seed=1)
+    d = torch.full((2, m, n), float('nan'), device='cuda', dtype=torch.float32)
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor)
+    assert torch.all(d == 0)
+    c = torch.randn((2, m, n), device='cuda', dtype=torch.float32, generator=_gen(2))
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c=c)
+    assert torch.equal(d, c)
+
+
+def test_k_grouped_bf16_gemm_cuda_graph():
+    """ks_tensor is read on the GPU (no host sync): the op can be captured and replayed."""
+    ks, m, n = [256, 0, 128], 520, 1032
+    a, b, ks_tensor = _k_grouped_inputs(ks, m, n, seed=23)
+    d = torch.empty((len(ks), m, n), device='cuda', dtype=torch.float32)
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor)  # compile and load outside the capture
+    d.fill_(float('nan'))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor)
+    graph.replay()
+    torch.cuda.synchronize()
+    _check_k_grouped(d, _k_grouped_reference(a, b, ks, m, n), ks, None, 'k-grouped graph replay')

@@ -49,8 +49,8 @@ def test_wrong_rank_is_value_error(case, device):
 @pytest.mark.parametrize('case', CASES, ids=ids)
 def test_mismatched_n_is_value_error(case, device):
     # d one column short of N
-    # (the K-grouped op takes N from d, so there b's size is what disagrees)
-    with pytest.raises(ValueError, match=rf'^{case.name}: (d\.shape\[-?\d\] \(N\) must equal|b must hold)'):
+    # (the K-grouped ops take N from d, so there b's size is what disagrees)
+    with pytest.raises(ValueError, match=rf'^{case.name}: (d\.shape\[-?\d\] \(N\) must equal|b must hold|b\.shape\[1\] \(N\) must equal)'):
         case.call(device, d=lambda t: t[..., :-8])
 
 
@@ -255,3 +255,95 @@ def test_argument_binding_errors():
     masked = CASES_BY_NAME['m_grouped_bf16_gemm_nt_masked']
     with pytest.raises(TypeError, match=r'expected_m must be an int; got str'):
         masked.call('meta', expected_m='8')
+
+
+KG = 'k_grouped_bf16_gemm_tn_contiguous'
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_k_grouped_bf16_shapes_and_ks(device):
+    case = CASES_BY_NAME[KG]  # M = 128, N = 256, G = 2, ks = [128, 256]
+    with pytest.raises(ValueError, match=rf'^{KG}: ks\[1\] must be a non-negative multiple of 128; got 200'):
+        case.call(device, ks=[128, 200])
+    with pytest.raises(ValueError, match=rf'^{KG}: ks\[0\] must be a non-negative multiple of 128; got -128'):
+        case.call(device, ks=[-128, 512])
+    with pytest.raises(ValueError, match=rf'^{KG}: ks must have one K per group \(G = d.shape\[0\] = 2\); got 3 values'):
+        case.call(device, ks=[128, 128, 128])
+    with pytest.raises(ValueError, match=rf'^{KG}: a\.shape\[0\] must equal sum\(ks\) = 256; got 384'):
+        case.call(device, ks=[128, 128])  # a and b still hold 384 rows
+    with pytest.raises(ValueError, match=rf'^{KG}: b\.shape\[0\] must equal sum\(ks\) = 384; got 256'):
+        case.call(device, b=lambda t: t[:256])
+    with pytest.raises(ValueError, match=rf'^{KG}: ks_tensor\.shape\[0\] \(G\) must equal d\.shape\[0\] = 2; got 3'):
+        case.call(device, ks_tensor=torch.zeros(3, dtype=I32, device=device))
+    with pytest.raises(ValueError, match=rf'^{KG}: a\.shape\[1\] \(M\) must equal d\.shape\[1\] = 128; got 136'):
+        case.call(device, a=lambda t: torch.empty(384, 136, dtype=BF16, device=device))
+    with pytest.raises(ValueError, match=rf'^{KG}: a must be a 2-D tensor \[sum\(ks\), M\]'):
+        case.call(device, a=lambda t: t.view(3, 128, 128))
+    with pytest.raises(ValueError, match=rf'^{KG}: d must be a 3-D tensor \[G, M, N\]'):
+        case.call(device, d=lambda t: t.view(256, 256))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_k_grouped_bf16_layouts(device):
+    case = CASES_BY_NAME[KG]
+    # the operands are read M-/N-major: contiguous [sum(ks), M] / [sum(ks), N] with 16-byte rows
+    with pytest.raises(ValueError, match=rf'^{KG}: a must be contiguous'):
+        case.call(device, a=lambda t: t.t().contiguous().t())
+    with pytest.raises(ValueError, match=rf'^{KG}: b must be contiguous'):
+        case.call(device, b=lambda t: torch.empty(384, 512, dtype=BF16, device=device)[:, :256])
+    with pytest.raises(ValueError, match=rf'^{KG}: d must be contiguous'):
+        case.call(device, d=lambda t: torch.empty(2, 128, 264, dtype=F32, device=device)[..., :256])
+    with pytest.raises(ValueError, match=rf'^{KG}: M \(a.shape\[1\] = 100\) must be a multiple of 8'):
+        case.call(device, dims=dict(M=100))
+    with pytest.raises(ValueError, match=rf'^{KG}: N \(b.shape\[1\] = 60\) must be a multiple of 8'):
+        case.call(device, dims=dict(N=60))
+    case.call('meta', dims=dict(M=100), ks=[0, 0], a=torch.empty(0, 100, dtype=BF16, device='meta'),
+              b=torch.empty(0, 256, dtype=BF16, device='meta'))  # no K rows: nothing for TMA to read
+    if device == 'cpu':  # overlap needs real addresses
+        buf = torch.empty(384 * 128 * 2, dtype=F32)
+        with pytest.raises(ValueError, match=rf'^{KG}: the output d overlaps the input a'):
+            case.call(device, a=buf.view(BF16)[:384 * 128].view(384, 128), d=buf[:2 * 128 * 256].view(2, 128, 256))
+
+
+@pytest.mark.parametrize('device', DEVICES)
+def test_k_grouped_bf16_accumulator_c(device):
+    case = CASES_BY_NAME[KG]
+    case.call('meta', c=torch.empty(2, 128, 256, dtype=F32, device='meta'))
+    case.call('meta', c=lambda _: None, d=lambda t: t)  # c omitted
+    _, _, t = case.build('meta')
+    case.call('meta', d=t['d'], c=t['d'])  # c is d: accumulate in place
+    with pytest.raises(TypeError, match=rf'^{KG}: c must have dtype float32; got bfloat16'):
+        case.call(device, c=torch.empty(2, 128, 256, dtype=BF16, device=device))
+    with pytest.raises(TypeError, match=rf'^{KG}: d must have dtype float32; got bfloat16'):
+        case.call(device, d=lambda t: retype(t, BF16))
+    with pytest.raises(ValueError, match=rf'^{KG}: c\.shape\[0\] \(G\) must equal d\.shape\[0\] = 2; got 3'):
+        case.call(device, c=torch.empty(3, 128, 256, dtype=F32, device=device))
+    with pytest.raises(ValueError, match=rf'^{KG}: c must be contiguous'):
+        case.call(device, c=torch.empty(2, 256, 128, dtype=F32, device=device).transpose(1, 2))
+
+
+def test_k_grouped_bf16_arguments():
+    case = CASES_BY_NAME[KG]
+    (a, b, d, ks, ks_tensor), _, _ = case.build('meta')
+    fast = deep_gemm._C.k_grouped_bf16_gemm_tn_contiguous
+    fast(a, b, d, ks, ks_tensor, None, 'mn')
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a=a, b=b, d=d, ks=tuple(ks), ks_tensor=ks_tensor, compiled_dims='m')
+    with pytest.raises(TypeError, match=r"missing required argument 'ks_tensor'"):
+        fast(a, b, d, ks)
+    with pytest.raises(TypeError, match=rf'^{KG}: ks must be a sequence of ints; got int'):
+        fast(a, b, d, 128, ks_tensor)
+    with pytest.raises(TypeError, match=rf'^{KG}: ks must be an int; got float'):
+        fast(a, b, d, [128.0, 256], ks_tensor)
+    with pytest.raises(TypeError, match=r'takes at most 7 arguments \(8 given\)'):
+        fast(a, b, d, ks, ks_tensor, None, 'mn', 1)
+    with pytest.raises(ValueError, match=r'compiled_dims must be a subset of "mnk"'):
+        fast(a, b, d, ks, ks_tensor, compiled_dims='x')
+
+
+def test_k_grouped_bf16_fake_cuda_tensors_validate():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    case = CASES_BY_NAME[KG]
+    with FakeTensorMode():
+        case.call('cuda')
+        with pytest.raises(ValueError, match=rf'^{KG}: ks\[0\] must be a non-negative multiple of 128'):
+            case.call('cuda', ks=[64, 320])

@@ -57,9 +57,12 @@ inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90B
 // ~4096 FLOP/clk/SM -> BM*BN/32 clk per 64 K), wgmma shared-memory reads ((BM/64) * (64 + BN) clk at
 // 128 B/clk), TMA bytes into the SM ((BM+BN)*128 B at ~64 B/clk); times waves; bounded below by L2
 // (~6 KB/clk) and HBM (~2.3 KB/clk) traffic. `out_bytes` is the D element size (plus C's, if read).
-inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int out_bytes) {
+// `groups` independent m x n x k problems (K-grouped: m and n per group, k the average K) share the grid.
+inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int out_bytes,
+                             int groups = 1) {
     const double num_kb = (k + kSm90Bf16BlockK - 1) / kSm90Bf16BlockK;
-    const double tiles = double((m + block_m - 1) / block_m) * double((n + block_n - 1) / block_n);
+    const double tiles =
+        double(groups) * double((m + block_m - 1) / block_m) * double((n + block_n - 1) / block_n);
     const double waves = std::ceil(tiles / num_sms);
     const double t_mma = double(block_m) * block_n / 32.0;
     const double t_smem = (block_m / 64.0) * (64.0 + block_n);
@@ -68,15 +71,17 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
     const double t_tile = num_kb * t_kb + 400.0 + block_n * out_bytes;  // + epilogue / pipeline ramp
     const double t_sm = waves * t_tile;
     const double l2_bytes = tiles * num_kb * (block_m + block_n) * 128.0;
-    const double hbm_bytes = 2.0 * (double(m) * k + double(n) * k) + double(out_bytes) * m * n;
+    const double hbm_bytes = groups * (2.0 * (double(m) * k + double(n) * k) + double(out_bytes) * m * n);
     return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
 }
 
 // Chooses block sizes (minimum modelled cost; ties go to the larger tile), then fills shared memory with
 // stages. `m` is the number of rows the tiles cover (sum of M for contiguous grouped; for masked,
-// expected_m * groups); `rows_per_group` (masked: expected_m) caps BLOCK_M at 64 when a group has <= 64 rows.
+// expected_m * groups; K-grouped: M, with `groups` = G and k the average K per group); `rows_per_group`
+// (masked: expected_m) caps BLOCK_M at 64 when a group has <= 64 rows.
 inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
-                                                  Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0) {
+                                                  Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
+                                                  int groups = 1) {
     Sm90Bf16GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
@@ -84,7 +89,7 @@ inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_s
         for (int block_n = 16; block_n <= kSm90Bf16MaxBlockN; block_n += 16) {
             const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
             if (stages < kSm90Bf16MinStages) continue;
-            const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes);
+            const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);
             if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
                 best_cost = cost;
                 best.block_m = block_m;
@@ -95,6 +100,16 @@ inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_s
     }
     best.group_n = 8;
     return best;
+}
+
+// K-grouped problems: the K per group the config is chosen for. The average K rounded up to a power of two
+// in [128, 16384], so that ks changing from step to step (MoE token counts) rarely changes the config, and
+// with it the kernel to compile.
+inline int sm90_bf16_k_grouped_hint_k(int64_t sum_k, int num_groups) {
+    const int64_t avg = num_groups > 0 ? (sum_k + num_groups - 1) / num_groups : sum_k;
+    int k = 128;
+    while (k < avg && k < 16384) k *= 2;
+    return k;
 }
 
 // TMA multicast of B over a 2-CTA cluster (two M blocks on the same N block share each B stage, halving

@@ -24,6 +24,7 @@ const char* op_name(Bf16GroupedMode mode, const Bf16GemmArgs& args) {
     switch (mode) {
         case Bf16GroupedMode::kMGroupedContiguous: return "m_grouped_bf16_gemm_contiguous";
         case Bf16GroupedMode::kMGroupedMasked: return "m_grouped_bf16_gemm_masked";
+        case Bf16GroupedMode::kKGroupedContiguous: return "k_grouped_bf16_gemm_tn_contiguous";
         default: break;
     }
     if (args.a_k_major) return args.b_k_major ? "bf16_gemm_nt" : "bf16_gemm_nn";
@@ -34,6 +35,7 @@ struct ShapeKey {
     int m, n, k, num_sms, smem_limit, mode, epilogue, out_bytes;
     bool b_mn_major;
     int rows_per_group;
+    int groups;  // K-grouped: G (m, n, k per group); else 1
     bool operator==(const ShapeKey&) const = default;
 };
 
@@ -41,7 +43,8 @@ struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const noexcept {
         return hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
                           uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
-                              uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20);
+                              uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20 |
+                              uint64_t(uint32_t(s.groups)) << 44);
     }
 };
 
@@ -55,7 +58,7 @@ heuristics::Sm90Bf16GemmConfig get_config(const char* op, const ShapeKey& key) {
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     const auto config = heuristics::choose_sm90_bf16_config(key.m, key.n, key.k, key.num_sms, key.smem_limit,
                                                             key.b_mn_major, Sm90Bf16Epilogue(key.epilogue),
-                                                            key.out_bytes, key.rows_per_group);
+                                                            key.out_bytes, key.rows_per_group, key.groups);
     log_config(op, key.m, key.n, key.k, key.num_sms, heuristics::to_string(config));
     g_configs.emplace(key, config);
     return config;
@@ -69,7 +72,7 @@ CUtensorMap make_tmap(CUtensorMapDataType dtype, int rank, const void* base, con
 }
 
 std::string make_symbol(const Sm90Bf16GemmKernelKey& key) {
-    static const char* const kModes[] = {"", "_contig", "_masked"};
+    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped"};
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
     return std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t") + "_bm" +
            std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" + std::to_string(key.num_stages) +
@@ -85,13 +88,15 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const int m = args.m, n = args.n, k = args.k;
     const bool masked = g.mode == Bf16GroupedMode::kMGroupedMasked;
     const bool contiguous = g.mode == Bf16GroupedMode::kMGroupedContiguous;
-    const bool grouped = masked || contiguous;
+    const bool k_grouped = g.mode == Bf16GroupedMode::kKGroupedContiguous;
+    const bool m_grouped = masked || contiguous;  // B is [G, N, K] / [G, K, N]
+    const bool grouped = m_grouped || k_grouped;
     if (m < 0 || n < 0 || k < 0) fail("negative problem size");
     if (grouped && g.num_groups <= 0) fail("num_groups must be positive");
     if (m == 0 || n == 0) return;
     if (k == 0) fail("K == 0 must be handled by the caller (D = C or zeros)");
     if (!args.a || !args.b || !args.d) fail("null pointer argument");
-    if (grouped && !g.grouped) fail(masked ? "masked_m is null" : "grouped_layout is null");
+    if (grouped && !g.grouped) fail(masked ? "masked_m is null" : k_grouped ? "ks is null" : "grouped_layout is null");
     if (!aligned(args.a, 16) || !aligned(args.b, 16)) fail("a and b must be 16-byte aligned");
     const int64_t a_inner = args.a_k_major ? k : m, b_inner = args.b_k_major ? k : n;
     if (args.lda < a_inner || args.lda % 8 != 0)
@@ -105,7 +110,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
         fail("row strides must be < 2^32 elements");
     const int out_elem = args.d_fp32 ? 4 : 2;
     if (!aligned(args.d, out_elem) || (args.c && !aligned(args.c, out_elem))) fail("d and c must be element-aligned");
-    if (grouped) {
+    if (m_grouped) {
         if (args.b_k_major ? g.b_group_stride < int64_t(n) * args.ldb : g.b_group_stride < int64_t(k) * args.ldb)
             fail("b_group_stride too small for [G, N, K] / [G, K, N]");
         if (g.b_group_stride % 8 != 0) fail("b_group_stride must be a multiple of 8");
@@ -119,6 +124,14 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
             fail("c must be contiguous across groups (stride(0) == max_m * ldc)");
         if (int64_t(g.num_groups) * m >= kMaxU32) fail("num_groups * max_m must be < 2^32");
     }
+    if (k_grouped) {
+        // D rows are addressed as g * M + row in a [G * M, N] view; the FP32 epilogue adds C in place.
+        if (!args.d_fp32) fail("d must be float32");
+        if (g.d_group_stride != int64_t(m) * args.ldd) fail("d must be contiguous across groups (stride(0) == M * ldd)");
+        if (args.c && g.c_group_stride != int64_t(m) * args.ldc)
+            fail("c must be contiguous across groups (stride(0) == M * ldc)");
+        if (int64_t(g.num_groups) * m >= kMaxU32) fail("num_groups * M must be < 2^32");
+    }
 
     const CompiledDims compiled = parse_compiled_dims(op, args.compiled_dims);
 
@@ -128,14 +141,16 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     // Epilogue: FP32 D or any C -> direct stores with C; bf16 D -> TMA store when TMA can address D (16-byte
     // aligned base, row stride a multiple of 8) and, for masked, no 64-row store box can cross a group end.
     Sm90Bf16Epilogue epilogue;
-    if (args.d_fp32 || args.c) epilogue = Sm90Bf16Epilogue::kAccumDirect;
+    if (args.d_fp32 || args.c || k_grouped) epilogue = Sm90Bf16Epilogue::kAccumDirect;
     else if (aligned(args.d, 16) && args.ldd % 8 == 0 && (!masked || m % 64 == 0)) epilogue = Sm90Bf16Epilogue::kBf16Tma;
     else epilogue = Sm90Bf16Epilogue::kBf16Direct;
 
     const int rows_per_group = masked ? std::max(1, std::min(g.expected_m > 0 ? g.expected_m : m, m)) : 0;
     const int cost_m = masked ? rows_per_group * g.num_groups : m;
-    const ShapeKey shape{cost_m, n, k, num_sms, dev.max_smem_per_block_optin, int(g.mode), int(epilogue),
-                         out_elem * (args.c ? 2 : 1), !args.b_k_major, rows_per_group};
+    // K-grouped: per-group tiles with a K that changes from call to call; choose for a bucketed average.
+    const int cost_k = k_grouped ? heuristics::sm90_bf16_k_grouped_hint_k(k, g.num_groups) : k;
+    const ShapeKey shape{cost_m, n, cost_k, num_sms, dev.max_smem_per_block_optin, int(g.mode), int(epilogue),
+                         out_elem * (args.c ? 2 : 1), !args.b_k_major, rows_per_group, k_grouped ? g.num_groups : 1};
     const auto config = get_config(op, shape);
     if (config.num_stages < heuristics::kSm90Bf16MinStages) fail("not enough shared memory on this device");
 
@@ -152,6 +167,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     key.with_c = args.c != nullptr;
     key.multicast = heuristics::choose_sm90_bf16_multicast(m, config, int(g.mode), key.b_mn_major, args.multicast);
     compiled.apply(key, m, n, k);
+    if (k_grouped) key.k = 0;  // each group has its own K: never a kernel constant
 
     const jit::LoadedKernel& kernel =
         g_kernels.get(args.device, key, [&] { return sm90_bf16_gemm_source(key).kernel_source(); });
@@ -170,9 +186,9 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
                            std::string(op) + ": tensor map for a");
     }
     {
-        const uint64_t b_groups = grouped ? uint64_t(g.num_groups) : 1;
+        const uint64_t b_groups = m_grouped ? uint64_t(g.num_groups) : 1;
         const uint64_t b_outer = args.b_k_major ? uint64_t(n) : uint64_t(k);
-        const uint64_t b_gstride = grouped ? uint64_t(g.b_group_stride) * 2 : uint64_t(args.ldb) * 2 * b_outer;
+        const uint64_t b_gstride = m_grouped ? uint64_t(g.b_group_stride) * 2 : uint64_t(args.ldb) * 2 * b_outer;
         const uint64_t dims[3] = {uint64_t(b_inner), b_outer, b_groups};
         const uint64_t strides[2] = {uint64_t(args.ldb) * 2, std::max<uint64_t>(b_gstride, uint64_t(args.ldb) * 2)};
         // Multicast: each CTA of the pair loads half of a K-major B box (MN-major: half of the 64-wide atoms).
@@ -192,8 +208,8 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     }
 
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    const int64_t m_blocks = masked ? int64_t(g.num_groups) * ((m + config.block_m - 1) / config.block_m)
-                                    : (m + config.block_m - 1) / config.block_m;
+    const int64_t m_blocks = (masked || k_grouped) ? int64_t(g.num_groups) * ((m + config.block_m - 1) / config.block_m)
+                                                   : (m + config.block_m - 1) / config.block_m;
     jit::LaunchConfig launch;
     if (key.multicast > 1) {
         const int64_t pair_tiles = (m_blocks + 1) / 2 * n_blocks;
@@ -233,6 +249,7 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
     switch (Bf16GroupedMode(key.mode)) {
         case Bf16GroupedMode::kMGroupedContiguous: scheduler = "ContiguousGroupedScheduler"; break;
         case Bf16GroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler"; break;
+        case Bf16GroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler"; break;
         default: scheduler = key.multicast > 1 ? "ClusterPairScheduler" : "GroupedOrderScheduler"; break;
     }
     std::string epilogue;
@@ -266,8 +283,14 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
 void sm90_bf16_gemm(const Bf16GemmArgs& args) { run(args, Bf16GroupedArgs{}); }
 
 void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped) {
-    if (grouped.mode == Bf16GroupedMode::kNone)
+    if (grouped.mode != Bf16GroupedMode::kMGroupedContiguous && grouped.mode != Bf16GroupedMode::kMGroupedMasked)
         throw jit::Error("m_grouped_bf16_gemm: grouped mode must be contiguous or masked");
+    run(args, grouped);
+}
+
+void sm90_k_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped) {
+    if (grouped.mode != Bf16GroupedMode::kKGroupedContiguous)
+        throw jit::Error("k_grouped_bf16_gemm: grouped mode must be K-grouped contiguous");
     run(args, grouped);
 }
 

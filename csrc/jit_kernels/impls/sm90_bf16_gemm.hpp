@@ -45,9 +45,9 @@ struct Bf16GemmArgs {
 // Dense GEMM (nt / nn / tn / tt via a_k_major / b_k_major).
 void sm90_bf16_gemm(const Bf16GemmArgs& args);
 
-enum class Bf16GroupedMode : int { kNone = 0, kMGroupedContiguous = 1, kMGroupedMasked = 2 };
+enum class Bf16GroupedMode : int { kNone = 0, kMGroupedContiguous = 1, kMGroupedMasked = 2, kKGroupedContiguous = 3 };
 
-// Extra arguments of the M-grouped (MoE) ops. In both modes B is [G, N, K] (b_k_major) or [G, K, N],
+// Extra arguments of the grouped (MoE) ops. In the M-grouped modes B is [G, N, K] (b_k_major) or [G, K, N],
 // with b_group_stride elements between groups.
 //   contiguous: args.m = sum of M; a [sum_M, K], d [sum_M, N] (and c); `grouped` = grouped_layout int32
 //               [sum_M] on the GPU (group per row, -1 = padding row; groups start at multiples of 128 rows).
@@ -55,6 +55,12 @@ enum class Bf16GroupedMode : int { kNone = 0, kMGroupedContiguous = 1, kMGrouped
 //               is what the nt op needs, M-major also works: [G, K, max_m]); d [G, max_m, N] with
 //               d_group_stride == max_m * ldd (and c likewise); `grouped` = masked_m int32 [G] on the GPU;
 //               expected_m is the host-side hint used for the config choice.
+//   K-grouped contiguous (k_grouped_bf16_gemm_tn_contiguous): args.m = M, args.n = N, args.k = sum of the
+//               groups' K; a [sum_K, M] (a_k_major = false, lda = M) and b [sum_K, N] (b_k_major = false),
+//               group g owning K rows [k_g, k_g + ks[g]); d float32 [G, M, N] with d_group_stride == M * ldd
+//               (and c likewise); `grouped` = ks int32 [G] on the GPU, each a multiple of 64 (BLOCK_K; the
+//               caller checks this: the kernel cannot) and possibly 0 (d[g] = c[g] or zeros).
+//               a_group_stride / b_group_stride are unused. K-major operands ([M, sum_K]) also work.
 struct Bf16GroupedArgs {
     Bf16GroupedMode mode = Bf16GroupedMode::kNone;
     const int* grouped = nullptr;
@@ -63,7 +69,8 @@ struct Bf16GroupedArgs {
     int64_t a_group_stride = 0, b_group_stride = 0, d_group_stride = 0, c_group_stride = 0;
 };
 
-void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped);
+void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped);  // M-grouped modes
+void sm90_k_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped);  // kKGroupedContiguous
 
 // The compile-time part of one kernel instance (0 = runtime dim).
 struct Sm90Bf16GemmKernelKey {

@@ -2,8 +2,10 @@
 // A is K-major ([M, K], K contiguous) or M-major (stored [K, M], M contiguous); B is K-major ([N, K]) or
 // N-major (stored [K, N]). D (and C) are row-major [M, N], bf16 or float32 (see the epilogues).
 // Grouped (MoE) modes come from the scheduler: dense (GroupedOrderScheduler), M-grouped contiguous and
-// masked (grouped_scheduler.cuh); A and B are always addressed through 3-D tensor maps {inner, outer,
-// group} (group extent 1 when not grouped), so a group's tile never reads another group's rows.
+// masked, K-grouped contiguous (grouped_scheduler.cuh); A and B are always addressed through 3-D tensor
+// maps {inner, outer, group} (group extent 1 when not grouped), so a group's tile never reads another
+// group's rows. The scheduler also gives each tile its K range (k_offset / k_size: the whole K except for
+// K-grouped problems, whose groups may even have K == 0: such a tile stores C or zeros).
 //
 // Same structure as the FP8 kernel (sm90_fp8_gemm_1d2d.cuh), minus the scales and the promotion:
 // warpgroup 0 = producer (one thread issues TMA loads into the PipelineBarriers ring), BLOCK_M/64 math
@@ -87,7 +89,6 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
     const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
-    const u32 num_k_blocks = ceil_div(k, kBlockK);
 
     extern __shared__ __align__(1024) u8 smem[];
     u8* smem_d = smem;
@@ -132,11 +133,13 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                 const i32 n0 = static_cast<i32>(n_block * kBlockN);
                 const i32 ga = static_cast<i32>(scheduler.a_group());
                 const i32 gb = static_cast<i32>(scheduler.b_group());
+                const u32 tile_k0 = scheduler.k_offset();
+                const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
                     pipe.producer_acquire(st);
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
-                    const i32 k0 = static_cast<i32>(kb * kBlockK);
+                    const i32 k0 = static_cast<i32>(tile_k0 + kb * kBlockK);
                     u8* a_slot = smem_a + st.stage * Layout::kSmemA;
                     u8* b_slot = smem_b + st.stage * Layout::kSmemB;
                     if constexpr (kAMnMajor) {
@@ -203,6 +206,17 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
 
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
+            const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
+            if (Scheduler::kMayHaveEmptyK && num_k_blocks == 0) {
+                // No K blocks (a K-grouped group with K == 0): no stage is loaded; D = C or zeros. Stored from
+                // a zero array rather than by zeroing acc: merging constants into the wgmma accumulators made
+                // ptxas spill (BLOCK 128x256).
+                float zeros[kNumAccum];
+#pragma unroll
+                for (u32 i = 0; i < kNumAccum; ++i) zeros[i] = 0.0f;
+                epilogue.store(zeros, scheduler.d_row0(), n_block * kBlockN, scheduler.d_row_end(), n);
+                continue;
+            }
             PipelineState<kNumStages> prev = st;
             for (u32 kb = 0; kb < num_k_blocks; ++kb) {
                 pipe.consumer_wait(st);

@@ -8,6 +8,10 @@
 //     after next():  a_group(), b_group()  group coordinate of the tile in A's / B's (3-D) tensor map
 //                    a_row0()              first row of the tile in A's (per-group) view
 //                    d_row0(), d_row_end() first row and exclusive row bound of the tile in D's 2-D view
+//                    k_offset(), k_size(k)  the tile's K range [k_offset, k_offset + k_size): K-grouped
+//                                          problems give each group its own range; the others inherit
+//                                          WholeKRange (all of the problem's K)
+//     kMayHaveEmptyK                       true when k_size() can be 0 (the tile is then D = C or zeros)
 // Grouped layouts (contiguous / masked MoE) provide other schedulers with the same interface.
 #pragma once
 
@@ -31,9 +35,16 @@ __device__ __forceinline__ void grouped_order_tile(u32 t, u32 num_m_blocks, u32 
     n_block = first_n + (in_group - m_block * width);
 }
 
+// The K range of every scheduler whose tiles all cover the whole problem K.
+struct WholeKRange {
+    static constexpr bool kMayHaveEmptyK = false;
+    __device__ __forceinline__ u32 k_offset() const { return 0; }
+    __device__ __forceinline__ u32 k_size(u32 problem_k) const { return problem_k; }
+};
+
 // Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct GroupedOrderScheduler {
+struct GroupedOrderScheduler : WholeKRange {
     static_assert(kGroupN >= 1, "group size");
     u32 num_m_blocks;
     u32 num_n_blocks;
@@ -73,7 +84,7 @@ struct GroupedOrderScheduler {
 // the number of M blocks is odd, the last pair's second tile lies past M: that CTA still loads (zero-filled
 // A, its half of B for the peer) and computes, and the epilogue stores nothing (d_row0 >= d_row_end).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ClusterPairScheduler {
+struct ClusterPairScheduler : WholeKRange {
     static_assert(kGroupN >= 1, "group size");
     u32 num_pairs_m;
     u32 num_n_blocks;

@@ -1,4 +1,4 @@
-// Tile schedulers for the M-grouped (MoE) layouts, with the extended interface of gemm_scheduler.cuh, so
+// Tile schedulers for the grouped (MoE) layouts, with the extended interface of gemm_scheduler.cuh, so
 // any kernel written against that interface (the BF16 GEMM; the FP8 kernel later) runs all three modes.
 //
 // Contiguous: A / D are [sum_M, *] (rows of all groups concatenated), B is [G, N, K]; grouped_layout[row]
@@ -9,6 +9,9 @@
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
 //   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m.
+// K-grouped (weight gradients): A is [sum_K, M] and B [sum_K, N] (2-D tensor maps), group g owning the K
+//   rows [k_start_g, k_start_g + ks[g]); D is [G * M, N] (the groups of a [G, M, N] tensor back to back).
+//   See KGroupedScheduler.
 #pragma once
 
 #include "../common/types.cuh"
@@ -17,7 +20,7 @@
 namespace deep_gemm {
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ContiguousGroupedScheduler {
+struct ContiguousGroupedScheduler : WholeKRange {
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
     const i32* grouped_layout;
     u32 cur_group = 0;
@@ -45,7 +48,7 @@ struct ContiguousGroupedScheduler {
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct MaskedGroupedScheduler {
+struct MaskedGroupedScheduler : WholeKRange {
     const i32* masked_m;
     u32 max_m;
     u32 num_groups;
@@ -91,6 +94,69 @@ struct MaskedGroupedScheduler {
     __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return group * max_m + cur_m0; }
     __device__ __forceinline__ u32 d_row_end() const { return group * max_m + group_rows; }
+};
+
+// K-grouped: every group has the same ceil(M/BM) x ceil(N/BN) tiles, enumerated group after group
+// (grouped order inside a group, where all tiles share one K range) and striped over the persistent grid.
+// ks (int32 [num_groups] on the GPU: no host sync) is read as the tiles move forward, so each CTA reads
+// each entry at most once. Each ks[g] must be a multiple of BLOCK_K (the host checks 128): a tile's last
+// K block then never reaches into the next group's rows. ks[g] == 0 gives tiles with no K blocks.
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct KGroupedScheduler {
+    static constexpr bool kMayHaveEmptyK = true;
+    const i32* ks;
+    u32 num_groups;
+    u32 rows;  // M
+    u32 num_m_blocks;
+    u32 num_n_blocks;
+    u32 group_tiles;
+    u32 next_tile;
+    // Cursor: the current group, its first K row and its K.
+    u32 group = 0;
+    u32 group_k0 = 0;
+    u32 group_k = 0;
+    u32 cur_m0 = 0;
+
+    // m = M (rows per group), n = N, k_sizes = ks_tensor [num_groups].
+    __device__ __forceinline__ KGroupedScheduler(u32 m, u32 n, const i32* k_sizes, u32 groups)
+        : ks(k_sizes),
+          num_groups(groups),
+          rows(m),
+          num_m_blocks(ceil_div(m, kBlockM)),
+          num_n_blocks(ceil_div(n, kBlockN)),
+          group_tiles(ceil_div(m, kBlockM) * ceil_div(n, kBlockN)),
+          next_tile(blockIdx.x) {
+        if (num_groups > 0) group_k = load_k(0);
+    }
+
+    __device__ __forceinline__ u32 load_k(u32 g) const {
+        const i32 k = __ldg(ks + g);
+        return k > 0 ? static_cast<u32>(k) : 0u;
+    }
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        const u32 t = next_tile;
+        next_tile += gridDim.x;
+        if (group_tiles == 0) return false;
+        const u32 g = t / group_tiles;
+        if (g >= num_groups) return false;
+        // Tiles only move forward, so the cursor does too.
+        while (group < g) {
+            group_k0 += group_k;
+            group_k = load_k(++group);
+        }
+        grouped_order_tile<kGroupN>(t - g * group_tiles, num_m_blocks, num_n_blocks, m_block, n_block);
+        cur_m0 = m_block * kBlockM;
+        return true;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return group * rows + cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return group * rows + rows; }
+    __device__ __forceinline__ u32 k_offset() const { return group_k0; }
+    __device__ __forceinline__ u32 k_size(u32) const { return group_k; }
 };
 
 }  // namespace deep_gemm
