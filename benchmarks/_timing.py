@@ -1,6 +1,7 @@
 """Timing shared by the GEMM benchmark scripts (imported as a sibling module: the scripts are run as
 ``python3 benchmarks/X.py``, which puts this folder on ``sys.path``)."""
 import statistics
+import sys
 
 import torch
 
@@ -23,3 +24,31 @@ def time_fn(fn, runs, warmup=True):
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3)
     return statistics.median(times)
+
+
+def time_interleaved(fns, runs, label=''):
+    """Median microseconds of each callable in `fns` (name -> fn), timed in turns: every round calls each
+    function once, L2 flushed before each call, so clock and power drift (an H200 running FP8 GEMMs
+    back to back slows down within a second) hits ours and the baselines alike. Each function gets one
+    untimed call first; one that raises there is reported on stderr and gets None."""
+    active, results = {}, {}
+    for name, fn in fns.items():
+        try:
+            fn()
+            torch.cuda.synchronize()
+            active[name] = fn
+        except Exception as e:  # e.g. a baseline this torch build cannot run
+            print(f'{label}{name} n/a: {str(e).splitlines()[0] if str(e) else type(e).__name__}', file=sys.stderr)
+            results[name] = None
+    times = {name: [] for name in active}
+    for _ in range(runs):
+        for name, fn in active.items():
+            flush_l2()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times[name].append(start.elapsed_time(end) * 1e3)
+    results.update({name: statistics.median(ts) for name, ts in times.items()})
+    return results

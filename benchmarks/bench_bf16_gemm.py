@@ -2,8 +2,8 @@
 same run.
 
 Per shape and layout: ours and torch.mm on the same operands (torch.mm gets the same memory layout via
-views, so cuBLAS sees the same transposes), CUDA events around each call, L2 flushed (256 MB write) before
-each call, median of N >= 15 runs. TFLOPS, GB/s and the speedup over cuBLAS; geometric means per M.
+views, so cuBLAS sees the same transposes), timed in turns (one call of each per round), CUDA events around
+each call, L2 flushed (256 MB write) before each call, median of N >= 15 rounds. TFLOPS, GB/s and the speedup over cuBLAS; geometric means per M.
 The summary table is printed last.
 
     python3 benchmarks/bench_bf16_gemm.py [--runs 20] [--layouts nt,nn,tn,tt] [--out bf16|fp32]
@@ -15,7 +15,7 @@ import sys
 import torch
 
 import deep_gemm
-from _timing import time_fn
+from _timing import time_interleaved
 
 NK = ((7168, 2048), (2112, 7168), (24576, 1536), (4096, 7168))
 TARGET_SHAPES = [(m, n, k) for m in (4096, 128) for n, k in NK]
@@ -43,8 +43,10 @@ def bench_shape(layout, m, n, k, out_dtype, runs):
     def cublas():
         torch.mm(a_mk, b_kn, out=d_ref)
 
-    t_ours = time_fn(ours, runs)
-    t_ref = time_fn(cublas, runs)
+    t = time_interleaved({'ours': ours, 'cublas': cublas}, runs, label=f'{layout} {m}x{n}x{k}: ')
+    t_ours, t_ref = t['ours'], t['cublas']
+    if t_ours is None or t_ref is None:
+        raise RuntimeError(f'bf16_gemm_{layout} {m}x{n}x{k}: a timed call failed (see above)')
     flops = 2.0 * m * n * k
     bytes_ = 2 * (m * k + n * k) + d.element_size() * m * n
     return {

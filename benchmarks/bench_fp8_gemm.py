@@ -1,8 +1,8 @@
 """Benchmark: deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D, BF16 out) against the baselines of TARGETS.md.
 
 Per shape: ours, torch._scaled_mm with block-wise scales (cuBLASLt, 1x128 A / 128x128 B), row-wise
-_scaled_mm, and torch.mm in BF16, all measured in this run. CUDA events around each call, L2 flushed
-(256 MB write) before each call, median of N runs. Also the host time per cached call (calls enqueued
+_scaled_mm, and torch.mm in BF16, all measured in this run, in turns (one call of each per round). CUDA
+events around each call, L2 flushed (256 MB write) before each call, median of N rounds. Also the host time per cached call (calls enqueued
 while the GPU is busy, CPU time divided by the count). The summary table is printed last.
 
     python3 benchmarks/bench_fp8_gemm.py [--runs 20] [--shapes 128x2112x7168,...]
@@ -17,7 +17,7 @@ import time
 import torch
 
 import deep_gemm
-from _timing import time_fn
+from _timing import time_interleaved
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 
 TARGET_SHAPES = [(m, n, k) for m in (128, 4096)
@@ -35,15 +35,6 @@ def host_time_per_call(fn, calls=200):
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / calls * 1e6
-
-
-def time_baseline(fn, runs, what):
-    """`time_fn(fn, runs)`, or None (reported as `<what> n/a: <error>`) when the baseline cannot run here."""
-    try:
-        return time_fn(fn, runs)
-    except Exception as e:
-        print(f'{what} n/a: {str(e).splitlines()[0]}', file=sys.stderr)
-        return None
 
 
 def _cast(fn, x):
@@ -68,17 +59,9 @@ def make_inputs(m, n, k):
 def bench_shape(m, n, k, runs):
     a, b, a_fp8, sfa, sfa_mn, b_fp8, sfb = make_inputs(m, n, k)
     d = torch.empty((m, n), device='cuda', dtype=torch.bfloat16)
-    row = {'shape': (m, n, k)}
 
     def ours():
         deep_gemm.fp8_gemm_nt((a_fp8, sfa_mn), (b_fp8, sfb), d)
-
-    try:
-        row['ours'] = time_fn(ours, runs)
-        row['host'] = host_time_per_call(ours)
-    except Exception as e:  # report and keep going
-        print(f'{m}x{n}x{k}: ours failed: {e}', file=sys.stderr)
-        row['ours'] = None
 
     # cuBLASLt block-wise: A scales [M, K/128] outer-dim-major, B scales [K/128, N/128] (= sfb.t()).
     scale_a_blk = sfa.t().contiguous().t()
@@ -88,8 +71,6 @@ def bench_shape(m, n, k, runs):
         return torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=scale_a_blk, scale_b=scale_b_blk,
                                 out_dtype=torch.bfloat16)
 
-    row['blockwise'] = time_baseline(blockwise, runs, f'{m}x{n}x{k}: block-wise _scaled_mm')
-
     scale_a_row = torch.ones((m, 1), device='cuda', dtype=torch.float32)
     scale_b_row = torch.ones((1, n), device='cuda', dtype=torch.float32)
 
@@ -97,15 +78,17 @@ def bench_shape(m, n, k, runs):
         return torch._scaled_mm(a_fp8, b_fp8.t(), scale_a=scale_a_row, scale_b=scale_b_row,
                                 out_dtype=torch.bfloat16)
 
-    row['rowwise'] = time_baseline(rowwise, runs, f'{m}x{n}x{k}: row-wise _scaled_mm')
-
     def bf16():
         return torch.mm(a, b.t())
 
-    row['bf16'] = time_fn(bf16, runs)
-
-    # Sanity: ours vs the block-wise baseline when both ran.
+    # Ours and the baselines in turns (see time_interleaved); the host-time loop, which keeps the GPU at
+    # full load for a while, comes after all of them.
+    row = time_interleaved({'ours': ours, 'blockwise': blockwise, 'rowwise': rowwise, 'bf16': bf16}, runs,
+                           label=f'{m}x{n}x{k}: ')
+    row['shape'] = (m, n, k)
     if row['ours'] is not None:
+        row['host'] = host_time_per_call(ours)
+        d.fill_(float('nan'))
         ours()
         torch.cuda.synchronize()
         row['nan'] = bool(torch.isnan(d).any())
