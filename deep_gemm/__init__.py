@@ -228,7 +228,9 @@ def bf16_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, co
     """``d = c + a @ b.T``: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or MN-major
     in memory; the row stride must be a multiple of 8 elements), ``d`` ``[M, N]`` bfloat16 or float32,
     N-major. ``c``: optional ``[M, N]`` bfloat16/float32 added in the kernel's epilogue (converted to
-    ``d``'s dtype first when it differs; ``c`` may be ``d``). TMA alignment as in :func:`fp8_gemm_nt`."""
+    ``d``'s dtype first when it differs; ``c`` may be ``d``). TMA alignment as in :func:`fp8_gemm_nt`.
+    For tuning, ``DG_BF16_GEMM_CONFIG="block_m,block_n,stages[,multicast]"`` forces the kernel config of the
+    four dense BF16 ops (README; call :func:`reload_settings` after changing it)."""
     if _tracing():
         return _ops.bf16_gemm_nt(a, b, d, c, compiled_dims)
     _c_bf16_gemm_nt(a, b, d, c, compiled_dims)

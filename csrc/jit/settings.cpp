@@ -70,6 +70,7 @@ std::unique_ptr<Settings> read_environment() {
     s->print_configs = env_bool("DG_PRINT_CONFIGS", false);
     if (const char* cuobjdump = env("DG_JIT_CUOBJDUMP")) s->cuobjdump = cuobjdump;
     if (const char* config = env("DG_FP8_GEMM_CONFIG")) s->fp8_gemm_config = config;
+    if (const char* config = env("DG_BF16_GEMM_CONFIG")) s->bf16_gemm_config = config;
     // Build-time only (read by setup.py), but a malformed value is still reported.
     env_bool("DG_JIT_USE_RUNTIME_API", false);
     return s;
@@ -114,6 +115,10 @@ const std::vector<SettingInfo>& setting_registry() {
         {"DG_PRINT_CONFIGS", "bool", "0", "log the config chosen for each new shape"},
         {"DG_FP8_GEMM_CONFIG", "string", "",
          "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast]]\" or \"legacy\" (tuning)"},
+        {"DG_BF16_GEMM_CONFIG", "string", "",
+         "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
+         "\"block_m,block_n,stages[,multicast]\", stages 0 = as many as fit, multicast 0 = off, "
+         "1 = B multicast when legal, absent = heuristic (tuning)"},
     };
     return registry;
 }

@@ -24,6 +24,7 @@ struct Settings {
     bool dump_sass = false;           // DG_JIT_DUMP_SASS or DG_JIT_DUMP_ASM
     bool print_configs = false;       // DG_PRINT_CONFIGS
     std::string fp8_gemm_config;      // DG_FP8_GEMM_CONFIG: forced FP8 GEMM config for tuning (parsed by the kernel)
+    std::string bf16_gemm_config;     // DG_BF16_GEMM_CONFIG: forced dense BF16 GEMM config for tuning (parsed by the kernel)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
 };
 

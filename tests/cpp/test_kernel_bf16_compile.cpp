@@ -1,7 +1,8 @@
 // Compile-only checks of the SM90 BF16 GEMM kernel (no GPU needed): the configs the BF16 heuristics emit
 // over a representative shape set, all four operand majorness combinations, BF16 (TMA store and direct
 // store) and FP32 outputs with and without C, the contiguous / masked grouped modes and the K-grouped
-// mode (k_grouped_bf16_gemm_tn_contiguous: MN-major operands, FP32 D, with and without C) are generated,
+// mode (k_grouped_bf16_gemm_tn_contiguous: MN-major operands, FP32 D, with and without C), and configs forced
+// through DG_BF16_GEMM_CONFIG (benchmarks/sweep_bf16_configs.py) are generated,
 // built for sm_90a with NVCC (a subset also with NVRTC), and their SASS is checked: BF16 wgmma (HGMMA),
 // TMA loads (UTMALDG), TMA stores where the epilogue uses them, and no local memory (LDL / STL).
 // DG_JIT_PTXAS_CHECK=1 additionally makes any spill a compile error.
@@ -14,6 +15,7 @@
 
 #include "jit/jit.hpp"
 #include "jit_kernels/heuristics/sm90_bf16.hpp"
+#include "jit_kernels/impls/sm90_bf16_config_override.hpp"
 #include "jit_kernels/impls/sm90_bf16_gemm.hpp"
 #include "kernel_compile_util.hpp"
 
@@ -155,6 +157,23 @@ std::vector<Sm90Bf16GemmKernelKey> k_grouped_bf16_keys() {
     return keys;
 }
 
+// The kernel key bf16_gemm_nt (K-major A and B, bf16 D through the TMA store, default compiled_dims "nk")
+// builds for m x n x k with DG_BF16_GEMM_CONFIG=`config`, on an H200.
+Sm90Bf16GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
+    const auto ov = deep_gemm::kernels::parse_sm90_bf16_config_override(config);
+    const Sm90Bf16GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
+        ov, /*b_mn_major=*/false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
+    Sm90Bf16GemmKernelKey key;
+    key.block_m = c.block_m;
+    key.block_n = c.block_n;
+    key.num_stages = c.num_stages;
+    key.group_n = c.group_n;
+    key.epilogue = int(Sm90Bf16Epilogue::kBf16Tma);
+    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request);
+    key.n = uint32_t(n), key.k = uint32_t(k);
+    return key;
+}
+
 class KernelCompileBf16 : public dg_test::KernelCompileTest {
 protected:
     KernelCompileBf16() : KernelCompileTest("dg_kernel_bf16_") {}
@@ -265,6 +284,23 @@ TEST_F(KernelCompileBf16, Sm90Bf16KGroupedNvrtc) {
         if (with_c.insert(key.with_c).second) build_and_check(key);
     }
     EXPECT_EQ(with_c.size(), 2u);
+}
+
+// Two configs the sweep forces, with NVRTC: the widest tile with B multicast at a large M, and a small tile
+// the heuristics never pick for M = 128.
+TEST_F(KernelCompileBf16, ForcedSweepConfigsNvrtc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    const Sm90Bf16GemmKernelKey wide = forced_nt_key("128,256,0,1", 4096, 7168, 2048);
+    EXPECT_EQ(wide.block_m, 128);
+    EXPECT_EQ(wide.block_n, 256);
+    EXPECT_EQ(wide.num_stages, 3) << "stages 0: as many as fit next to the 64 KB D staging";
+    EXPECT_EQ(wide.multicast, 2);
+    build_and_check(wide);
+    const Sm90Bf16GemmKernelKey narrow = forced_nt_key("64,96,0", 128, 2112, 7168);
+    EXPECT_EQ(narrow.block_m, 64);
+    EXPECT_EQ(narrow.block_n, 96);
+    EXPECT_EQ(narrow.multicast, 1) << "heuristic multicast (field absent) is off below M = 1024";
+    build_and_check(narrow);
 }
 
 }  // namespace

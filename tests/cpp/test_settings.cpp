@@ -24,6 +24,7 @@ TEST(Settings, Defaults) {
     EXPECT_FALSE(s.debug || s.print_compiler_command || s.print_load_time || s.ptxas_verbose || s.ptxas_check ||
                  s.with_lineinfo || s.dump_ptx || s.dump_sass || s.print_configs);
     EXPECT_EQ(s.cuobjdump, "");
+    EXPECT_EQ(s.bf16_gemm_config, "");
 }
 
 TEST(Settings, ParsesValues) {
@@ -137,6 +138,19 @@ TEST(Settings, ReadLazilyAndReloaded) {
     EXPECT_EQ(first.cache_dir, std::filesystem::path("/tmp/first"));
 }
 
+// Kept verbatim: the BF16 host code parses it (and reports a malformed value at the first dense BF16 call),
+// so other ops are unaffected by a bad value.
+TEST(Settings, Bf16GemmConfigKeptVerbatimAndReloaded) {
+    ScopedEnv env;
+    dg_test::clear_dg_env(env);
+    env.set("DG_BF16_GEMM_CONFIG", "128,256,0,1");
+    EXPECT_EQ(settings().bf16_gemm_config, "128,256,0,1");
+    env.set("DG_BF16_GEMM_CONFIG", "not a config");
+    EXPECT_EQ(settings().bf16_gemm_config, "not a config");
+    env.set("DG_BF16_GEMM_CONFIG", "");
+    EXPECT_EQ(settings().bf16_gemm_config, "");
+}
+
 TEST(Settings, RelativeCacheDirBecomesAbsolute) {
     ScopedEnv env;
     dg_test::clear_dg_env(env);
@@ -174,7 +188,7 @@ TEST(Settings, RegistryCoversEveryVariable) {
          {"DG_JIT_CACHE_DIR", "DG_JIT_USE_NVRTC", "DG_JIT_NVCC_COMPILER", "DG_JIT_CPP_STANDARD", "DG_JIT_DEBUG",
           "DG_JIT_PRINT_COMPILER_COMMAND", "DG_JIT_PRINT_LOAD_TIME", "DG_JIT_PTXAS_VERBOSE", "DG_JIT_PTXAS_CHECK",
           "DG_JIT_WITH_LINEINFO", "DG_JIT_DUMP_PTX", "DG_JIT_DUMP_SASS", "DG_JIT_DUMP_ASM", "DG_JIT_USE_RUNTIME_API",
-          "DG_PRINT_CONFIGS", "DG_JIT_CUOBJDUMP"}) {
+          "DG_PRINT_CONFIGS", "DG_JIT_CUOBJDUMP", "DG_BF16_GEMM_CONFIG"}) {
         EXPECT_EQ(names.count(name), 1u) << name;
     }
 }

@@ -1,5 +1,6 @@
-// Host side of the SM90 BF16 GEMM: config choice (memoized per shape class), source generation, kernel
-// lookup (memoized per config key), TMA descriptors (built per call) and launch.
+// Host side of the SM90 BF16 GEMM: config choice (memoized per shape class; DG_BF16_GEMM_CONFIG can force
+// the dense ops' config), source generation, kernel lookup (memoized per config key), TMA descriptors (built
+// per call) and launch.
 #include "sm90_bf16_gemm.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "../../jit/log.hpp"
 #include "../../jit/settings.hpp"
 #include "../heuristics/sm90_bf16.hpp"
+#include "sm90_bf16_config_override.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -36,32 +38,90 @@ struct ShapeKey {
     bool b_mn_major;
     int rows_per_group;
     int groups;  // K-grouped: G (m, n, k per group); else 1
+    // DG_BF16_GEMM_CONFIG (dense ops only; filled in by get_config): part of the key, so a changed value
+    // (after reload_settings()) chooses again instead of reusing the old config.
+    Sm90Bf16ConfigOverride ov;
     bool operator==(const ShapeKey&) const = default;
 };
 
 struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const noexcept {
-        return hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
-                          uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
-                              uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20 |
-                              uint64_t(uint32_t(s.groups)) << 44);
+        const size_t h = hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
+                                    uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
+                                        uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20 |
+                                        uint64_t(uint32_t(s.groups)) << 44);
+        const uint64_t ov = uint64_t(s.ov.block_m) | uint64_t(s.ov.block_n) << 8 | uint64_t(s.ov.num_stages) << 17 |
+                            uint64_t(s.ov.multicast_request) << 21;
+        return h ^ size_t(ov * 0x9E3779B97F4A7C15ull);
     }
+};
+
+// What get_config decides for a shape class.
+struct ChosenConfig {
+    heuristics::Sm90Bf16GemmConfig config;
+    int multicast_request = 0;  // from DG_BF16_GEMM_CONFIG; 0 = none (Bf16GemmArgs::multicast decides)
 };
 
 // Process-wide memo tables (this translation unit owns them).
 std::mutex g_config_mutex;
-std::unordered_map<ShapeKey, heuristics::Sm90Bf16GemmConfig, ShapeKeyHash> g_configs;
+std::unordered_map<ShapeKey, ChosenConfig, ShapeKeyHash> g_configs;
 jit::KernelTable<Sm90Bf16GemmKernelKey, Sm90Bf16GemmKernelKeyHash> g_kernels;
 
-heuristics::Sm90Bf16GemmConfig get_config(const char* op, const ShapeKey& key) {
+// Runs `f`, prefixing the op name to a ConfigError (the override's messages do not know the op).
+template <typename F>
+auto with_op_name(const char* op, F&& f) {
+    try {
+        return f();
+    } catch (const jit::ConfigError& e) {
+        throw jit::ConfigError(std::string(op) + ": " + e.what());
+    }
+}
+
+// DG_BF16_GEMM_CONFIG of the current settings generation. Parsed again only after reload_settings(), so a
+// call compares one pointer. Called with g_config_mutex held.
+const Sm90Bf16ConfigOverride& current_override(const jit::Settings& settings) {
+    static const jit::Settings* parsed_for = nullptr;
+    static Sm90Bf16ConfigOverride parsed;
+    if (parsed_for != &settings) {
+        parsed = parse_sm90_bf16_config_override(settings.bf16_gemm_config);  // a throw leaves parsed_for stale
+        parsed_for = &settings;
+    }
+    return parsed;
+}
+
+// The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
+// legal for this shape / layout, which falls back to off).
+std::string describe(const ChosenConfig& chosen, const ShapeKey& key) {
+    std::string text = heuristics::to_string(chosen.config);
+    if (!key.ov.active()) return text;
+    text += std::string(" (forced by ") + kBf16ConfigEnv;
+    if (chosen.multicast_request == 2 &&
+        heuristics::choose_sm90_bf16_multicast(key.m, chosen.config, key.mode, key.b_mn_major, 2) == 1)
+        text += "; multicast not legal here, off";
+    return text + ")";
+}
+
+ChosenConfig get_config(const char* op, ShapeKey key) {
+    const jit::Settings& settings = jit::settings();
     std::lock_guard<std::mutex> lock(g_config_mutex);
+    if (key.mode == int(Bf16GroupedMode::kNone))
+        key.ov = with_op_name(op, [&] { return current_override(settings); });
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
-    const auto config = heuristics::choose_sm90_bf16_config(key.m, key.n, key.k, key.num_sms, key.smem_limit,
+    ChosenConfig chosen;
+    if (key.ov.active()) {
+        chosen.config = with_op_name(op, [&] {
+            return apply_sm90_bf16_config_override(key.ov, key.b_mn_major, Sm90Bf16Epilogue(key.epilogue),
+                                                   key.smem_limit);
+        });
+        chosen.multicast_request = key.ov.multicast_request;
+    } else {
+        chosen.config = heuristics::choose_sm90_bf16_config(key.m, key.n, key.k, key.num_sms, key.smem_limit,
                                                             key.b_mn_major, Sm90Bf16Epilogue(key.epilogue),
                                                             key.out_bytes, key.rows_per_group, key.groups);
-    log_config(op, key.m, key.n, key.k, key.num_sms, heuristics::to_string(config));
-    g_configs.emplace(key, config);
-    return config;
+    }
+    log_config(op, key.m, key.n, key.k, key.num_sms, describe(chosen, key));
+    g_configs.emplace(key, chosen);
+    return chosen;
 }
 
 CUtensorMap make_tmap(CUtensorMapDataType dtype, int rank, const void* base, const uint64_t* dims,
@@ -150,8 +210,10 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     // K-grouped: per-group tiles with a K that changes from call to call; choose for a bucketed average.
     const int cost_k = k_grouped ? heuristics::sm90_bf16_k_grouped_hint_k(k, g.num_groups) : k;
     const ShapeKey shape{cost_m, n, cost_k, num_sms, dev.max_smem_per_block_optin, int(g.mode), int(epilogue),
-                         out_elem * (args.c ? 2 : 1), !args.b_k_major, rows_per_group, k_grouped ? g.num_groups : 1};
-    const auto config = get_config(op, shape);
+                         out_elem * (args.c ? 2 : 1), !args.b_k_major, rows_per_group, k_grouped ? g.num_groups : 1,
+                         Sm90Bf16ConfigOverride{}};
+    const ChosenConfig chosen = get_config(op, shape);
+    const heuristics::Sm90Bf16GemmConfig& config = chosen.config;
     if (config.num_stages < heuristics::kSm90Bf16MinStages) fail("not enough shared memory on this device");
 
     Sm90Bf16GemmKernelKey key;
@@ -165,7 +227,9 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     key.epilogue = int(epilogue);
     key.d_fp32 = args.d_fp32;
     key.with_c = args.c != nullptr;
-    key.multicast = heuristics::choose_sm90_bf16_multicast(m, config, int(g.mode), key.b_mn_major, args.multicast);
+    // A multicast forced by DG_BF16_GEMM_CONFIG wins over the caller's request (it is a tuning override).
+    const int multicast_request = chosen.multicast_request != 0 ? chosen.multicast_request : args.multicast;
+    key.multicast = heuristics::choose_sm90_bf16_multicast(m, config, int(g.mode), key.b_mn_major, multicast_request);
     compiled.apply(key, m, n, k);
     if (k_grouped) key.k = 0;  // each group has its own K: never a kernel constant
 
