@@ -67,7 +67,7 @@ def _cudart_link_args(cuda_home: str):
 
 
 def _sources():
-    patterns = ['csrc/jit/*.cpp', 'csrc/jit_kernels/**/*.cpp', 'csrc/apis/*.cpp', 'csrc/python_api.cpp']
+    patterns = ['csrc/jit/*.cpp', 'csrc/jit_kernels/**/*.cpp', 'csrc/apis/*.cpp', 'csrc/python/*.cpp', 'csrc/python_api.cpp']
     files = []
     for pattern in patterns:
         files += sorted(glob.glob(os.path.join(ROOT, pattern), recursive=True))

@@ -1,0 +1,92 @@
+// The out-of-line half of fast_args.hpp: the exception -> Python error mapping (shared by the fast
+// entries and the pybind11 translator) and the argument helpers that are off the per-call hot path.
+#include "python/fast_args.hpp"
+
+#include "jit/errors.hpp"
+
+namespace deep_gemm::python {
+
+namespace {
+
+// Sets the Python error for the exception in flight when it is python_error, a c10 error or a jit::Error;
+// returns false (nothing set) for any other exception.
+bool set_known_python_error() {
+    try {
+        throw;
+    } catch (python_error& e) {  // a Python exception that crossed the dispatcher (fake tensors, dispatch modes)
+        e.restore();
+    } catch (const c10::TypeError& e) {
+        PyErr_SetString(PyExc_TypeError, e.what_without_backtrace());
+    } catch (const c10::ValueError& e) {
+        PyErr_SetString(PyExc_ValueError, e.what_without_backtrace());
+    } catch (const c10::NotImplementedError& e) {
+        PyErr_SetString(PyExc_NotImplementedError, e.what_without_backtrace());
+    } catch (const c10::IndexError& e) {
+        PyErr_SetString(PyExc_IndexError, e.what_without_backtrace());
+    } catch (const c10::Error& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what_without_backtrace());
+    } catch (const jit::Error& e) {  // ConfigError, CompileError, CudaError
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+void set_python_error() noexcept {
+    try {
+        throw;
+    } catch (py::error_already_set& e) {
+        e.restore();
+    } catch (...) {
+        if (set_known_python_error()) return;
+        try {
+            throw;
+        } catch (const std::exception& e) {  // any other std::exception
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+        } catch (...) {
+            PyErr_SetString(PyExc_RuntimeError, "deep_gemm: unknown C++ exception");
+        }
+    }
+}
+
+void translate_exceptions() {
+    py::register_local_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (...) {
+            if (not set_known_python_error()) throw;  // left to pybind11's own translators
+        }
+    });
+}
+
+std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
+
+std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o) {
+    if (o == nullptr or not PySequence_Check(o) or PyUnicode_Check(o))
+        api::throw_type_error(fmt::format("{}: {} must be a sequence of ints; got {}", op, name, o ? type_name(o) : "nothing"));
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(o);
+    std::vector<int64_t> out;
+    out.reserve(seq.size());
+    for (auto item : seq) out.push_back(int_arg(op, name, item.ptr()));
+    return out;
+}
+
+std::optional<api::Recipe> parse_recipe_object(const char* op, const py::handle& obj) {
+    if (obj.is_none()) return std::nullopt;
+    if (not py::isinstance<py::sequence>(obj) or py::isinstance<py::str>(obj))
+        api::throw_type_error(fmt::format("{}: recipe must be None or a tuple of 3 ints; got {}", op,
+                                          std::string(py::str(obj.get_type().attr("__name__")))));
+    auto seq = py::reinterpret_borrow<py::sequence>(obj);
+    std::vector<int64_t> values;
+    for (auto item : seq) {
+        if (not py::isinstance<py::int_>(item))
+            api::throw_type_error(fmt::format("{}: recipe must hold ints; got {}", op, std::string(py::repr(obj))));
+        values.push_back(item.cast<int64_t>());
+    }
+    return api::parse_recipe(op, values);
+}
+
+}  // namespace deep_gemm::python

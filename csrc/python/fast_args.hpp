@@ -1,0 +1,153 @@
+// Argument binding of the METH_FASTCALL entries (FastArgs, tensor/str/bool/int helpers) and the mapping
+// of C++ exceptions onto Python errors (set_python_error, guarded, the pybind11 translator). The helpers
+// that run on every call are inline here so the fast path compiles as it did in one file.
+#pragma once
+
+#include <torch/extension.h>
+
+#include <fmt/format.h>
+
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "apis/common.hpp"
+#include "apis/layout.hpp"
+
+namespace deep_gemm::python {
+
+namespace py = pybind11;
+
+using OptTensor = std::optional<at::Tensor>;
+
+// ---- exception translation ------------------------------------------------------------------------
+
+// Sets the Python error for the exception in flight (the same mapping as the pybind11 translator).
+void set_python_error() noexcept;
+
+// Registers the pybind11 translator of python_error, the c10 error types and jit::Error.
+void translate_exceptions();
+
+// Runs a fast entry's body; a C++ exception becomes the matching Python exception (set_python_error).
+template <typename Body>
+PyObject* guarded(Body&& body) noexcept {
+    try {
+        body();
+        Py_RETURN_NONE;
+    } catch (...) {
+        set_python_error();
+        return nullptr;
+    }
+}
+
+// ---- arguments ------------------------------------------------------------------------------------
+
+std::string type_name(PyObject* o);
+
+// Binds positional and keyword arguments to parameter slots (borrowed references; nullptr = not given).
+class FastArgs {
+public:
+    static constexpr int kMax = 12;
+    FastArgs(const char* fname, std::initializer_list<const char*> names, int required, PyObject* const* args, Py_ssize_t nargs,
+             PyObject* kwnames) {
+        const int n = static_cast<int>(names.size());
+        int i = 0;
+        for (const char* name : names) names_[i++] = name;
+        if (nargs > n) api::throw_type_error(fmt::format("{}() takes at most {} arguments ({} given)", fname, n, nargs));
+        for (Py_ssize_t j = 0; j < nargs; ++j) slots_[j] = args[j];
+        if (kwnames != nullptr) {
+            const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
+            for (Py_ssize_t j = 0; j < nkw; ++j) {
+                PyObject* key = PyTuple_GET_ITEM(kwnames, j);
+                int slot = -1;
+                for (int k = 0; k < n; ++k)
+                    if (PyUnicode_CompareWithASCIIString(key, names_[k]) == 0) slot = k;
+                if (slot < 0)
+                    api::throw_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", fname, PyUnicode_AsUTF8(key)));
+                if (slots_[slot] != nullptr)
+                    api::throw_type_error(fmt::format("{}() got multiple values for argument '{}'", fname, names_[slot]));
+                slots_[slot] = args[nargs + j];
+            }
+        }
+        for (int k = 0; k < required; ++k)
+            if (slots_[k] == nullptr) api::throw_type_error(fmt::format("{}() missing required argument '{}'", fname, names_[k]));
+    }
+    PyObject* operator[](int i) const { return slots_[i]; }
+    const char* name(int i) const { return names_[i]; }
+
+private:
+    const char* names_[kMax] = {};
+    PyObject* slots_[kMax] = {};
+};
+
+inline const at::Tensor& tensor_arg(const char* op, const char* name, PyObject* o) {
+    if (C10_UNLIKELY(o == nullptr or not THPVariable_Check(o)))
+        api::throw_type_error(fmt::format("{}: {} must be a torch.Tensor; got {}", op, name, o ? type_name(o) : "nothing"));
+    return THPVariable_Unpack(o);
+}
+
+inline const at::Tensor* opt_tensor_arg(const char* op, const char* name, PyObject* o) {
+    if (o == nullptr or o == Py_None) return nullptr;
+    return &tensor_arg(op, name, o);
+}
+
+// A DeepGEMM operand: a (tensor, scales) tuple or list.
+inline std::pair<const at::Tensor*, const at::Tensor*> pair_arg(const char* op, const char* name, PyObject* o) {
+    PyObject* first = nullptr;
+    PyObject* second = nullptr;
+    if (PyTuple_Check(o) and PyTuple_GET_SIZE(o) == 2) {
+        first = PyTuple_GET_ITEM(o, 0), second = PyTuple_GET_ITEM(o, 1);
+    } else if (PyList_Check(o) and PyList_GET_SIZE(o) == 2) {
+        first = PyList_GET_ITEM(o, 0), second = PyList_GET_ITEM(o, 1);
+    } else {
+        api::throw_type_error(fmt::format("{}: {} must be a (tensor, scales) pair; got {}", op, name, type_name(o)));
+    }
+    const std::string n0 = name, n1 = std::string("sf") + name;
+    return {&tensor_arg(op, n0.c_str(), first), &tensor_arg(op, n1.c_str(), second)};
+}
+
+inline std::string_view str_arg(const char* op, const char* name, PyObject* o, std::string_view fallback) {
+    if (o == nullptr) return fallback;
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, &size) : nullptr;
+    if (data == nullptr) {
+        PyErr_Clear();
+        api::throw_type_error(fmt::format("{}: {} must be a str; got {}", op, name, type_name(o)));
+    }
+    return {data, static_cast<size_t>(size)};
+}
+
+inline bool bool_arg(const char* op, const char* name, PyObject* o, bool fallback) {
+    if (o == nullptr) return fallback;
+    if (o == Py_True) return true;
+    if (o == Py_False) return false;
+    const int v = PyObject_IsTrue(o);
+    if (v < 0) {
+        PyErr_Clear();
+        api::throw_type_error(fmt::format("{}: {} must be a bool; got {}", op, name, type_name(o)));
+    }
+    return v != 0;
+}
+
+inline int64_t int_arg(const char* op, const char* name, PyObject* o) {
+    if (o == nullptr or not PyLong_Check(o) or PyBool_Check(o))
+        api::throw_type_error(fmt::format("{}: {} must be an int; got {}", op, name, o ? type_name(o) : "nothing"));
+    const long long v = PyLong_AsLongLong(o);
+    if (v == -1 and PyErr_Occurred()) {
+        PyErr_Clear();
+        api::throw_value_error(fmt::format("{}: {} does not fit in 64 bits", op, name));
+    }
+    return v;
+}
+
+std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o);
+
+inline OptTensor to_optional(const at::Tensor* t) { return t ? OptTensor(*t) : OptTensor(); }
+
+// A recipe argument: None, or a sequence of 3 ints (api::parse_recipe checks the values).
+std::optional<api::Recipe> parse_recipe_object(const char* op, const py::handle& obj);
+
+}  // namespace deep_gemm::python

@@ -1,0 +1,87 @@
+// The Python views of the JIT core and the runtime that PYBIND11_MODULE binds: compile_only (build a shipped
+// kernel without a GPU), the parsed DG_* settings and their registry, and the cached device info.
+#include "python/jit_tools.hpp"
+
+#include <fmt/format.h>
+
+#include "apis/common.hpp"
+#include "apis/runtime.hpp"
+#include "jit/jit.hpp"
+#include "jit/settings.hpp"
+#include "jit_kernels/impls/layout_transpose_sf.hpp"
+
+namespace deep_gemm::python {
+
+namespace py = pybind11;
+
+namespace {
+
+// Kernels that can be compiled without a GPU (warm-up, CI). Other kernel families add theirs here.
+jit::KernelSource compile_only_source(const std::string& kernel) {
+    if (kernel == "layout_transpose_sf") return kernels::layout_transpose_sf_source();
+    api::throw_value_error(fmt::format("compile_only: unknown kernel \"{}\"; known: layout_transpose_sf", kernel));
+}
+
+}  // namespace
+
+py::dict compile_only(const std::string& kernel, const std::string& arch) {
+    const jit::KernelSource src = compile_only_source(kernel);
+    jit::CachedKernel entry;
+    {
+        py::gil_scoped_release no_gil;
+        entry = jit::build(src, arch);
+    }
+    py::dict result;
+    result["name"] = src.name;
+    result["symbol"] = src.symbol;
+    result["dir"] = entry.dir.string();
+    result["compiled"] = entry.compiled;
+    result["cubin_size"] = entry.cubin.size();
+    return result;
+}
+
+py::dict settings_dict() {
+    const jit::Settings& s = jit::settings();
+    py::dict d;
+    d["cache_dir"] = s.cache_dir.string();
+    d["use_nvrtc"] = s.use_nvrtc;
+    d["nvcc_compiler"] = s.nvcc_compiler;
+    d["cpp_standard"] = s.cpp_standard;
+    d["debug"] = s.debug;
+    d["print_compiler_command"] = s.print_compiler_command;
+    d["print_load_time"] = s.print_load_time;
+    d["ptxas_verbose"] = s.ptxas_verbose;
+    d["ptxas_check"] = s.ptxas_check;
+    d["with_lineinfo"] = s.with_lineinfo;
+    d["dump_ptx"] = s.dump_ptx;
+    d["dump_sass"] = s.dump_sass;
+    d["print_configs"] = s.print_configs;
+    return d;
+}
+
+py::list setting_registry() {
+    py::list out;
+    for (const auto& info : jit::setting_registry()) {
+        py::dict d;
+        d["name"] = info.name;
+        d["type"] = info.type;
+        d["default"] = info.default_value;
+        d["doc"] = info.doc;
+        out.append(d);
+    }
+    return out;
+}
+
+py::dict device_info(int device) {
+    const auto& info = api::device_info_cached(device);
+    py::dict d;
+    d["ordinal"] = info.ordinal;
+    d["cc_major"] = info.cc_major;
+    d["cc_minor"] = info.cc_minor;
+    d["sm_count"] = info.sm_count;
+    d["max_smem_per_block_optin"] = info.max_smem_per_block_optin;
+    d["arch"] = info.arch;
+    return d;
+}
+
+}  // namespace deep_gemm::python

@@ -1,0 +1,16 @@
+// JIT and runtime tools of deep_gemm._C (jit_tools.cpp): the functions behind compile_only, get_settings,
+// setting_registry and device_info, returning plain Python dicts and lists.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <string>
+
+namespace deep_gemm::python {
+
+pybind11::dict compile_only(const std::string& kernel, const std::string& arch);
+pybind11::dict settings_dict();
+pybind11::list setting_registry();
+pybind11::dict device_info(int device);
+
+}  // namespace deep_gemm::python
