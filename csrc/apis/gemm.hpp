@@ -31,7 +31,7 @@ struct GemmOpSpec {
     Grouping grouping;
     bool trans_a;      // the API takes A as [K, M] ("t" first letter): the kernel sees a.transpose(-2, -1)
     bool trans_b;      // the API takes B as [K, N] ("n" second letter)
-                       // (K-grouped ops: false; their operands are validated as given, see gemm.cpp)
+                       // (K-grouped ops: false; their operands are validated as given, see gemm_validation.cpp)
     const char* default_compiled_dims;
 };
 

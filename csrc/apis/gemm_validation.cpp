@@ -1,53 +1,19 @@
-#include "gemm.hpp"
+// GEMM validation: the per-op rules (dtypes, ranks and shapes, scale factors, memory layouts, overlap)
+// that build a Problem from a call's tensors (validate), the public spec accessor, and the
+// validation-only entries (check_gemm_fake, check_gemm_real_for_benchmark).
+#include "gemm_internal.hpp"
 
-#include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include <array>
-
-#include "../jit_kernels/impls/sm90_bf16_gemm.hpp"
-#include "../jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
-#include "runtime.hpp"
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace deep_gemm::api {
 
 namespace {
 
-using F = Family;
-using G = Grouping;
-
-constexpr std::array<GemmOpSpec, static_cast<int>(GemmOp::kCount)> kSpecs = {{
-    {GemmOp::kFp8Nt, "fp8_gemm_nt", F::kFp8, G::kNone, false, false, "nk"},
-    {GemmOp::kFp8Nn, "fp8_gemm_nn", F::kFp8, G::kNone, false, true, "nk"},
-    {GemmOp::kFp8Tn, "fp8_gemm_tn", F::kFp8, G::kNone, true, true, "mn"},
-    {GemmOp::kFp8Tt, "fp8_gemm_tt", F::kFp8, G::kNone, true, false, "mn"},
-    {GemmOp::kMGroupedFp8NtContiguous, "m_grouped_fp8_gemm_nt_contiguous", F::kFp8, G::kMContiguous, false, false, "nk"},
-    {GemmOp::kMGroupedFp8NtMasked, "m_grouped_fp8_gemm_nt_masked", F::kFp8, G::kMMasked, false, false, "nk"},
-    {GemmOp::kKGroupedFp8NtContiguous, "k_grouped_fp8_gemm_nt_contiguous", F::kFp8, G::kKContiguous, false, false, "mn"},
-    {GemmOp::kBf16Nt, "bf16_gemm_nt", F::kBf16, G::kNone, false, false, "nk"},
-    {GemmOp::kBf16Nn, "bf16_gemm_nn", F::kBf16, G::kNone, false, true, "nk"},
-    {GemmOp::kBf16Tn, "bf16_gemm_tn", F::kBf16, G::kNone, true, true, "mn"},
-    {GemmOp::kBf16Tt, "bf16_gemm_tt", F::kBf16, G::kNone, true, false, "mn"},
-    {GemmOp::kMGroupedBf16NtContiguous, "m_grouped_bf16_gemm_nt_contiguous", F::kBf16, G::kMContiguous, false, false, "nk"},
-    {GemmOp::kMGroupedBf16NtMasked, "m_grouped_bf16_gemm_nt_masked", F::kBf16, G::kMMasked, false, false, "nk"},
-    {GemmOp::kKGroupedBf16TnContiguous, "k_grouped_bf16_gemm_tn_contiguous", F::kBf16, G::kKContiguous, false, false, "mn"},
-}};
-
-constexpr Recipe kRecipe1D2D = {1, 128, 128};
-constexpr Recipe kRecipe1D1D = {1, 1, 128};
 constexpr int64_t kKGroupAlignment = 128;
-
-enum class Kernel { kNone, kFp8_1D2D, kFp8_1D1D, kBf16 };
-
-// Everything validation learned about a call.
-struct Problem {
-    int64_t m = 0, n = 0, k = 0, groups = 1;
-    View a, b, d, sfa, sfb, c, layout;
-    bool has_sf = false, has_c = false, has_layout = false;
-    bool c_is_d = false;  // c and d are the same memory with the same layout (accumulate in place)
-    Recipe recipe = kRecipe1D2D;
-    Kernel kernel = Kernel::kNone;
-};
 
 std::string recipe_str(const Recipe& r) { return fmt::format("({}, {}, {})", r[0], r[1], r[2]); }
 
@@ -174,6 +140,8 @@ bool same_memory(const View& x, const View& y, CheckMode mode) {
         if (x.size[i] != y.size[i] or (x.size[i] > 1 and x.stride[i] != y.stride[i])) return false;
     return true;
 }
+
+}  // namespace
 
 Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& check) {
     Problem p;
@@ -415,215 +383,7 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     return p;
 }
 
-// d = c (or zeros): the whole result when K == 0.
-void fill_without_product(const Problem& p, const GemmCall& call) {
-    if (p.has_c) {
-        if (not p.c_is_d) call.d->copy_(*call.c);
-    } else {
-        call.d->zero_();
-    }
-}
-
-// m == 0 or n == 0: nothing to do; k == 0: d = c or zeros. True when handled.
-bool handle_empty(const GemmOpSpec& spec, const Problem& p, const GemmCall& call) {
-    if (p.m == 0 or p.n == 0 or p.groups == 0) return true;
-    if (p.k == 0) {
-        fill_without_product(p, call);
-        return true;
-    }
-    (void)spec;
-    return false;
-}
-
-void run_fp8_1d2d(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
-    // A scales: the kernel reads them M-major with the M stride aligned to 4; convert unless they already are.
-    at::Tensor sfa_converted;
-    const float* sfa_ptr = nullptr;
-    int64_t sfa_stride = 0;
-    if (is_mn_major_tma_aligned(p.sfa, CheckMode::kReal)) {
-        sfa_ptr = call.sfa->const_data_ptr<float>();
-        sfa_stride = p.sfa.stride[1];
-    } else {
-        sfa_converted = get_mn_major_tma_aligned_tensor(spec.trans_a ? call.sfa->transpose(0, 1) : *call.sfa, false, spec.name, "sfa");
-        sfa_ptr = sfa_converted.const_data_ptr<float>();
-        sfa_stride = sfa_converted.stride(1);
-    }
-    // B scales: row-major [ceil(N/128), ceil(K/128)].
-    at::Tensor sfb_converted;
-    const float* sfb_ptr = nullptr;
-    if ((p.sfb.size[1] <= 1 or p.sfb.stride[1] == 1) and (p.sfb.size[0] <= 1 or p.sfb.stride[0] == p.sfb.size[1])) {
-        sfb_ptr = call.sfb->const_data_ptr<float>();
-    } else {
-        sfb_converted = (spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb).contiguous();
-        sfb_ptr = sfb_converted.const_data_ptr<float>();
-    }
-    // c: the kernel writes d = A @ B; d += c afterwards (c == d: keep the old values first).
-    at::Tensor c_saved;
-    if (p.has_c and p.c_is_d) c_saved = call.c->clone();
-
-    kernels::Fp8Gemm1d2dArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.sfa = sfa_ptr;
-    args.sfb = sfb_ptr;
-    args.d = call.d->mutable_data_ptr();
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
-    // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
-    args.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
-    args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
-    args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 8);
-    args.sfa_stride = sfa_stride;
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-    (void)check;
-    kernels::sm90_fp8_gemm_1d2d(args);
-
-    if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
-}
-
-// Memory order and leading dimension of an operand view [.., MN, K] as the BF16 kernel wants them.
-struct OperandMemory {
-    bool k_major;
-    int64_t ld;  // elements between consecutive rows of the stored 2-D matrix
-};
-
-OperandMemory operand_memory(const View& v, int64_t elems_per_16b) {
-    const int ik = v.dim - 1, imn = v.dim - 2;
-    const bool k_major = v.stride[ik] == 1 or v.size[ik] <= 1;
-    if (k_major) return {true, v.size[imn] > 1 ? v.stride[imn] : align_up(v.size[ik], elems_per_16b)};
-    return {false, v.size[ik] > 1 ? v.stride[ik] : align_up(v.size[imn], elems_per_16b)};
-}
-
-// k_grouped_bf16_gemm_tn_contiguous: a [sum_K, M] and b [sum_K, N] contiguous (MN-major for the kernel);
-// d and c float32 [G, M, N] contiguous. Groups with K == 0 are handled by the kernel (d[g] = c[g] or zeros).
-void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
-    kernels::Bf16GemmArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.a_k_major = false, args.lda = p.m;
-    args.b_k_major = false, args.ldb = p.n;
-    args.d = call.d->mutable_data_ptr();
-    args.ldd = p.n;
-    args.d_fp32 = true;
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
-    if (p.has_c) {
-        args.c = p.c_is_d ? args.d : call.c->const_data_ptr();
-        args.ldc = p.n;
-    }
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-
-    kernels::Bf16GroupedArgs grouped;
-    grouped.mode = kernels::Bf16GroupedMode::kKGroupedContiguous;
-    grouped.grouped = call.layout->const_data_ptr<int>();
-    grouped.num_groups = static_cast<int>(p.groups);
-    grouped.d_group_stride = grouped.c_group_stride = p.m * p.n;
-    kernels::sm90_k_grouped_bf16_gemm(args, grouped);
-}
-
-void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
-    if (spec.grouping == G::kKContiguous) return run_bf16_k_grouped(p, call, device);
-    const bool d_fp32 = call.d->scalar_type() == at::kFloat;
-    const OperandMemory ma = operand_memory(p.a, 8), mb = operand_memory(p.b, 8);
-    const int id = p.d.dim - 2;
-
-    kernels::Bf16GemmArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.a_k_major = ma.k_major, args.lda = ma.ld;
-    args.b_k_major = mb.k_major, args.ldb = mb.ld;
-    args.d = call.d->mutable_data_ptr();
-    args.ldd = p.m > 1 ? p.d.stride[id] : align_up(p.n, d_fp32 ? 4 : 8);
-    args.d_fp32 = d_fp32;
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
-
-    // C: the kernel adds a C of d's dtype, N-major (it may be d itself); convert anything else once.
-    at::Tensor c_converted;
-    if (p.has_c) {
-        if (p.c_is_d) {
-            args.c = args.d, args.ldc = args.ldd;
-        } else {
-            const bool usable = call.c->scalar_type() == call.d->scalar_type() and (p.c.stride[1] == 1 or p.n <= 1);
-            const at::Tensor& c = usable ? *call.c : (c_converted = call.c->to(call.d->scalar_type()).contiguous());
-            args.c = c.const_data_ptr();
-            args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
-        }
-    }
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-
-    if (spec.grouping == G::kNone) return kernels::sm90_bf16_gemm(args);
-
-    kernels::Bf16GroupedArgs grouped;
-    grouped.grouped = call.layout->const_data_ptr<int>();
-    grouped.num_groups = static_cast<int>(p.groups);
-    grouped.b_group_stride = p.b.stride[0];
-    if (spec.grouping == G::kMContiguous) {
-        if (call.use_psum_layout) check.not_implemented("use_psum_layout=True is not available in this build yet");
-        if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
-            check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
-                                              "get_mk_alignment_for_contiguous_layout() is {}",
-                                              get_mk_alignment_for_contiguous_layout()));
-        grouped.mode = kernels::Bf16GroupedMode::kMGroupedContiguous;
-    } else {
-        grouped.mode = kernels::Bf16GroupedMode::kMGroupedMasked;
-        grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
-        grouped.a_group_stride = p.a.stride[0];
-        grouped.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * args.ldd;
-    }
-    kernels::sm90_m_grouped_bf16_gemm(args, grouped);
-}
-
-void check_int_range(const Checker& check, const Problem& p) {
-    constexpr int64_t kMax = std::numeric_limits<int>::max();
-    if (p.m > kMax or p.n > kMax or p.k > kMax)
-        check.value_error(fmt::format("M, N and K must each be below 2^31; got M = {}, N = {}, K = {}", p.m, p.n, p.k));
-}
-
-}  // namespace
-
-const GemmOpSpec& gemm_op_spec(GemmOp op) { return kSpecs[static_cast<int>(op)]; }
-
-void run_gemm(GemmOp op, const GemmCall& call) {
-    const GemmOpSpec& spec = gemm_op_spec(op);
-    const Checker check(spec.name, CheckMode::kReal);
-    const Problem p = validate(spec, call, check);
-    const int device = check.same_cuda_device({&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d,
-                                               p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr});
-    if (handle_empty(spec, p, call)) return;
-    check_int_range(check, p);
-    require_sm90(check, device);
-
-    switch (p.kernel) {
-        case Kernel::kFp8_1D2D:
-            if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, check, p, call, device);
-            break;
-        case Kernel::kBf16:
-            return run_bf16(spec, check, p, call, device);
-        default:
-            break;
-    }
-    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented){}",
-                                      p.kernel == Kernel::kFp8_1D1D ? "the 1D1D FP8 kernel (recipe (1, 1, 128), FP32 output)"
-                                      : p.kernel == Kernel::kBf16   ? "the BF16 GEMM kernel"
-                                                                    : "the grouped FP8 kernel",
-                                      ""));
-}
+const GemmOpSpec& gemm_op_spec(GemmOp op) { return op_spec(op); }
 
 void check_gemm_fake(GemmOp op, const GemmCall& call) {
     const GemmOpSpec& spec = gemm_op_spec(op);
