@@ -4,7 +4,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <fmt/format.h>
 
-#include <array>
 #include <atomic>
 
 namespace deep_gemm::api {
@@ -15,9 +14,6 @@ std::atomic<int> g_num_sms{0};  // 0: the device's SM count
 std::atomic<bool> g_pdl{false};
 std::atomic<bool> g_ignore_compile_dims{false};
 std::atomic<int> g_mk_alignment{128};
-
-constexpr int kMaxDevices = 64;
-std::array<std::atomic<const jit::DeviceInfo*>, kMaxDevices> g_device_info{};
 
 }  // namespace
 
@@ -32,18 +28,8 @@ int current_device_or_throw(const char* what) {
     return c10::cuda::current_device();
 }
 
-const jit::DeviceInfo& device_info_cached(int device) {
-    if (C10_LIKELY(device >= 0 and device < kMaxDevices)) {
-        if (const auto* info = g_device_info[device].load(std::memory_order_acquire)) return *info;
-        const jit::DeviceInfo& info = jit::device_info(device);  // cached for the process by the core
-        g_device_info[device].store(&info, std::memory_order_release);
-        return info;
-    }
-    return jit::device_info(device);
-}
-
 void require_sm90(const Checker& check, int device) {
-    const auto& info = device_info_cached(device);
+    const auto& info = jit::device_info(device);
     if (info.cc_major != 9)
         check.not_implemented(fmt::format("requires an SM90 (Hopper, sm_90a) GPU; cuda:{} is sm_{}{}", device, info.cc_major,
                                           info.cc_minor));
@@ -56,7 +42,7 @@ CUstream current_stream(int device) {
 void set_num_sms(int n) {
     if (n <= 0) throw_value_error(fmt::format("set_num_sms: the SM count must be positive; got {}", n));
     const int device = current_device_or_throw("set_num_sms");
-    const int available = device_info_cached(device).sm_count;
+    const int available = jit::device_info(device).sm_count;
     if (n > available)
         throw_value_error(fmt::format("set_num_sms: cuda:{} has {} SMs; got {}", device, available, n));
     g_num_sms.store(n);
@@ -65,11 +51,11 @@ void set_num_sms(int n) {
 int get_num_sms() {
     const int n = g_num_sms.load();
     if (n > 0) return n;
-    return device_info_cached(current_device_or_throw("get_num_sms")).sm_count;
+    return jit::device_info(current_device_or_throw("get_num_sms")).sm_count;
 }
 
 int num_sms_for_device(int device) {
-    const int available = device_info_cached(device).sm_count;
+    const int available = jit::device_info(device).sm_count;
     const int n = g_num_sms.load(std::memory_order_relaxed);
     return (n > 0 and n < available) ? n : available;
 }

@@ -36,9 +36,6 @@ int get_theoretical_mk_alignment_for_contiguous_layout();
 
 // ---- devices --------------------------------------------------------------------------------------
 
-// The JIT core's device info, cached here per device index (no lock on the hot path).
-const jit::DeviceInfo& device_info_cached(int device);
-
 // NotImplementedError unless `device` is an SM90 (Hopper) GPU.
 void require_sm90(const Checker& check, int device);
 

@@ -58,7 +58,7 @@ struct DeviceInfo {
     std::string arch;                  // compiler target, "sm_90a" on Hopper
 };
 
-// Queried once per device (driver or runtime API, as built), then cached.
+// Queried once per device (driver or runtime API, as built), then cached; later calls take no lock.
 const DeviceInfo& device_info(int device);
 
 // The lazily dlopen'ed driver entry points other code needs (TMA descriptors). Throws CudaError when

@@ -1,5 +1,6 @@
 // device_info(), load(), get_kernel() and the LoadedKernel implementations: Driver API by default,
 // Runtime API when compiled with DG_JIT_USE_RUNTIME_API (the only file that depends on that macro).
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -253,10 +254,17 @@ auto& g_loaded = *new std::map<std::tuple<std::string, std::string, int>, std::u
 }  // namespace
 
 const DeviceInfo& device_info(int device) {
+    // Ops ask on every call: a lock-free slot per small ordinal answers after the first query.
+    static std::array<std::atomic<const DeviceInfo*>, 64> fast{};
+    const bool has_slot = device >= 0 && device < int(fast.size());
+    if (has_slot) {
+        if (const DeviceInfo* info = fast[device].load(std::memory_order_acquire)) return *info;
+    }
     std::lock_guard<std::mutex> lock(g_devices_mutex);
-    if (auto it = g_devices.find(device); it != g_devices.end()) return *it->second;
-    auto info = std::make_unique<DeviceInfo>(query_device(device));
-    return *g_devices.emplace(device, std::move(info)).first->second;
+    auto it = g_devices.find(device);
+    if (it == g_devices.end()) it = g_devices.emplace(device, std::make_unique<DeviceInfo>(query_device(device))).first;
+    if (has_slot) fast[device].store(it->second.get(), std::memory_order_release);
+    return *it->second;
 }
 
 const LoadedKernel& load(const CachedKernel& entry, const std::string& symbol, int device) {

@@ -73,7 +73,7 @@ py::list setting_registry() {
 }
 
 py::dict device_info(int device) {
-    const auto& info = api::device_info_cached(device);
+    const auto& info = jit::device_info(device);
     py::dict d;
     d["ordinal"] = info.ordinal;
     d["cc_major"] = info.cc_major;
