@@ -1,7 +1,7 @@
 // Memoized TMA descriptor encoding (see encode_tensor_map in jit.hpp).
-#include <array>
 #include <cstring>
 
+#include "direct_mapped_cache.hpp"
 #include "jit.hpp"
 
 namespace deep_gemm::jit {
@@ -15,25 +15,8 @@ struct TensorMapKey {
     uint32_t dtype, rank, swizzle, l2;
 };
 
-struct TensorMapSlot {
-    bool used = false;
-    TensorMapKey key;
-    CUtensorMap map;
-};
-
-// Direct-mapped: a collision just re-encodes. Per thread, so no lock on the launch path.
-constexpr size_t kSlots = 64;
-thread_local std::array<TensorMapSlot, kSlots> t_slots;
-
-static_assert(sizeof(TensorMapKey) % 8 == 0, "the key hashes as 64-bit words");
-
-size_t slot_of(const TensorMapKey& key) {
-    uint64_t words[sizeof(TensorMapKey) / 8];
-    std::memcpy(words, &key, sizeof(key));
-    uint64_t h = 0;
-    for (uint64_t w : words) h = (h ^ w) * 0x9E3779B97F4A7C15ull;  // word at a time: this is on every launch
-    return size_t(h ^ (h >> 32)) % kSlots;
-}
+// Per thread, so no lock on the launch path; a collision just re-encodes.
+thread_local DirectMappedCache<TensorMapKey, CUtensorMap, 64> t_maps;
 
 }  // namespace
 
@@ -48,8 +31,7 @@ CUtensorMap encode_tensor_map(CUtensorMapDataType dtype, unsigned rank, const vo
     for (unsigned i = 0; i + 1 < rank; ++i) key.strides[i] = global_strides[i];
     key.dtype = uint32_t(dtype), key.rank = rank, key.swizzle = uint32_t(swizzle), key.l2 = uint32_t(l2_promotion);
 
-    TensorMapSlot& slot = t_slots[slot_of(key)];
-    if (slot.used && std::memcmp(&slot.key, &key, sizeof(key)) == 0) return slot.map;
+    if (const CUtensorMap* cached = t_maps.find(key)) return *cached;
 
     CUtensorMap map;
     std::memset(&map, 0, sizeof(map));
@@ -58,10 +40,7 @@ CUtensorMap encode_tensor_map(CUtensorMapDataType dtype, unsigned rank, const vo
                                                   box_dims, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
                                                   l2_promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                  what);
-    slot.used = true;
-    slot.key = key;
-    slot.map = map;
-    return map;
+    return t_maps.insert(key, map);
 }
 
 }  // namespace deep_gemm::jit

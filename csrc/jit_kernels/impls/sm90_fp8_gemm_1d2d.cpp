@@ -3,7 +3,6 @@
 // per-thread memo keyed by its arguments.
 #include "sm90_fp8_gemm_1d2d.hpp"
 
-#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -11,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "../../jit/direct_mapped_cache.hpp"
 #include "../../jit/errors.hpp"
 #include "../../jit/jit.hpp"
 #include "../../jit/log.hpp"
@@ -212,25 +212,9 @@ struct LaunchKey {
     uint8_t dims_mask;  // compiled m/n/k as bits 0/1/2
     bool pdl;
 };
-static_assert(sizeof(LaunchKey) % 8 == 0, "the key hashes as 64-bit words");
 
-struct LaunchSlot {
-    bool used = false;
-    LaunchKey key;
-    PreparedLaunch prepared;
-};
-
-// Direct-mapped, per thread (no lock); a collision just prepares again.
-constexpr size_t kLaunchSlots = 16;
-thread_local std::array<LaunchSlot, kLaunchSlots> t_launches;
-
-size_t slot_of(const LaunchKey& key) {
-    uint64_t words[sizeof(LaunchKey) / 8];
-    std::memcpy(words, &key, sizeof(key));
-    uint64_t h = 0;
-    for (uint64_t w : words) h = (h ^ w) * 0x9E3779B97F4A7C15ull;
-    return size_t(h ^ (h >> 32)) % kLaunchSlots;
-}
+// Per thread, so no lock; a collision just prepares again.
+thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
 
 PreparedLaunch prepare(const Fp8Gemm1d2dArgs& args, const CompiledDims& compiled) {
     const int m = args.m, n = args.n, k = args.k;
@@ -316,15 +300,10 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     key.m = m, key.n = n, key.k = k, key.num_sms = args.num_sms, key.device = args.device;
     key.dims_mask = uint8_t(compiled.m | compiled.n << 1 | compiled.k << 2);
     key.pdl = args.pdl;
-    LaunchSlot& slot = t_launches[slot_of(key)];
-    if (!slot.used || std::memcmp(&slot.key, &key, sizeof(key)) != 0) {
-        slot.used = false;  // stays unused if prepare throws
-        slot.prepared = prepare(args, compiled);
-        slot.key = key;
-        slot.used = true;
-    }
+    const PreparedLaunch* prepared = t_launches.find(key);
+    if (prepared == nullptr) prepared = &t_launches.insert(key, prepare(args, compiled));
 
-    const PreparedLaunch& p = slot.prepared;
+    const PreparedLaunch& p = *prepared;
     jit::LaunchConfig launch = p.launch;
     launch.stream = args.stream;
     const float* sfb = args.sfb;
