@@ -33,15 +33,8 @@ std::vector<std::tuple<int, int, int>> representative_shapes() {
 
 // The kernel key of the config the heuristics choose for (m, n, k), all dims at run time.
 Sm90Fp8GemmKernelKey heuristic_key(int m, int n, int k, bool legacy = false) {
-    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, legacy);
-    Sm90Fp8GemmKernelKey key;
-    key.block_m = c.block_m;
-    key.block_n = c.block_n;
-    key.num_stages = c.num_stages;
-    key.group_n = c.group_n;
-    key.pipelined = c.pipelined;
-    key.multicast = c.multicast;
-    return key;
+    return deep_gemm::kernels::sm90_fp8_kernel_key(
+        deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, legacy));
 }
 
 // Every distinct config the heuristics pick for those shapes (all dims at run time) plus a few

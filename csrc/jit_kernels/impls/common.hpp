@@ -99,6 +99,15 @@ inline int usable_sms(const jit::DeviceInfo& dev, int requested) {
     return requested > 0 ? std::min(requested, dev.sm_count) : dev.sm_count;
 }
 
+// Persistent grids: one CTA per tile up to `num_sms` CTAs; with 2-CTA clusters, whole pairs over `pair_tiles`
+// (tiles of the paired dimension counted in pairs), at most `num_sms` CTAs.
+inline unsigned persistent_grid(int num_sms, int64_t tiles) {
+    return unsigned(std::max<int64_t>(1, std::min<int64_t>(num_sms, tiles)));
+}
+inline unsigned persistent_pair_grid(int num_sms, int64_t pair_tiles) {
+    return unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
+}
+
 // With DG_PRINT_CONFIGS: logs the config (`config_text`) chosen for a problem shape.
 inline void log_config(const char* op, int m, int n, int k, int num_sms, const std::string& config_text) {
     if (!jit::settings().print_configs) return;

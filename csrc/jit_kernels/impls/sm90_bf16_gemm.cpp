@@ -275,12 +275,8 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const int64_t m_blocks = (masked || k_grouped) ? int64_t(g.num_groups) * ((m + config.block_m - 1) / config.block_m)
                                                    : (m + config.block_m - 1) / config.block_m;
     jit::LaunchConfig launch;
-    if (key.multicast > 1) {
-        const int64_t pair_tiles = (m_blocks + 1) / 2 * n_blocks;
-        launch.grid[0] = unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
-    } else {
-        launch.grid[0] = unsigned(std::max<int64_t>(1, std::min<int64_t>(num_sms, m_blocks * n_blocks)));
-    }
+    launch.grid[0] = key.multicast > 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
+                                       : persistent_grid(num_sms, m_blocks * n_blocks);
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_bf16_smem_bytes(config.block_m, config.block_n, config.num_stages,
                                                                   key.b_mn_major, epilogue));

@@ -159,6 +159,17 @@ CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t i
 
 }  // namespace
 
+Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
+    Sm90Fp8GemmKernelKey key;
+    key.block_m = config.block_m;
+    key.block_n = config.block_n;
+    key.num_stages = config.num_stages;
+    key.group_n = config.group_n;
+    key.pipelined = config.pipelined;
+    key.multicast = config.multicast;
+    return key;
+}
+
 Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     Sm90Fp8GemmSource src;
     src.name = "sm90_fp8_gemm_1d2d";
@@ -223,14 +234,9 @@ PreparedLaunch prepare(const Fp8Gemm1d2dArgs& args, const CompiledDims& compiled
     const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
 
-    Sm90Fp8GemmKernelKey key;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
-    key.pipelined = config.pipelined;
+    Sm90Fp8GemmKernelKey key = sm90_fp8_kernel_key(config);
     // Clusters need two CTAs per cluster in the persistent grid.
-    key.multicast = num_sms >= 2 ? config.multicast : 0;
+    if (num_sms < 2) key.multicast = 0;
     compiled.apply(key, m, n, k);
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
     key.direct_store = !aligned(args.d, 16) || (args.ldd % 8) != 0;
@@ -257,12 +263,9 @@ PreparedLaunch prepare(const Fp8Gemm1d2dArgs& args, const CompiledDims& compiled
 
     const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    if (key.multicast != 0) {
-        const int64_t pair_tiles = key.multicast == 1 ? (m_blocks + 1) / 2 * n_blocks : m_blocks * ((n_blocks + 1) / 2);
-        p.launch.grid[0] = unsigned(2 * std::max<int64_t>(1, std::min<int64_t>(num_sms / 2, pair_tiles)));
-    } else {
-        p.launch.grid[0] = unsigned(std::min<int64_t>(num_sms, m_blocks * n_blocks));
-    }
+    p.launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, m_blocks * n_blocks)
+                       : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
+                                            : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
     p.launch.block[0] = unsigned(config.num_threads());
     p.launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
     p.launch.cluster_x = key.multicast != 0 ? 2u : 1u;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "../heuristics/sm90_fp8.hpp"
 #include "common.hpp"
 
 namespace deep_gemm::kernels {
@@ -53,6 +54,9 @@ struct Sm90Fp8GemmKernelKeyHash {
         return hash_with_dims(h, key.m, key.n, key.k);
     }
 };
+
+// The kernel key of a config, all dims at run time (compiled_dims and the epilogue are the caller's to set).
+Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config);
 
 // Generated translation unit for one kernel instance (used by the op and by the compile-only tests).
 using Sm90Fp8GemmSource = GemmKernelSource;
