@@ -8,22 +8,24 @@ import torch
 from deep_gemm.testing import flush_l2
 
 
+def timed_call(fn):
+    """Microseconds of one call of `fn` after an L2 flush (256 MB write), timed with its own CUDA events."""
+    flush_l2()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3
+
+
 def time_fn(fn, runs, warmup=True):
-    """Median microseconds of `fn` over `runs` calls, L2 flushed (256 MB write) before each, each call
-    timed with its own CUDA events. With `warmup`, one untimed call first (and the JIT compile)."""
+    """Median microseconds of `fn` over `runs` calls (each a timed_call). With `warmup`, one untimed call
+    first (and the JIT compile)."""
     if warmup:
         fn()
         torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        flush_l2()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
+    return statistics.median([timed_call(fn) for _ in range(runs)])
 
 
 def time_interleaved(fns, runs, label=''):
@@ -43,12 +45,6 @@ def time_interleaved(fns, runs, label=''):
     times = {name: [] for name in active}
     for _ in range(runs):
         for name, fn in active.items():
-            flush_l2()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1e3)
+            times[name].append(timed_call(fn))
     results.update({name: statistics.median(ts) for name, ts in times.items()})
     return results

@@ -24,9 +24,9 @@ import time
 import torch
 
 import deep_gemm
-from deep_gemm.testing import calc_diff
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _sweep import cfg_str, checked_diff, set_cfg  # noqa: E402
 from _timing import time_fn  # noqa: E402
 from bench_bf16_gemm import TARGET_SHAPES  # noqa: E402
 
@@ -42,42 +42,6 @@ SMALL_M = [None,
            (64, 64, 0, 0), (64, 96, 0, 0), (64, 128, 0, 0), (64, 256, 0, 0), (64, 128, 0, 1),
            (128, 32, 0, 0), (128, 64, 0, 0), (128, 128, 0, 0)]
 SMALL_M_LIMIT = 256  # candidates for M above this come from LARGE_M
-
-
-def cfg_str(c):
-    return 'default' if c is None else ','.join(str(v) for v in c)
-
-
-def set_cfg(c):
-    if c is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = cfg_str(c)
-    deep_gemm.reload_settings()  # DG_* values are read once; make the JIT see the new one
-
-
-def wait_or_die(what, seconds=20.0):
-    """Synchronizes, but gives up on a hung kernel (e.g. a multicast pipeline deadlock): report it and exit, so
-    the lines printed so far survive and the GPU job ends."""
-    ev = torch.cuda.Event()
-    ev.record()
-    t = time.time()
-    while not ev.query():
-        if time.time() - t > seconds:
-            print(f'HANG: {what} did not finish in {seconds:.0f} s; exiting', flush=True)
-            os._exit(3)
-        time.sleep(0.001)
-    torch.cuda.synchronize()
-
-
-def checked_diff(call, d, ref, what):
-    """calc_diff of one call's output against `ref`; NaN when an element was left unwritten."""
-    d.fill_(float('nan'))
-    call()
-    wait_or_die(what)
-    if torch.isnan(d).any():
-        return float('nan')
-    return float(calc_diff(d.float(), ref))
 
 
 def make_inputs(m, n, k, seed=0):
@@ -98,7 +62,7 @@ def time_cublas(a, b, runs):
 
 def run_candidate(c, a, b, d, ref, runs, what):
     """One row (cfg, us or None, diff or message) for candidate `c`."""
-    set_cfg(c)
+    set_cfg(ENV, c)
     call = lambda: deep_gemm.bf16_gemm_nt(a, b, d)  # noqa: E731
     try:
         diff = checked_diff(call, d, ref, what)
@@ -120,7 +84,7 @@ def sweep_shape(m, n, k, runs, deadline):
             print('budget reached, stopping the sweep', flush=True)
             break
         rows.append(run_candidate(c, a, b, d, ref, runs, f'{m}x{n}x{k} [{cfg_str(c)}]'))
-    set_cfg(None)
+    set_cfg(ENV, None)
     del a, b, ref, d
     torch.cuda.empty_cache()
     return cublas_us, rows

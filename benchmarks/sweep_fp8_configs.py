@@ -23,9 +23,9 @@ import time
 import torch
 
 import deep_gemm
-from deep_gemm.testing import calc_diff
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _sweep import cfg_str, checked_diff, set_cfg  # noqa: E402
 from _timing import time_fn  # noqa: E402
 from bench_fp8_gemm import TARGET_SHAPES, make_inputs  # noqa: E402
 
@@ -48,20 +48,6 @@ EDGE_VARIANTS = [(128, 128, 0, 1, 0), (128, 128, 0, 1, 1), (128, 128, 0, 1, 2), 
                  (128, 64, 3, 1, 1), (64, 128, 0, 0, 2)]
 
 
-def cfg_str(c):
-    if c is None or isinstance(c, str):
-        return c or 'default'
-    return ','.join(str(v) for v in c)
-
-
-def set_cfg(c):
-    if c is None:
-        os.environ.pop(ENV, None)
-    else:
-        os.environ[ENV] = cfg_str(c)  # 'legacy' or 'bm,bn,stages,pipelined,multicast'
-    deep_gemm.reload_settings()  # DG_* values are read once; make the JIT see the new one
-
-
 def reference(a_fp8, sfa, b_fp8, sfb):
     m, k = a_fp8.shape
     n = b_fp8.shape[0]
@@ -69,29 +55,6 @@ def reference(a_fp8, sfa, b_fp8, sfb):
     sa = sfa[:, :kb].repeat_interleave(128, dim=1)[:, :k]
     sb = sfb.repeat_interleave(128, dim=0)[:n].repeat_interleave(128, dim=1)[:, :k]
     return (a_fp8.float() * sa) @ (b_fp8.float() * sb).t()
-
-
-def wait_or_die(what, seconds=20.0):
-    """Synchronizes, but gives up on a hung kernel (e.g. a pipeline deadlock): report it and exit, so the
-    lines printed so far survive and the GPU job ends."""
-    ev = torch.cuda.Event()
-    ev.record()
-    t = time.time()
-    while not ev.query():
-        if time.time() - t > seconds:
-            print(f'HANG: {what} did not finish in {seconds:.0f} s; exiting', flush=True)
-            os._exit(3)
-        time.sleep(0.001)
-    torch.cuda.synchronize()
-
-
-def check(call, d, ref, what=''):
-    d.fill_(float('nan'))
-    call()
-    wait_or_die(what)
-    if torch.isnan(d).any():
-        return float('nan')
-    return float(calc_diff(d.float(), ref))
 
 
 def edge_checks(deadline):
@@ -107,18 +70,18 @@ def edge_checks(deadline):
         if n % 8 != 0 or (m, n, k) == EDGE_SHAPES[0]:
             outs.append(torch.empty((m, n + 1), device='cuda', dtype=torch.bfloat16)[:, :n])
         for c in EDGE_VARIANTS:
-            set_cfg(c)
+            set_cfg(ENV, c)
             for d in outs:
                 try:
                     # Runtime M/N/K: one kernel per variant serves every edge shape (compile time).
-                    diff = check(lambda: deep_gemm.fp8_gemm_nt((a_fp8, sfa_mn), (b_fp8, sfb), d, compiled_dims=''),
-                                 d, ref, f'edge {m}x{n}x{k} [{cfg_str(c)}]')
+                    diff = checked_diff(lambda: deep_gemm.fp8_gemm_nt((a_fp8, sfa_mn), (b_fp8, sfb), d, compiled_dims=''),
+                                        d, ref, f'edge {m}x{n}x{k} [{cfg_str(c)}]')
                 except Exception as e:  # noqa: BLE001
                     diff = f'error: {str(e).splitlines()[0]}'
                 ok = isinstance(diff, float) and diff < 1e-3
                 if not ok:
                     bad.append((m, n, k, cfg_str(c), d.stride(0), diff))
-        set_cfg(None)
+        set_cfg(ENV, None)
         del a, b, a_fp8, b_fp8, ref
         torch.cuda.empty_cache()
     print(f'edge checks: {len(EDGE_SHAPES)} shapes x {len(EDGE_VARIANTS)} variants, '
@@ -164,10 +127,10 @@ def main():
             if time.time() > deadline:
                 print('budget reached, stopping the sweep', flush=True)
                 break
-            set_cfg(c)
+            set_cfg(ENV, c)
             call = lambda: deep_gemm.fp8_gemm_nt((a_fp8, sfa_mn), (b_fp8, sfb), d)  # noqa: E731
             try:
-                diff = check(call, d, ref, f'{m}x{n}x{k} [{cfg_str(c)}]')
+                diff = checked_diff(call, d, ref, f'{m}x{n}x{k} [{cfg_str(c)}]')
             except Exception as e:  # noqa: BLE001
                 rows.append((c, None, f'error: {str(e).splitlines()[0][:80]}'))
                 continue
@@ -175,7 +138,7 @@ def main():
                 rows.append((c, None, f'BAD diff={diff:.2e}'))
                 continue
             rows.append((c, time_fn(call, args.runs, warmup=False), diff))
-        set_cfg(None)
+        set_cfg(ENV, None)
         results[(m, n, k)] = rows
         ok = [r for r in rows if r[1] is not None]
         best = min(ok, key=lambda r: r[1]) if ok else None
