@@ -20,8 +20,7 @@ struct Sm90Fp8GemmConfig {
     int num_stages = 4;
     int group_n = 8;  // scheduler: N blocks per swizzle group
     // Promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's wgmmas
-    // run while kb is promoted (BLOCK_N <= 128); 2 = split-N halves, each half promoted while the other
-    // half's wgmmas run (any BLOCK_N >= 32, no extra registers, twice the A reads from shared memory).
+    // run while kb is promoted (BLOCK_N <= 128).
     int pipelined = 0;
     // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
     // shares A (adjacent N blocks).
@@ -72,7 +71,7 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
     const double waves = std::ceil(tiles / sms);
     const double bubble = pipelined ? 0.0 : (block_m / 64.0) * (block_n / 2.0) + 60.0;
     const double t_mma = double(block_m) * block_n / 32.0 + bubble;
-    const double t_smem = (block_m / 64.0) * ((pipelined == 2 ? 128.0 : 64.0) + block_n);
+    const double t_smem = (block_m / 64.0) * (64.0 + block_n);
     const double a_rows = multicast == 2 ? block_m / 2.0 : block_m;
     const double b_rows = multicast == 1 ? block_n / 2.0 : block_n;
     const double t_load = (a_rows + b_rows) * 128.0 / 64.0;

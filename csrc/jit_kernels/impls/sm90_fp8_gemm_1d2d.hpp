@@ -39,7 +39,7 @@ struct Sm90Fp8GemmKernelKey {
     // Epilogue: false = swizzled smem staging + TMA store (needs a 16-byte aligned D with a row stride
     // that is a multiple of 8 elements); true = direct bounds-checked stores from registers.
     bool direct_store = false;
-    // Promotion overlap: 0 none, 1 two scratch accumulators (BLOCK_N <= 128), 2 split-N halves.
+    // Promotion overlap: 0 none, 1 two scratch accumulators (BLOCK_N <= 128).
     int pipelined = 0;
     // 0 = no cluster; 1 = 2-CTA cluster sharing B (multicast); 2 = 2-CTA cluster sharing A.
     int multicast = 0;

@@ -71,17 +71,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
-    // runs while kb is promoted; 3 x BLOCK_N / 2 registers); 2 = split-N halves: the tile's wgmmas are issued
-    // as two N/2 halves into two half-size scratch accumulators, and each half is promoted while the other
-    // half's wgmmas run (same registers as mode 0, twice the A reads from shared memory). Mode 2 is correct
-    // PTX but ptxas (CUDA 13.0) reports C7514 and serialises its wgmmas; the host does not offer it yet.
-    static_assert(kPromoteMode <= 2, "promote mode 0, 1 or 2");
-    static_assert(kPromoteMode != 2 || kBlockN % 16 == 0, "split-N halves must be multiples of 8 columns");
+    // runs while kb is promoted; 3 x BLOCK_N / 2 registers). (A split-N variant, promoting one N half while
+    // the other half's wgmmas run, was tried and removed: ptxas 13.0 serialised its wgmmas, C7514.)
+    static_assert(kPromoteMode <= 1, "promote mode 0 or 1");
     constexpr bool kPipelinedPromote = kPromoteMode == 1;
-    constexpr bool kSplitN = kPromoteMode == 2;
-    constexpr u32 kHalfN = kBlockN / 2;
-    constexpr u32 kHalfAccum = kBlockN / 4;
-    using WgmmaHalf = ptx::WgmmaFp8<(kHalfN >= 8 ? kHalfN : 8)>;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
     static_assert(Epilogue::kSmemBytes == Layout::kSmemD, "epilogue staging size");
@@ -250,63 +243,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             }
         };
 
-        // Split-N mode helpers. wait_slot: B scales, full barrier, A scales of slot `st` (not advanced).
-        auto wait_slot = [&](u32 kb, const float* sfb0, const float* sfb1, const float* sfb2) -> KbScales {
-            KbScales s;
-            s.b0 = __ldg(sfb0 + kb);
-            s.b1 = kUniformScaleB ? s.b0 : __ldg(sfb1 + kb);
-            s.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : s.b1;
-            pipe.consumer_wait(st);
-            const float* sfa_slot = smem_sfa + st.stage * kBlockM;
-            s.a_lo = sfa_slot[row_lo];
-            s.a_hi = sfa_slot[row_lo + 8];
-            return s;
-        };
-        // Issues the 4 wgmmas of half `h` (columns [h * BLOCK_N/2, +BLOCK_N/2)) of slot `stage` and commits.
-        auto issue_half = [&](float(&a)[kHalfAccum], u32 stage, u32 h) {
-            const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                smem_addr(smem_a + stage * Layout::kSmemA + math_wg * 64 * kBlockK));
-            // B rows of half h start h * BLOCK_N/2 rows (multiple of 8 rows = whole 1024-byte atoms) later.
-            const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(
-                smem_addr(smem_b + stage * Layout::kSmemB + h * kHalfN * kBlockK));
-#pragma unroll
-            for (u32 i = 0; i < kHalfAccum; ++i) ptx::fence_operand(a[i]);
-            ptx::wgmma_fence();
-#pragma unroll
-            for (u32 kk = 0; kk < kBlockK / 32; ++kk) WgmmaHalf::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
-            ptx::wgmma_commit_group();
-        };
-        // fin[half h] += a * sfa[row] * sfb[column block]; 8-column group j of the half is group
-        // h * BLOCK_N/16 + j of the tile (same register layout as a full-width wgmma).
-        auto promote_half = [&](float(&f)[kNumAccum], float(&a)[kHalfAccum], const KbScales& s, u32 h, u32 bound1,
-                                u32 bound2) {
-#pragma unroll
-            for (u32 i = 0; i < kHalfAccum; ++i) ptx::fence_operand(a[i]);
-#pragma unroll
-            for (u32 j = 0; j < kHalfN / 8; ++j) {
-                const u32 jt = h * (kHalfN / 8) + j;
-                float b;
-                if constexpr (kUniformScaleB) {
-                    b = s.b0;
-                } else {
-                    const u32 col = jt * 8;
-                    b = col < bound1 ? s.b0 : ((kMayNeedThird && col >= bound2) ? s.b2 : s.b1);
-                }
-                const float s_lo = s.a_lo * b, s_hi = s.a_hi * b;
-                f[4 * jt + 0] += a[4 * j + 0] * s_lo;
-                f[4 * jt + 1] += a[4 * j + 1] * s_lo;
-                f[4 * jt + 2] += a[4 * j + 2] * s_hi;
-                f[4 * jt + 3] += a[4 * j + 3] * s_hi;
-            }
-        };
-
-        float acc[kSplitN ? 1 : kNumAccum];
+        float acc[kNumAccum];
         float fin[kNumAccum];
-        float half0[kSplitN ? kHalfAccum : 1], half1[kSplitN ? kHalfAccum : 1];
 #pragma unroll
-        for (u32 i = 0; i < (kSplitN ? kHalfAccum : 1); ++i) half0[i] = half1[i] = 0.0f;
-#pragma unroll
-        for (u32 i = 0; i < (kSplitN ? 1 : kNumAccum); ++i) acc[i] = 0.0f;
+        for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;
         // Second scratch accumulator of the pipelined variant (unused, and optimised away, otherwise).
         float acc2[kPipelinedPromote ? kNumAccum : 1];
 #pragma unroll
@@ -326,32 +266,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
 
-            if constexpr (kSplitN) {
-                // In-flight set at the loop head and back edge: half 1 of K block kb-1 (half0 idle).
-                KbScales s_prev = wait_slot(0, sfb0, sfb1, sfb2);
-                const u32 prev_stage = st.stage;
-                st.advance();
-                issue_half(half0, prev_stage, 0);
-                issue_half(half1, prev_stage, 1);
-                ptx::wgmma_wait_group<1>();
-                promote_half(fin, half0, s_prev, 0, bound1, bound2);
-                for (u32 kb = 1; kb < num_k_blocks; ++kb) {
-                    const KbScales s_cur = wait_slot(kb, sfb0, sfb1, sfb2);
-                    const u32 cur_stage = st.stage;
-                    st.advance();
-                    issue_half(half0, cur_stage, 0);
-                    ptx::wgmma_wait_group<1>();  // half 1 of kb-1 done: slot kb-1 fully read
-                    release();
-                    promote_half(fin, half1, s_prev, 1, bound1, bound2);
-                    issue_half(half1, cur_stage, 1);
-                    ptx::wgmma_wait_group<1>();  // half 0 of kb done
-                    promote_half(fin, half0, s_cur, 0, bound1, bound2);
-                    s_prev = s_cur;
-                }
-                ptx::wgmma_wait_group<0>();
-                release();
-                promote_half(fin, half1, s_prev, 1, bound1, bound2);
-            } else if constexpr (kPipelinedPromote) {
+            if constexpr (kPipelinedPromote) {
                 // Two scratch accumulators: K block kb+1 is issued into the other one before K block kb is
                 // promoted, so the tensor core has queued work while this warpgroup does the FP32 math.
                 // The control flow keeps the set of in-flight accumulators the same on every path (ptxas
