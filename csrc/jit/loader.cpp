@@ -22,6 +22,24 @@ namespace {
 
 constexpr unsigned kDefaultSmemLimit = 48 * 1024;
 
+// A kernel function's dynamic shared-memory limit: raised (under a lock) the first time a launch needs more
+// than the default or the last raise, then checked with one atomic load per launch.
+class SmemLimit {
+public:
+    template <typename Raise>
+    void ensure(unsigned bytes, Raise&& raise) const {
+        if (bytes <= kDefaultSmemLimit || bytes <= limit_.load(std::memory_order_acquire)) return;
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (bytes <= limit_.load(std::memory_order_relaxed)) return;
+        raise(bytes);
+        limit_.store(bytes, std::memory_order_release);
+    }
+
+private:
+    mutable std::mutex mutex_;
+    mutable std::atomic<unsigned> limit_{kDefaultSmemLimit};
+};
+
 std::string arch_for(int major, int minor) {
     std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
     if (major == 9 && minor == 0) arch += "a";  // wgmma / setmaxnreg need the arch-specific target
@@ -89,16 +107,11 @@ public:
 
 private:
     void launch_here(const LaunchConfig& c, void** args) const {
-        if (c.smem_bytes > kDefaultSmemLimit && c.smem_bytes > smem_limit_.load(std::memory_order_acquire)) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (c.smem_bytes > smem_limit_.load(std::memory_order_relaxed)) {
-                check_runtime(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel_),
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   static_cast<int>(c.smem_bytes)),
-                              "cudaFuncSetAttribute(" + symbol_ + ", max dynamic smem " + std::to_string(c.smem_bytes) + ")");
-                smem_limit_.store(c.smem_bytes, std::memory_order_release);
-            }
-        }
+        smem_limit_.ensure(c.smem_bytes, [&](unsigned bytes) {
+            check_runtime(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel_), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(bytes)),
+                          "cudaFuncSetAttribute(" + symbol_ + ", max dynamic smem " + std::to_string(bytes) + ")");
+        });
         cudaLaunchAttribute attrs[2];
         unsigned count = 0;
         if (c.cluster_x > 1) {
@@ -128,8 +141,7 @@ private:
     int device_;
     cudaLibrary_t library_ = nullptr;
     cudaKernel_t kernel_ = nullptr;
-    mutable std::mutex mutex_;
-    mutable std::atomic<unsigned> smem_limit_{kDefaultSmemLimit};
+    SmemLimit smem_limit_;
 };
 
 using KernelImpl = RuntimeKernel;
@@ -199,15 +211,10 @@ public:
 
 private:
     void launch_here(const detail::DriverEntryPoints& d, const LaunchConfig& c, void** args) const {
-        if (c.smem_bytes > kDefaultSmemLimit && c.smem_bytes > smem_limit_.load(std::memory_order_acquire)) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (c.smem_bytes > smem_limit_.load(std::memory_order_relaxed)) {
-                check_driver(d.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                  static_cast<int>(c.smem_bytes)),
-                             ("cuFuncSetAttribute(" + symbol_ + ", max dynamic smem " + std::to_string(c.smem_bytes) + ")").c_str());
-                smem_limit_.store(c.smem_bytes, std::memory_order_release);
-            }
-        }
+        smem_limit_.ensure(c.smem_bytes, [&](unsigned bytes) {
+            check_driver(d.cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+                         ("cuFuncSetAttribute(" + symbol_ + ", max dynamic smem " + std::to_string(bytes) + ")").c_str());
+        });
         CUlaunchAttribute attrs[2];
         unsigned count = 0;
         if (c.cluster_x > 1) {
@@ -237,8 +244,7 @@ private:
     int device_;
     CUcontext context_ = nullptr;
     CUfunction function_ = nullptr;
-    mutable std::mutex mutex_;
-    mutable std::atomic<unsigned> smem_limit_{kDefaultSmemLimit};
+    SmemLimit smem_limit_;
 };
 
 using KernelImpl = DriverKernel;
