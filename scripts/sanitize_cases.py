@@ -4,6 +4,8 @@ Shapes are small and include sizes that are not multiples of the block sizes. Re
 on the CPU so that only deep_gemm's kernels run on the GPU (racecheck would otherwise also report
 inside cuBLAS's own kernels). Exits non-zero if a result is wrong.
 """
+import contextlib
+import os
 import sys
 
 import torch
@@ -34,16 +36,41 @@ def check_fp8_gemm() -> None:
         assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
+@contextlib.contextmanager
+def forced_config(variable: str, value: str):
+    """Forces a kernel config through DG_FP8_GEMM_CONFIG / DG_BF16_GEMM_CONFIG for the calls inside."""
+    os.environ[variable] = value
+    deep_gemm.reload_settings()
+    try:
+        yield
+    finally:
+        os.environ.pop(variable)
+        deep_gemm.reload_settings()
+
+
+def check_fp8_gemm_ordered() -> None:
+    # Ordered issue of the two math warpgroups (pipelined 2), alone and with A multicast.
+    for config in ("128,176,0,2,0", "128,192,0,2,2"):
+        with forced_config("DG_FP8_GEMM_CONFIG", config):
+            check_fp8_gemm()
+
+
 def check_bf16_gemm() -> None:
-    # (1100, 576, 512): B multicast over 2-CTA clusters (M >= 1024), odd number of M blocks.
-    for m, n, k in [(100, 576, 512), (257, 100, 192), (1100, 576, 512)]:
-        a = torch.randn(m, k, dtype=torch.bfloat16)
-        b = torch.randn(n, k, dtype=torch.bfloat16)
-        d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        deep_gemm.bf16_gemm_nt(a.cuda(), b.cuda(), d)
-        torch.cuda.synchronize()
-        diff = calc_diff(d.cpu(), a.float() @ b.float().t())
-        assert diff < 1e-5 and not d.cpu().isnan().any(), f"bf16_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+    for m, n, k in [(100, 576, 512), (257, 100, 192)]:
+        bf16_case(m, n, k)
+    # B multicast over 2-CTA clusters (off by default), odd number of M blocks.
+    with forced_config("DG_BF16_GEMM_CONFIG", "128,128,0,1"):
+        bf16_case(1100, 576, 512)
+
+
+def bf16_case(m: int, n: int, k: int) -> None:
+    a = torch.randn(m, k, dtype=torch.bfloat16)
+    b = torch.randn(n, k, dtype=torch.bfloat16)
+    d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.bf16_gemm_nt(a.cuda(), b.cuda(), d)
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), a.float() @ b.float().t())
+    assert diff < 1e-5 and not d.cpu().isnan().any(), f"bf16_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
 def check_k_grouped_bf16_gemm() -> None:
@@ -65,7 +92,7 @@ def check_k_grouped_bf16_gemm() -> None:
 
 if __name__ == "__main__":
     failures = 0
-    for case in (check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm):
+    for case in (check_layout, check_fp8_gemm, check_fp8_gemm_ordered, check_bf16_gemm, check_k_grouped_bf16_gemm):
         try:
             case()
             print(f"{case.__name__}: ok")

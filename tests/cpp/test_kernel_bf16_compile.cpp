@@ -77,10 +77,9 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
         key.multicast = 1;
         keys.push_back(key);
     }
-    // Multicast off for a large shape (the heuristic turns it on there; the shipped set above has nt off via
-    // M = 1000), forced on for a small-tile one.
+    // Multicast (off unless requested) forced on for a large-tile and a small-tile shape.
     keys.push_back(make_key(4096, 7168, 2048, true, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kNone, 1));
+                            Bf16GroupedMode::kNone, 2));
     keys.push_back(make_key(128, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
                             Bf16GroupedMode::kNone, 2));
     // FP32 D with and without C, BF16 D with C, BF16 direct store.

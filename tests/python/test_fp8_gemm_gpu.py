@@ -133,3 +133,28 @@ def test_fp8_gemm_nt_rows_do_not_leak():
     d = _run(a_fp8, sfa, b_fp8, sfb)
     assert (d[137] == 0).all()
     assert (d[136] != 0).any() and (d[138] != 0).any()
+
+
+# Kernel variants the heuristics may not pick for the shapes above, forced through DG_FP8_GEMM_CONFIG
+# ("block_m,block_n,stages,pipelined,multicast"): ordered issue (pipelined 2) with uniform, straddling and
+# three-block B scales, alone and with multicast of A or B; the shapes have odd M/N block counts, K tails
+# and a single K block.
+_FORCED = ['128,128,0,2,0', '128,176,0,2,0', '128,192,0,2,2', '128,160,0,2,1', '128,144,3,2,0']
+_FORCED_SHAPES = [(1000, 2112, 1536), (4160, 4144, 384), (129, 7168, 128), (257, 576, 8320)]
+
+
+@pytest.fixture
+def forced_config(monkeypatch):
+    def force(value):
+        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
+        deep_gemm.reload_settings()
+    yield force
+    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
+    deep_gemm.reload_settings()
+
+
+@pytest.mark.parametrize('config', _FORCED)
+@pytest.mark.parametrize('m,n,k', _FORCED_SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _FORCED_SHAPES])
+def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):
+    forced_config(config)
+    _check(m, n, k, seed=m + n + k)

@@ -53,11 +53,13 @@ inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90B
     return s;
 }
 
-// Rough cost in SM clocks (same model as the FP8 one, per 64-K stage): tensor-core time (BF16 dense
-// ~4096 FLOP/clk/SM -> BM*BN/32 clk per 64 K), wgmma shared-memory reads ((BM/64) * (64 + BN) clk at
-// 128 B/clk), TMA bytes into the SM ((BM+BN)*128 B at ~64 B/clk); times waves; bounded below by L2
-// (~6 KB/clk) and HBM (~2.3 KB/clk) traffic. `out_bytes` is the D element size (plus C's, if read).
-// `groups` independent m x n x k problems (K-grouped: m and n per group, k the average K) share the grid.
+// Rough cost in SM clocks per 64-K stage: tensor-core time (BF16 dense ~4096 FLOP/clk/SM -> BM*BN/32 clk)
+// or shared-memory time, whichever is longer: wgmma reads A and B from shared memory for each m64
+// instruction ((BM/64) * (64 + BN) * 128 B) and the TMA writes the stage ((BM + BN) * 128 B), all through
+// the same ~128 B/clk. (Only BM x BN = 128 x 256 keeps that within the tensor time; 128 x 128 is at 80%.)
+// Times waves; bounded below by L2 (~6 KB/clk) and HBM (~2.3 KB/clk) traffic. `out_bytes` is the D
+// element size (plus C's, if read). `groups` independent m x n x k problems (K-grouped: m and n per group,
+// k the average K) share the grid.
 inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int out_bytes,
                              int groups = 1) {
     const double num_kb = (k + kSm90Bf16BlockK - 1) / kSm90Bf16BlockK;
@@ -65,9 +67,8 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
         double(groups) * double((m + block_m - 1) / block_m) * double((n + block_n - 1) / block_n);
     const double waves = std::ceil(tiles / num_sms);
     const double t_mma = double(block_m) * block_n / 32.0;
-    const double t_smem = (block_m / 64.0) * (64.0 + block_n);
-    const double t_load = (block_m + block_n) * 128.0 / 64.0;
-    const double t_kb = std::max({t_mma, t_smem, t_load});
+    const double t_smem = (block_m / 64.0) * (64.0 + block_n) + (block_m + block_n);
+    const double t_kb = std::max(t_mma, t_smem);
     const double t_tile = num_kb * t_kb + 400.0 + block_n * out_bytes;  // + epilogue / pipeline ramp
     const double t_sm = waves * t_tile;
     const double l2_bytes = tiles * num_kb * (block_m + block_n) * 128.0;
@@ -79,10 +80,20 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 // stages. `m` is the number of rows the tiles cover (sum of M for contiguous grouped; for masked,
 // expected_m * groups; K-grouped: M, with `groups` = G and k the average K per group); `rows_per_group`
 // (masked: expected_m) caps BLOCK_M at 64 when a group has <= 64 rows.
+// Measured exception (sweep_bf16_configs.py on the H200, 2026-12-02): a single row of 64/128-row tiles
+// (M <= 128) that still gives at least half a wave of 64-wide N tiles runs fastest with 64-wide tiles
+// (128x24576x1536: 29.3 us vs 33.8 us for the modelled 128x256; 128x7168x2048: 16.0 vs 16.1): these
+// problems stream B, and more CTAs stream it faster than the model's wave count suggests.
 inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
                                                   Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
                                                   int groups = 1) {
     Sm90Bf16GemmConfig best;
+    if (m <= 128 && groups == 1 && rows_per_group == 0 && 2L * ((n + 63) / 64) >= num_sms) {
+        best.block_m = m <= 64 ? 64 : 128;
+        best.block_n = 64;
+        best.num_stages = sm90_bf16_max_stages(best.block_m, best.block_n, b_mn_major, epilogue, smem_limit);
+        if (best.num_stages >= kSm90Bf16MinStages) return best;
+    }
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && (m <= 64 || (rows_per_group > 0 && rows_per_group <= 64))) continue;
@@ -113,8 +124,10 @@ inline int sm90_bf16_k_grouped_hint_k(int64_t sum_k, int num_groups) {
 }
 
 // TMA multicast of B over a 2-CTA cluster (two M blocks on the same N block share each B stage, halving
-// B's L2 -> SM traffic): dense problems only, large M (the L2-bound regime), and B must split into two
-// 1024-byte aligned halves (K-major: BN/2 rows, a multiple of 8; MN-major: an even number of 64-wide atoms).
+// B's L2 -> SM traffic): dense problems only, and B must split into two 1024-byte aligned halves (K-major:
+// BN/2 rows, a multiple of 8; MN-major: an even number of 64-wide atoms). Off unless requested: in the H200
+// sweep (2026-12-02) it was 0.5-7% slower than the same tiles without it in 23 of 24 M=4096 comparisons
+// (consistent with shared-memory bandwidth, which multicast does not reduce, being the limit, not L2).
 // `request`: 0 = heuristic, 1 = off, 2 = on when legal. Returns 1 or 2.
 inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int grouped_mode, bool b_mn_major,
                                       int request) {
@@ -123,8 +136,7 @@ inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int gr
     const bool legal = m_blocks >= 2 && (b_mn_major ? (sm90_bf16_padded_block_n(c.block_n, true) / 64) % 2 == 0
                                                     : (c.block_n / 2) % 8 == 0);
     if (!legal) return 1;
-    if (request == 2) return 2;
-    return m >= 1024 ? 2 : 1;
+    return request == 2 ? 2 : 1;
 }
 
 // Width (bytes) of the D staging swizzle of the bf16 TMA-store epilogue (as in Bf16TmaStoreEpilogue).

@@ -20,7 +20,8 @@ struct Sm90Fp8GemmConfig {
     int num_stages = 4;
     int group_n = 8;  // scheduler: N blocks per swizzle group
     // Promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's wgmmas
-    // run while kb is promoted (BLOCK_N <= 128).
+    // run while kb is promoted (BLOCK_N <= 128); 2 = ordered issue, the two math warpgroups take turns so one
+    // promotes while the other's wgmmas run (BLOCK_M = 128).
     int pipelined = 0;
     // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
     // shares A (adjacent N blocks).
