@@ -31,24 +31,21 @@ from bench_fp8_gemm import TARGET_SHAPES, make_inputs  # noqa: E402
 
 ENV = 'DG_FP8_GEMM_CONFIG'
 
-# (block_m, block_n, stages, pipelined, multicast); None = heuristics default; pipelined 1 = two scratch
-# accumulators, 2 = ordered issue of the two math warpgroups ('legacy', the first version's heuristics, is
-# also accepted as a candidate).
-LARGE_M = [None,
-           (128, 128, 0, 1, 0), (128, 128, 0, 1, 2), (128, 128, 0, 2, 0), (128, 144, 0, 2, 0), (128, 160, 0, 2, 0),
-           (128, 176, 0, 2, 0), (128, 192, 0, 2, 0), (128, 176, 0, 2, 2), (128, 192, 0, 2, 2), (128, 176, 0, 2, 1),
-           (128, 192, 0, 0, 0)]
-SMALL_M = [None,
-           (128, 32, 0, 1, 2), (128, 64, 0, 1, 2), (128, 64, 0, 1, 0), (128, 64, 0, 2, 2), (128, 128, 0, 2, 2),
-           (128, 192, 0, 2, 0), (64, 48, 0, 1, 1), (64, 64, 0, 1, 1)]
+# (block_m, block_n, stages, pipelined, multicast); None = heuristics default; 'legacy' = the first
+# version's heuristics (no pipelined promotion, no multicast).
+LARGE_M = [None, 'legacy',
+           (128, 192, 0, 0, 1), (128, 160, 0, 0, 1), (128, 128, 0, 1, 0), (128, 128, 0, 1, 1), (128, 128, 0, 1, 2),
+           (128, 112, 0, 1, 1), (128, 96, 0, 1, 1)]
+SMALL_M = [None, 'legacy',
+           (128, 32, 0, 1, 2), (128, 64, 0, 1, 2), (128, 96, 0, 1, 2), (128, 128, 0, 1, 2), (128, 192, 0, 0, 2),
+           (128, 64, 0, 1, 0), (64, 48, 0, 1, 1), (64, 64, 0, 1, 1), (64, 96, 0, 1, 1)]
 # Correctness-only edge shapes run with every distinct variant (kernel paths: pipelined x multicast x
 # block_m, odd M/N block counts for the pair schedulers, a single K block, unaligned N, direct-store D).
 EDGE_SHAPES = [(100, 576, 192), (1000, 2112, 512), (129, 129280 // 8 + 40, 640), (4096 + 64, 4096 + 48, 384),
                (64, 7168, 256), (1, 576, 1536)]
 EDGE_VARIANTS = [(128, 128, 0, 1, 0), (128, 128, 0, 1, 1), (128, 128, 0, 1, 2), (128, 192, 0, 0, 1),
                  (128, 192, 0, 0, 2), (64, 64, 0, 1, 1), (64, 96, 0, 1, 2), (128, 112, 0, 1, 2),
-                 (128, 64, 3, 1, 1), (64, 128, 0, 0, 2), (128, 176, 0, 2, 0), (128, 192, 0, 2, 2),
-                 (128, 160, 0, 2, 1), (128, 128, 0, 2, 0)]
+                 (128, 64, 3, 1, 1), (64, 128, 0, 0, 2)]
 
 
 def reference(a_fp8, sfa, b_fp8, sfb):

@@ -181,7 +181,10 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
       ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[ΣM, N]``.
     - ``grouped_layout`` int32 on the GPU: ``[ΣM]`` group id per row (-1 for padding rows; each group
       starts at a multiple of :func:`get_mk_alignment_for_contiguous_layout`), or with
-      ``use_psum_layout`` ``[G]`` running end offsets of the groups.
+      ``use_psum_layout=True`` ``[G]`` group ends: group ``g`` owns rows ``[align(end[g-1]), end[g])`` with
+      ``end = grouped_layout``, ``end[-1] = 0`` and ``align`` rounding up to
+      :func:`get_mk_alignment_for_contiguous_layout` (ends non-decreasing; an empty group has its end at its
+      start). Rows outside every group are padding: their ``d`` rows are unspecified.
     """
     if _tracing():
         return _ops.m_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, grouped_layout, recipe, compiled_dims,

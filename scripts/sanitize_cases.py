@@ -48,13 +48,6 @@ def forced_config(variable: str, value: str):
         deep_gemm.reload_settings()
 
 
-def check_fp8_gemm_ordered() -> None:
-    # Ordered issue of the two math warpgroups (pipelined 2), alone and with A multicast.
-    for config in ("128,176,0,2,0", "128,192,0,2,2"):
-        with forced_config("DG_FP8_GEMM_CONFIG", config):
-            check_fp8_gemm()
-
-
 def check_bf16_gemm() -> None:
     for m, n, k in [(100, 576, 512), (257, 100, 192)]:
         bf16_case(m, n, k)
@@ -90,9 +83,27 @@ def check_k_grouped_bf16_gemm() -> None:
     assert diff < 1e-5 and not d.cpu().isnan().any(), f"k_grouped_bf16_gemm_tn_contiguous wrong: diff={diff}"
 
 
+def check_m_grouped_bf16_gemm_psum() -> None:
+    # use_psum_layout=True: group ends [130, 256, 261] (group 1 empty), groups start at multiples of 128,
+    # 40 rows past the last group; only the groups' rows are compared.
+    ends, starts, m, n, k = [130, 256, 261], [0, 256, 256], 424, 200, 192
+    a = torch.randn(m, k, dtype=torch.bfloat16)
+    b = torch.randn(len(ends), n, k, dtype=torch.bfloat16)
+    d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    layout = torch.tensor(ends, dtype=torch.int32).cuda()
+    deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a.cuda(), b.cuda(), d, layout, use_psum_layout=True)
+    torch.cuda.synchronize()
+    out = d.cpu()
+    for g, (start, end) in enumerate(zip(starts, ends)):
+        if end > start:
+            diff = calc_diff(out[start:end], a[start:end].float() @ b[g].float().t())
+            assert diff < 1e-5 and not out[start:end].isnan().any(), f"psum group {g} wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     failures = 0
-    for case in (check_layout, check_fp8_gemm, check_fp8_gemm_ordered, check_bf16_gemm, check_k_grouped_bf16_gemm):
+    for case in (check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm,
+                 check_m_grouped_bf16_gemm_psum):
         try:
             case()
             print(f"{case.__name__}: ok")

@@ -176,12 +176,12 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
     grouped.num_groups = static_cast<int>(p.groups);
     grouped.b_group_stride = p.b.stride[0];
     if (spec.grouping == G::kMContiguous) {
-        if (call.use_psum_layout) check.not_implemented("use_psum_layout=True is not available in this build yet");
         if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
             check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
                                               "get_mk_alignment_for_contiguous_layout() is {}",
                                               get_mk_alignment_for_contiguous_layout()));
-        grouped.mode = kernels::Bf16GroupedMode::kMGroupedContiguous;
+        grouped.mode = call.use_psum_layout ? kernels::Bf16GroupedMode::kMGroupedContiguousPsum
+                                            : kernels::Bf16GroupedMode::kMGroupedContiguous;
     } else {
         grouped.mode = kernels::Bf16GroupedMode::kMGroupedMasked;
         grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));

@@ -94,11 +94,13 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
         key.n = 7168, key.k = 2048;
         keys.push_back(key);
     }
-    // Grouped: contiguous (nt and nn), masked (TMA store and direct store).
+    // Grouped: contiguous (nt and nn; psum layout), masked (TMA store and direct store).
     keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
                             Bf16GroupedMode::kMGroupedContiguous));
     keys.push_back(make_key(8192, 4096, 7168, false, true, Sm90Bf16Epilogue::kBf16Tma, false, false,
                             Bf16GroupedMode::kMGroupedContiguous));
+    keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+                            Bf16GroupedMode::kMGroupedContiguousPsum));
     keys.push_back(make_key(4 * 256, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
                             Bf16GroupedMode::kMGroupedMasked));
     keys.push_back(make_key(4 * 100, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Direct, false, false,

@@ -157,6 +157,43 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k):
     _diff_ok(d_valid, ref, f'contiguous {group_ms} n={n} k={k}')
 
 
+@pytest.mark.parametrize('group_ms,n,k,align,tail', [
+    ([128, 256, 384, 128], 4096, 7168, 128, 0),
+    ([100, 1, 300, 0, 129], 2112, 512, 128, 200),  # empty group; rows past the last group
+    ([0, 77], 4104, 2064, 128, 0),
+    ([130, 5, 0, 256], 576, 1536, 256, 64),  # alignment above BLOCK_M: padding-only blocks between groups
+])
+def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail):
+    """use_psum_layout=True: grouped_layout = group ends; group g starts at end[g-1] rounded up to the
+    contiguous alignment. Rows of every group are checked; padding rows are unspecified."""
+    old_align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    deep_gemm.set_mk_alignment_for_contiguous_layout(align)
+    try:
+        starts, ends, end = [], [], 0
+        for gm in group_ms:
+            start = (end + align - 1) // align * align
+            starts.append(start)
+            end = start + gm
+            ends.append(end)
+        m_sum = (end + align - 1) // align * align + tail
+        layout = torch.tensor(ends, device='cuda', dtype=torch.int32)
+        g = _gen(sum(group_ms) + n + k + align)
+        a = _randn((m_sum, k), g)
+        b = _randn((len(group_ms), n, k), g)
+        d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=True)
+        torch.cuda.synchronize()
+        valid = torch.zeros(m_sum, dtype=torch.bool, device='cuda')
+        ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
+        for gi, (start, stop) in enumerate(zip(starts, ends)):
+            valid[start:stop] = True
+            ref[start:stop] = a[start:stop].double() @ b[gi].double().t()
+        d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
+        _diff_ok(d_valid, ref, f'contiguous psum {group_ms} n={n} k={k} align={align}')
+    finally:
+        deep_gemm.set_mk_alignment_for_contiguous_layout(old_align)
+
+
 @pytest.mark.parametrize('num_groups,max_m,expected_m,n,k', [
     (4, 256, 128, 4096, 7168),
     (6, 1024, 300, 2112, 512),

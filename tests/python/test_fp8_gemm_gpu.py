@@ -136,10 +136,10 @@ def test_fp8_gemm_nt_rows_do_not_leak():
 
 
 # Kernel variants the heuristics may not pick for the shapes above, forced through DG_FP8_GEMM_CONFIG
-# ("block_m,block_n,stages,pipelined,multicast"): ordered issue (pipelined 2) with uniform, straddling and
-# three-block B scales, alone and with multicast of A or B; the shapes have odd M/N block counts, K tails
-# and a single K block.
-_FORCED = ['128,128,0,2,0', '128,176,0,2,0', '128,192,0,2,2', '128,160,0,2,1', '128,144,3,2,0']
+# ("block_m,block_n,stages,pipelined,multicast"): multicast of B, of A with straddling B scales and with one
+# math warpgroup, no promotion overlap, explicit stages; the shapes have odd M/N block counts, K tails and a
+# single K block.
+_FORCED = ['128,128,0,1,1', '128,192,0,0,2', '64,96,0,1,2', '128,112,3,1,0', '128,32,0,1,2']
 _FORCED_SHAPES = [(1000, 2112, 1536), (4160, 4144, 384), (129, 7168, 128), (257, 576, 8320)]
 
 

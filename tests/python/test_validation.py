@@ -185,6 +185,13 @@ def test_grouped_specific_rules(device):
         contiguous.call(device, grouped_layout=torch.zeros(127, dtype=I32, device=device))
     with pytest.raises(ValueError, match=r'grouped_layout must be contiguous'):
         contiguous.call(device, grouped_layout=torch.zeros(256, dtype=I32, device=device)[::2])
+    # use_psum_layout=True: grouped_layout holds one end row per group ([G]), not one group per row.
+    args, _, _ = contiguous.build(device)
+    with pytest.raises(ValueError, match=r'grouped_layout\.shape\[0\] \(G\) must equal b\.shape\[0\] = 2; got 128'):
+        contiguous.fn(*args, use_psum_layout=True)
+    if device == 'meta':
+        args, _, _ = contiguous.build(device, grouped_layout=torch.zeros(2, dtype=I32, device=device))
+        contiguous.fn(*args, use_psum_layout=True)
     kg = CASES_BY_NAME['k_grouped_fp8_gemm_nt_contiguous']
     with pytest.raises(ValueError, match=r'ks\[1\] must be a non-negative multiple of 128; got 200'):
         kg.call(device, ks=[128, 200])

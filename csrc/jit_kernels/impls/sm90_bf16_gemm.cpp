@@ -25,6 +25,7 @@ using heuristics::Sm90Bf16Epilogue;
 const char* op_name(Bf16GroupedMode mode, const Bf16GemmArgs& args) {
     switch (mode) {
         case Bf16GroupedMode::kMGroupedContiguous: return "m_grouped_bf16_gemm_contiguous";
+        case Bf16GroupedMode::kMGroupedContiguousPsum: return "m_grouped_bf16_gemm_contiguous (psum layout)";
         case Bf16GroupedMode::kMGroupedMasked: return "m_grouped_bf16_gemm_masked";
         case Bf16GroupedMode::kKGroupedContiguous: return "k_grouped_bf16_gemm_tn_contiguous";
         default: break;
@@ -132,7 +133,7 @@ CUtensorMap make_tmap(CUtensorMapDataType dtype, int rank, const void* base, con
 }
 
 std::string make_symbol(const Sm90Bf16GemmKernelKey& key) {
-    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped"};
+    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
     return std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t") + "_bm" +
            std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" + std::to_string(key.num_stages) +
@@ -147,7 +148,8 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     auto fail = [op](const std::string& what) { throw jit::Error(std::string(op) + ": " + what); };
     const int m = args.m, n = args.n, k = args.k;
     const bool masked = g.mode == Bf16GroupedMode::kMGroupedMasked;
-    const bool contiguous = g.mode == Bf16GroupedMode::kMGroupedContiguous;
+    const bool contiguous =
+        g.mode == Bf16GroupedMode::kMGroupedContiguous || g.mode == Bf16GroupedMode::kMGroupedContiguousPsum;
     const bool k_grouped = g.mode == Bf16GroupedMode::kKGroupedContiguous;
     const bool m_grouped = masked || contiguous;  // B is [G, N, K] / [G, K, N]
     const bool grouped = m_grouped || k_grouped;
@@ -308,6 +310,7 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
     std::string scheduler;
     switch (Bf16GroupedMode(key.mode)) {
         case Bf16GroupedMode::kMGroupedContiguous: scheduler = "ContiguousGroupedScheduler"; break;
+        case Bf16GroupedMode::kMGroupedContiguousPsum: scheduler = "PsumContiguousGroupedScheduler"; break;
         case Bf16GroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler"; break;
         case Bf16GroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler"; break;
         default: scheduler = key.multicast > 1 ? "ClusterPairScheduler" : "GroupedOrderScheduler"; break;
@@ -343,8 +346,9 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
 void sm90_bf16_gemm(const Bf16GemmArgs& args) { run(args, Bf16GroupedArgs{}); }
 
 void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped) {
-    if (grouped.mode != Bf16GroupedMode::kMGroupedContiguous && grouped.mode != Bf16GroupedMode::kMGroupedMasked)
-        throw jit::Error("m_grouped_bf16_gemm: grouped mode must be contiguous or masked");
+    if (grouped.mode != Bf16GroupedMode::kMGroupedContiguous && grouped.mode != Bf16GroupedMode::kMGroupedMasked &&
+        grouped.mode != Bf16GroupedMode::kMGroupedContiguousPsum)
+        throw jit::Error("m_grouped_bf16_gemm: grouped mode must be contiguous (either layout) or masked");
     run(args, grouped);
 }
 

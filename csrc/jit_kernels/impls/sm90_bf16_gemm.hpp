@@ -45,12 +45,20 @@ struct Bf16GemmArgs {
 // Dense GEMM (nt / nn / tn / tt via a_k_major / b_k_major).
 void sm90_bf16_gemm(const Bf16GemmArgs& args);
 
-enum class Bf16GroupedMode : int { kNone = 0, kMGroupedContiguous = 1, kMGroupedMasked = 2, kKGroupedContiguous = 3 };
+enum class Bf16GroupedMode : int {
+    kNone = 0,
+    kMGroupedContiguous = 1,
+    kMGroupedMasked = 2,
+    kKGroupedContiguous = 3,
+    kMGroupedContiguousPsum = 4,
+};
 
 // Extra arguments of the grouped (MoE) ops. In the M-grouped modes B is [G, N, K] (b_k_major) or [G, K, N],
 // with b_group_stride elements between groups.
 //   contiguous: args.m = sum of M; a [sum_M, K], d [sum_M, N] (and c); `grouped` = grouped_layout int32
 //               [sum_M] on the GPU (group per row, -1 = padding row; groups start at multiples of 128 rows).
+//   contiguous psum: as contiguous, but `grouped` = int32 [G] group ends: group g owns rows
+//               [align(end[g-1], 128k), end[g]) (the contiguous alignment, a multiple of 128).
 //   masked:     args.m = max_m; a [G, max_m, K] with a_group_stride elements between groups (K-major only
 //               is what the nt op needs, M-major also works: [G, K, max_m]); d [G, max_m, N] with
 //               d_group_stride == max_m * ldd (and c likewise); `grouped` = masked_m int32 [G] on the GPU;

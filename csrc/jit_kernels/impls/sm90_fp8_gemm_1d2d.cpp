@@ -27,12 +27,11 @@ std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
     return "sm90_fp8_gemm_1d2d_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
            std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
            "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k) + (key.direct_store ? "_direct" : "") +
-           (key.pipelined == 1 ? "_pp" : key.pipelined == 2 ? "_po" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "");
+           (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "");
 }
 
 // Forced config from DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]" (tuning/sweeps
-// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128),
-// 2 = ordered issue of the two math warpgroups (block_m 128);
+// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128);
 // multicast 0 = off, 1 = 2-CTA cluster sharing B, 2 = sharing A. Or
 // DG_FP8_GEMM_CONFIG=legacy: the first version's heuristics (no pipelining, no multicast). All zero = no
 // override. Part of the config memo key, so changing the variable between calls takes effect.
@@ -104,12 +103,10 @@ ConfigOverride parse_config_override(const std::string& text) {
     if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
         fail(where + "stages must be 0 (auto) or in [" + std::to_string(heuristics::kSm90Fp8MinStages) + ", " +
              std::to_string(heuristics::kSm90Fp8MaxStages) + "]");
-    if (ov.pipelined < 0 || ov.pipelined > 2)
-        fail(where + "pipelined must be 0 (off), 1 (two scratch accumulators) or 2 (ordered issue)");
+    if (ov.pipelined < 0 || ov.pipelined > 1) fail(where + "pipelined must be 0 (off) or 1 (two scratch accumulators)");
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
-    if (ov.pipelined == 2 && ov.block_m != 128) fail(where + "pipelined 2 (ordered issue) needs block_m 128");
     return ov;
 }
 

@@ -7,10 +7,8 @@
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + BLOCK_M/64 math
 // warpgroups (each owns 64 rows of the tile). Per 128-K block each math warpgroup issues four
 // m64nNk32 wgmmas into a scratch FP32 accumulator, waits, releases the slot, then promotes the scratch
-// into the final accumulator scaled by sfa[row] * sfb[column block] (two-level accumulation). The tensor
-// core would idle during the promotion; two ways to keep it fed: two scratch accumulators (K block kb+1
-// runs while kb is promoted; BLOCK_N <= 128 for registers) or ordered issue (the two math warpgroups take
-// turns issuing, so one promotes while the other's wgmmas run; any BLOCK_N). After the last K block the epilogue converts to BF16 and TMA-stores while the producer already loads the next
+// into the final accumulator scaled by sfa[row] * sfb[column block] (two-level accumulation). After the
+// last K block the epilogue converts to BF16 and TMA-stores while the producer already loads the next
 // tile.
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
@@ -73,17 +71,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
-    // runs while kb is promoted; 3 x BLOCK_N / 2 registers); 2 = ordered issue: the two math warpgroups
-    // issue their K blocks in strict turns (named barriers), so the tensor core, which runs wgmmas in
-    // issue order, has one warpgroup's K block queued while the other promotes (2 x BLOCK_N / 2 registers,
-    // hence wider tiles: fewer shared-memory bytes per FLOP). (A split-N variant was tried and removed:
-    // ptxas 13.0 serialised its wgmmas, C7514.)
-    static_assert(kPromoteMode <= 2, "promote mode 0, 1 or 2");
+    // runs while kb is promoted; 3 x BLOCK_N / 2 registers). (A split-N variant, promoting one N half while
+    // the other half's wgmmas run, was tried and removed: ptxas 13.0 serialised its wgmmas, C7514.)
+    static_assert(kPromoteMode <= 1, "promote mode 0 or 1");
     constexpr bool kPipelinedPromote = kPromoteMode == 1;
-    constexpr bool kOrderedIssue = kPromoteMode == 2;
-    static_assert(!kOrderedIssue || kBlockM == 128, "ordered issue alternates two math warpgroups");
-    // Named barrier ids of the turns (the epilogues use 1 + warpgroup).
-    constexpr u32 kTurnBarrier = 8;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
     static_assert(Epilogue::kSmemBytes == Layout::kSmemD, "epilogue staging size");
@@ -191,22 +182,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             float a_lo, a_hi, b0, b1, b2;
         };
 
-        // Ordered issue: warpgroup w issues after the other one's previous issue (barrier kTurnBarrier + w)
-        // and hands the turn over right after its commit. Warpgroup 0 starts with the turn; `num_issued`
-        // counts this warpgroup's K blocks so it knows, and so the last hand-over can be consumed at exit.
-        u32 num_issued = 0;
-        auto take_turn = [&]() {
-            if constexpr (kOrderedIssue) {
-                if (math_wg == 1 || num_issued > 0) ptx::named_barrier_sync(kTurnBarrier + math_wg, 256);
-            }
-        };
-        auto pass_turn = [&]() {
-            if constexpr (kOrderedIssue) {
-                ptx::named_barrier_arrive(kTurnBarrier + (math_wg ^ 1u), 256);
-                ++num_issued;
-            }
-        };
-
         // Waits for slot `st`, reads its A scales, issues the 4 wgmmas of the K block into `a`, commits.
         // The B scales are loaded from global first: their latency hides behind the barrier wait.
         auto issue = [&](float(&a)[kNumAccum], u32 kb, const float* sfb0, const float* sfb1,
@@ -224,7 +199,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
-            take_turn();
             ptx::wgmma_fence();
 #pragma unroll
             for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
@@ -232,7 +206,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
             }
             ptx::wgmma_commit_group();
-            pass_turn();
             st.advance();
             return s;
         };
@@ -335,10 +308,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             }
 
             epilogue.store(fin, m0, n0, m, n);
-        }
-        // Warpgroup 1's last hand-over has no next issue to wait for it: consume it here.
-        if constexpr (kOrderedIssue) {
-            if (math_wg == 0 && num_issued > 0) ptx::named_barrier_sync(kTurnBarrier, 256);
         }
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();

@@ -15,11 +15,6 @@ __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// Arrives on named barrier `id` without waiting (counts toward `count`, like bar.sync's threads).
-__device__ __forceinline__ void named_barrier_arrive(u32 id, u32 count) {
-    asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-
 // Thread-block clusters: this CTA's rank in its cluster, and a full cluster barrier (every thread of every
 // CTA of the cluster; release/acquire so shared-memory state, e.g. initialised mbarriers, is visible).
 __device__ __forceinline__ u32 cluster_cta_rank() {

@@ -6,6 +6,12 @@
 //   (128 rows), which is a multiple of BLOCK_M, so an M block never mixes two groups; a block whose first
 //   row is -1 is all padding and is skipped. Rows of a tile that are padding are computed with the tile's
 //   group and stored (their D content is unspecified, as in DeepGEMM).
+// Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
+//   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
+//   alignment (a multiple of BLOCK_M); rows outside every group are padding. An M block belongs to the first
+//   group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past the
+//   last end are skipped. A block can start in the padding before its group only when the alignment exceeds
+//   BLOCK_M; it is then computed with that group (padding rows' D content is unspecified, as above).
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
 //   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m.
@@ -34,6 +40,43 @@ struct ContiguousGroupedScheduler : WholeKRange {
             const i32 g = __ldg(grouped_layout + m_block * kBlockM);
             if (g >= 0) {
                 cur_group = static_cast<u32>(g);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return cur_group; }
+    __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
+};
+
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct PsumContiguousGroupedScheduler : WholeKRange {
+    GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
+    const i32* group_ends;
+    u32 num_groups;
+    u32 cur_group = 0;
+
+    // m = rows of A and D, n = N, ends = grouped_layout int32 [num_groups].
+    __device__ __forceinline__ PsumContiguousGroupedScheduler(u32 m, u32 n, const i32* ends, u32 groups)
+        : dense(m, n), group_ends(ends), num_groups(groups) {}
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        while (dense.next(m_block, n_block)) {
+            // First group g with end[g] > row; a malformed (decreasing) layout only changes which group a
+            // block gets, never an address: g < num_groups and rows stay below m.
+            const i32 row = static_cast<i32>(m_block * kBlockM);
+            u32 lo = 0, hi = num_groups;
+            while (lo < hi) {
+                const u32 mid = (lo + hi) / 2;
+                if (__ldg(group_ends + mid) > row) hi = mid;
+                else lo = mid + 1;
+            }
+            if (lo < num_groups) {
+                cur_group = lo;
                 return true;
             }
         }
