@@ -25,58 +25,45 @@
 
 namespace deep_gemm {
 
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ContiguousGroupedScheduler : WholeKRange {
+// Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
+// with no group are skipped).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout>
+struct ContiguousLayoutScheduler : WholeKRange {
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
     const i32* grouped_layout;
-    u32 cur_group = 0;
-
-    // m = sum_M (rows of A and D), n = N; num_groups is not needed (the layout names the groups).
-    __device__ __forceinline__ ContiguousGroupedScheduler(u32 m, u32 n, const i32* layout, u32)
-        : dense(m, n), grouped_layout(layout) {}
-
-    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        while (dense.next(m_block, n_block)) {
-            const i32 g = __ldg(grouped_layout + m_block * kBlockM);
-            if (g >= 0) {
-                cur_group = static_cast<u32>(g);
-                return true;
-            }
-        }
-        return false;
-    }
-
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return cur_group; }
-    __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
-};
-
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct PsumContiguousGroupedScheduler : WholeKRange {
-    GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
-    const i32* group_ends;
     u32 num_groups;
     u32 cur_group = 0;
 
-    // m = rows of A and D, n = N, ends = grouped_layout int32 [num_groups].
-    __device__ __forceinline__ PsumContiguousGroupedScheduler(u32 m, u32 n, const i32* ends, u32 groups)
-        : dense(m, n), group_ends(ends), num_groups(groups) {}
+    // m = sum_M (rows of A and D), n = N; layout = group per row [m], or group ends [num_groups] (psum).
+    __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
+        : dense(m, n), grouped_layout(layout), num_groups(groups) {}
 
-    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        while (dense.next(m_block, n_block)) {
+    // The group of the M block starting at `row` into `group`; false when it has none (padding, or past the
+    // last group).
+    __device__ __forceinline__ bool block_group(u32 row, u32& group) const {
+        if constexpr (!kPsumLayout) {
+            const i32 g = __ldg(grouped_layout + row);
+            group = static_cast<u32>(g);
+            return g >= 0;
+        } else {
             // First group g with end[g] > row; a malformed (decreasing) layout only changes which group a
             // block gets, never an address: g < num_groups and rows stay below m.
-            const i32 row = static_cast<i32>(m_block * kBlockM);
             u32 lo = 0, hi = num_groups;
             while (lo < hi) {
                 const u32 mid = (lo + hi) / 2;
-                if (__ldg(group_ends + mid) > row) hi = mid;
+                if (__ldg(grouped_layout + mid) > static_cast<i32>(row)) hi = mid;
                 else lo = mid + 1;
             }
-            if (lo < num_groups) {
-                cur_group = lo;
+            group = lo;
+            return lo < num_groups;
+        }
+    }
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        while (dense.next(m_block, n_block)) {
+            u32 g;
+            if (block_group(m_block * kBlockM, g)) {
+                cur_group = g;
                 return true;
             }
         }
@@ -89,6 +76,11 @@ struct PsumContiguousGroupedScheduler : WholeKRange {
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
 };
+
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+using ContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlockN, kGroupN, false>;
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+using PsumContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlockN, kGroupN, true>;
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
 struct MaskedGroupedScheduler : WholeKRange {
