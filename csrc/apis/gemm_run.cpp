@@ -27,17 +27,16 @@ void fill_without_product(const Problem& p, const GemmCall& call) {
 }
 
 // m == 0 or n == 0: nothing to do; k == 0: d = c or zeros. True when handled.
-bool handle_empty(const GemmOpSpec& spec, const Problem& p, const GemmCall& call) {
+bool handle_empty(const Problem& p, const GemmCall& call) {
     if (p.m == 0 or p.n == 0 or p.groups == 0) return true;
     if (p.k == 0) {
         fill_without_product(p, call);
         return true;
     }
-    (void)spec;
     return false;
 }
 
-void run_fp8_1d2d(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
+void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     // A scales: the kernel reads them M-major with the M stride aligned to 4; convert unless they already are.
     at::Tensor sfa_converted;
     const float* sfa_ptr = nullptr;
@@ -82,7 +81,6 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Checker& check, const Problem& p
     args.pdl = get_pdl();
     args.device = device;
     args.stream = current_stream(device);
-    (void)check;
     kernels::sm90_fp8_gemm_1d2d(args);
 
     if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
@@ -205,24 +203,23 @@ void run_gemm(GemmOp op, const GemmCall& call) {
     const Problem p = validate(spec, call, check);
     const int device = check.same_cuda_device({&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d,
                                                p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr});
-    if (handle_empty(spec, p, call)) return;
+    if (handle_empty(p, call)) return;
     check_int_range(check, p);
     require_sm90(check, device);
 
     switch (p.kernel) {
         case Kernel::kFp8_1D2D:
-            if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, check, p, call, device);
+            if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, p, call, device);
             break;
         case Kernel::kBf16:
             return run_bf16(spec, check, p, call, device);
         default:
             break;
     }
-    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented){}",
+    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented)",
                                       p.kernel == Kernel::kFp8_1D1D ? "the 1D1D FP8 kernel (recipe (1, 1, 128), FP32 output)"
                                       : p.kernel == Kernel::kBf16   ? "the BF16 GEMM kernel"
-                                                                    : "the grouped FP8 kernel",
-                                      ""));
+                                                                    : "the grouped FP8 kernel"));
 }
 
 }  // namespace deep_gemm::api

@@ -41,11 +41,7 @@ Sm90Bf16GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf
     const int out_bytes = (d_fp32 ? 4 : 2) * (with_c ? 2 : 1);
     const Sm90Bf16GemmConfig c =
         deep_gemm::heuristics::choose_sm90_bf16_config(m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, out_bytes);
-    Sm90Bf16GemmKernelKey key;
-    key.block_m = c.block_m;
-    key.block_n = c.block_n;
-    key.num_stages = c.num_stages;
-    key.group_n = c.group_n;
+    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
     key.a_mn_major = a_mn;
     key.b_mn_major = b_mn;
     key.epilogue = int(epi);
@@ -126,11 +122,7 @@ Sm90Bf16GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
     const Sm90Bf16GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
         s.m, s.n, deep_gemm::heuristics::sm90_bf16_k_grouped_hint_k(s.sum_k, s.groups), kH200Sms, kH200SmemOptin,
         /*b_mn_major=*/true, Sm90Bf16Epilogue::kAccumDirect, with_c ? 8 : 4, 0, s.groups);
-    Sm90Bf16GemmKernelKey key;
-    key.block_m = c.block_m;
-    key.block_n = c.block_n;
-    key.num_stages = c.num_stages;
-    key.group_n = c.group_n;
+    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
     key.a_mn_major = true;
     key.b_mn_major = true;
     key.mode = int(Bf16GroupedMode::kKGroupedContiguous);
@@ -164,11 +156,7 @@ Sm90Bf16GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
     const auto ov = deep_gemm::kernels::parse_sm90_bf16_config_override(config);
     const Sm90Bf16GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
         ov, /*b_mn_major=*/false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
-    Sm90Bf16GemmKernelKey key;
-    key.block_m = c.block_m;
-    key.block_n = c.block_n;
-    key.num_stages = c.num_stages;
-    key.group_n = c.group_n;
+    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
     key.epilogue = int(Sm90Bf16Epilogue::kBf16Tma);
     key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request);
     key.n = uint32_t(n), key.k = uint32_t(k);

@@ -142,6 +142,19 @@ std::string make_symbol(const Sm90Bf16GemmKernelKey& key) {
            (key.with_c ? "_c" : "") + (key.multicast > 1 ? "_mc" + std::to_string(key.multicast) : "");
 }
 
+}  // namespace
+
+Sm90Bf16GemmKernelKey sm90_bf16_kernel_key(const heuristics::Sm90Bf16GemmConfig& config) {
+    Sm90Bf16GemmKernelKey key;
+    key.block_m = config.block_m;
+    key.block_n = config.block_n;
+    key.num_stages = config.num_stages;
+    key.group_n = config.group_n;
+    return key;
+}
+
+namespace {
+
 // The common implementation of the dense and grouped ops.
 void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const char* op = op_name(g.mode, args);
@@ -218,11 +231,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const heuristics::Sm90Bf16GemmConfig& config = chosen.config;
     if (config.num_stages < heuristics::kSm90Bf16MinStages) fail("not enough shared memory on this device");
 
-    Sm90Bf16GemmKernelKey key;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
+    Sm90Bf16GemmKernelKey key = sm90_bf16_kernel_key(config);
     key.a_mn_major = !args.a_k_major;
     key.b_mn_major = !args.b_k_major;
     key.mode = int(g.mode);

@@ -210,9 +210,9 @@ struct PreparedLaunch {
 };
 
 // The memo key: the arguments a PreparedLaunch depends on, plus the settings generation (which carries
-// DG_FP8_GEMM_CONFIG). Zero-initialised and compared bytewise.
+// DG_FP8_GEMM_CONFIG); not sfb, a plain kernel argument. Zero-initialised and compared bytewise.
 struct LaunchKey {
-    const void *a, *b, *sfa, *sfb, *d;
+    const void *a, *b, *sfa, *d;
     int64_t lda, ldb, ldd, sfa_stride;
     const jit::Settings* settings;
     int m, n, k, num_sms, device;
@@ -293,7 +293,7 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
 
     LaunchKey key;
     std::memset(&key, 0, sizeof(key));  // padding takes part in the hash and compare
-    key.a = args.a, key.b = args.b, key.sfa = args.sfa, key.sfb = args.sfb, key.d = args.d;
+    key.a = args.a, key.b = args.b, key.sfa = args.sfa, key.d = args.d;
     key.lda = args.lda, key.ldb = args.ldb, key.ldd = args.ldd, key.sfa_stride = args.sfa_stride;
     key.settings = &jit::settings();
     key.m = m, key.n = n, key.k = k, key.num_sms = args.num_sms, key.device = args.device;
