@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
-# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [host] [profile]
+# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [host] [profile] [profile_bf16]
 # (default: build smoke test sanitize bench).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -87,6 +87,32 @@ if has profile; then
             ${NCU_ARGS:---section SpeedOfLight --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats} \
             python3 benchmarks/profile_fp8.py $shape 3 >>"$OUT/profile_$tag.log" 2>&1
         note "ncu $cfg: rc=$? $(head -1 "$OUT/profile_$tag.log")"
+    done
+fi
+if has profile_bf16; then
+    # BF16 nt, ours vs torch.mm (cuBLAS), per shape in PROFILE_BF16_SHAPES ("M,N,K ..."): Nsight Compute on one
+    # call (profiler range, so cuBLAS's kernel is caught whatever its name), then a few seconds back to back
+    # with nvidia-smi sampling SM clock and power every 100 ms.
+    ncu --query-metrics --chip gh100 2>&1 | grep -E "^(sm__pipe_tensor|sm__pipe_shared|l1tex__data_bank|sm__ops_path_tensor_src_bf16)" \
+        >"$OUT/ncu_metric_names.log"
+    for shape in ${PROFILE_BF16_SHAPES:-4096,4096,7168 4096,7168,2048}; do
+        set -- $(echo "$shape" | tr ',' ' ')
+        for lib in ours cublas; do
+            log="$OUT/profile_bf16_${1}x${2}x${3}_$lib.log"
+            DG_JIT_USE_NVRTC=1 timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none --profile-from-start off \
+                --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+                --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section WarpStateStats \
+                --metrics "regex:^sm__pipe_tensor_op.*cycles_active\.avg\.pct_of_peak_sustained_active$,regex:^sm__pipe_shared_cycles_active\.avg\.pct_of_peak_sustained_active$,regex:^l1tex__data_bank_(reads|writes)\.avg\.pct_of_peak_sustained_elapsed$,sm__ops_path_tensor_src_bf16_dst_fp32.sum" \
+                python3 benchmarks/profile_bf16.py "$1" "$2" "$3" --lib "$lib" --range >"$log" 2>&1
+            note "ncu bf16 $shape $lib: rc=$? $(head -1 "$log")"
+            nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu --format=csv,noheader -lms 100 \
+                >"$OUT/power_bf16_${1}x${2}x${3}_$lib.csv" 2>&1 &
+            smi=$!
+            DG_JIT_USE_NVRTC=1 python3 benchmarks/profile_bf16.py "$1" "$2" "$3" --lib "$lib" --seconds "${POWER_SECONDS:-3}" \
+                >>"$log" 2>&1
+            kill $smi 2>/dev/null; wait $smi 2>/dev/null
+            note "sustained bf16 $shape $lib: $(tail -1 "$log") | $(python3 scripts/power_summary.py "$OUT/power_bf16_${1}x${2}x${3}_$lib.csv")"
+        done
     done
 fi
 cat "$summary"
