@@ -25,11 +25,13 @@ def main():
     p.add_argument('--calls', type=int, default=20)
     p.add_argument('--seconds', type=float, default=0.0, help='keep calling for this long (after the timed calls)')
     p.add_argument('--range', action='store_true', help='wrap one extra call in cudaProfilerStart/Stop')
+    p.add_argument('--d-row-pad', type=int, default=0,
+                   help='D row stride N + this (not a multiple of 8: ours uses the direct-store epilogue)')
     args = p.parse_args()
     m, n, k = args.m, args.n, args.k
     a = torch.randn(m, k, device='cuda', dtype=torch.bfloat16)
     b = torch.randn(n, k, device='cuda', dtype=torch.bfloat16)
-    d = torch.empty(m, n, device='cuda', dtype=torch.bfloat16)
+    d = torch.empty(m, n + args.d_row_pad, device='cuda', dtype=torch.bfloat16)[:, :n]
     if args.lib == 'ours':
         def call():
             deep_gemm.bf16_gemm_nt(a, b, d)

@@ -14,6 +14,10 @@ not fit) is reported for that candidate and the sweep goes on. Keeps to --budget
 still prints the tables). Exit status 1 when a variant computed a wrong result.
 
     DG_JIT_USE_NVRTC=1 python3 benchmarks/sweep_bf16_configs.py [--runs 15] [--budget 480] [--shapes 4096x7168x2048,...]
+        [--candidates "default;128,256,0,0;..."] [--d-row-pad 2]
+
+--d-row-pad P writes D into a [M, N + P] buffer (a column slice): with P % 8 != 0 the rows are not 16-byte
+aligned, so the bf16 direct-store epilogue (no shared-memory staging) replaces the TMA-store one.
 """
 import argparse
 import math
@@ -74,13 +78,13 @@ def run_candidate(c, a, b, d, ref, runs, what):
     return c, time_fn(call, runs, warmup=False), diff
 
 
-def sweep_shape(m, n, k, runs, deadline):
+def sweep_shape(m, n, k, runs, deadline, candidates=None, d_row_pad=0):
     """(cuBLAS us, rows) for one shape; stops early at `deadline`."""
     a, b, ref = make_inputs(m, n, k)
-    d = torch.empty((m, n), device='cuda', dtype=torch.bfloat16)
+    d = torch.empty((m, n + d_row_pad), device='cuda', dtype=torch.bfloat16)[:, :n]
     cublas_us = time_cublas(a, b, runs)
     rows = []
-    for c in (LARGE_M if m > SMALL_M_LIMIT else SMALL_M):
+    for c in candidates or (LARGE_M if m > SMALL_M_LIMIT else SMALL_M):
         if time.time() > deadline:
             print('budget reached, stopping the sweep', flush=True)
             break
@@ -132,6 +136,12 @@ def print_summary(results):
     return sum(1 for _, _, diff in flagged if str(diff).startswith('BAD'))
 
 
+def parse_candidates(text):
+    """'default;128,256,0,0;...' -> [None, (128, 256, 0, 0), ...]"""
+    return [None if c.strip() == 'default' else tuple(int(v) for v in c.split(','))
+            for c in text.split(';') if c.strip()]
+
+
 def parse_shapes(text):
     return [tuple(int(v) for v in s.split('x')) for s in text.split(',') if s.strip()]
 
@@ -141,6 +151,9 @@ def main():
     parser.add_argument('--runs', type=int, default=15)
     parser.add_argument('--budget', type=float, default=480.0, help='seconds for the whole sweep')
     parser.add_argument('--shapes', type=str, default='', help='MxNxK,... (default: bench_bf16_gemm TARGET_SHAPES)')
+    parser.add_argument('--candidates', type=str, default='',
+                        help='"default;bm,bn,stages[,multicast];..." (default: the built-in lists)')
+    parser.add_argument('--d-row-pad', type=int, default=0, help='D row stride N + this (see above)')
     args = parser.parse_args()
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
         sys.exit('needs a Hopper (sm_90) GPU')
@@ -157,7 +170,8 @@ def main():
         if time.time() > deadline:
             print(f'budget reached, skipping {m}x{n}x{k} and the rest', flush=True)
             break
-        results[(m, n, k)] = sweep_shape(m, n, k, args.runs, deadline)
+        results[(m, n, k)] = sweep_shape(m, n, k, args.runs, deadline, parse_candidates(args.candidates),
+                                         args.d_row_pad)
         print_shape(m, n, k, *results[(m, n, k)])
 
     num_bad = print_summary(results)

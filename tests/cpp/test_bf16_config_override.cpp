@@ -149,10 +149,15 @@ TEST(Bf16ConfigOverride, StagesZeroFillsSharedMemory) {
             }
         }
     }
-    // 128x256 with the bf16 epilogue's 64 KB staging leaves room for 3 stages; without staging, 4.
+    // 128x256 with the TMA-store epilogue's 64 KB staging leaves room for 3 stages; without staging (direct
+    // epilogues), 4.
     EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin)
                   .num_stages,
               3);
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kBf16Direct,
+                                              kH200SmemOptin)
+                  .num_stages,
+              4);
     EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kAccumDirect,
                                               kH200SmemOptin)
                   .num_stages,

@@ -33,8 +33,9 @@ constexpr int kSm90Bf16MaxBlockN = 256;
 constexpr int kSm90Bf16MaxStages = 8;
 constexpr int kSm90Bf16MinStages = 3;
 
+// Only the TMA-store epilogue stages D in shared memory; the direct ones store from registers.
 inline int sm90_bf16_staging_bytes(int block_m, int block_n, Sm90Bf16Epilogue epilogue) {
-    return epilogue == Sm90Bf16Epilogue::kAccumDirect ? 0 : block_m * block_n * 2;
+    return epilogue == Sm90Bf16Epilogue::kBf16Tma ? block_m * block_n * 2 : 0;
 }
 
 inline int sm90_bf16_padded_block_n(int block_n, bool b_mn_major) {

@@ -73,7 +73,7 @@ void check_ranges(std::string_view text, int block_m, int block_n, int stages, s
 const char* epilogue_name(Sm90Bf16Epilogue epilogue) {
     switch (epilogue) {
         case Sm90Bf16Epilogue::kBf16Tma: return "the bf16 TMA-store epilogue (BLOCK_M x BLOCK_N staging)";
-        case Sm90Bf16Epilogue::kBf16Direct: return "the bf16 direct-store epilogue (BLOCK_M x BLOCK_N staging)";
+        case Sm90Bf16Epilogue::kBf16Direct: return "the bf16 direct-store epilogue (no staging)";
         default: return "the FP32 / with-C epilogue (no staging)";
     }
 }

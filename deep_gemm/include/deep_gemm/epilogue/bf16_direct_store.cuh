@@ -1,7 +1,6 @@
 // Fallback epilogue: FP32 accumulators -> BF16 written straight from registers with bounds checks. For
 // outputs a TMA store cannot address (row stride not a multiple of 16 bytes, e.g. N = 100 contiguous,
-// or a base that is not 16-byte aligned). Same interface as Bf16TmaStoreEpilogue; the staging buffer the
-// kernel reserves for the TMA path is simply unused.
+// or a base that is not 16-byte aligned). Same interface as Bf16TmaStoreEpilogue; needs no shared memory.
 #pragma once
 
 #include "../common/types.cuh"
@@ -12,7 +11,7 @@ namespace deep_gemm {
 template <u32 kBlockM, u32 kBlockN>
 struct Bf16DirectStoreEpilogue {
     static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
-    static constexpr u32 kSmemBytes = kBlockM * kBlockN * 2;  // reserved by the kernel layout, unused
+    static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
 
     u32 math_wg;
