@@ -54,12 +54,15 @@ def check_bf16_gemm() -> None:
     # B multicast over 2-CTA clusters (off by default), odd number of M blocks.
     with forced_config("DG_BF16_GEMM_CONFIG", "128,128,0,1"):
         bf16_case(1100, 576, 512)
+    # Direct-store epilogue (D rows not 16-byte aligned) with the widest tile and 4 stages.
+    with forced_config("DG_BF16_GEMM_CONFIG", "128,256,4,0"):
+        bf16_case(300, 520, 256, d_row_pad=2)
 
 
-def bf16_case(m: int, n: int, k: int) -> None:
+def bf16_case(m: int, n: int, k: int, d_row_pad: int = 0) -> None:
     a = torch.randn(m, k, dtype=torch.bfloat16)
     b = torch.randn(n, k, dtype=torch.bfloat16)
-    d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    d = torch.full((m, n + d_row_pad), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :n]
     deep_gemm.bf16_gemm_nt(a.cuda(), b.cuda(), d)
     torch.cuda.synchronize()
     diff = calc_diff(d.cpu(), a.float() @ b.float().t())

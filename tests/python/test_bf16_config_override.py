@@ -116,6 +116,28 @@ def test_forced_configs_compute_correctly(bf16_config, layout, value):
 
 @_needs_hopper
 @pytest.mark.gpu
+@pytest.mark.parametrize('layout', ['nt', 'tn'])
+def test_direct_store_epilogue_takes_all_stages(bf16_config, layout):
+    """D rows not 16-byte aligned (row stride N + 2): the direct-store epilogue, which reserves no staging, so
+    128x256 fits 4 stages (the TMA-store epilogue's 64 KB staging allows 3). Nothing outside the view is written."""
+    m, n, k = 1100, 1000, 640
+    a, b, ref = _nt_case(m, n, k, seed=11 + ord(layout[0]))
+    a_arg = a if layout[0] == 'n' else a.t().contiguous()
+    b_arg = b if layout[1] == 't' else b.t().contiguous()
+    d_wide = torch.full((m, n + 2), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, :n]
+    bf16_config('128,256,4,0')
+    getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d)
+    _check(d, ref, f'{layout} direct store, 128x256, 4 stages')
+    assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
+    # The TMA-store epilogue (aligned D) cannot take 4 stages of this tile.
+    d_aligned = torch.empty((m, n), device='cuda', dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match='bytes of shared memory'):
+        getattr(deep_gemm, f'bf16_gemm_{layout}')(a_arg, b_arg, d_aligned)
+
+
+@_needs_hopper
+@pytest.mark.gpu
 def test_reload_switches_the_config(bf16_config, caplog):
     """Same shape, three values in one process: each reload chooses again (the value is part of the memo key)."""
     a, b, ref = _nt_case(1536, 1536, 512, seed=3)
