@@ -1,10 +1,12 @@
 #include "files.hpp"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "errors.hpp"
@@ -62,9 +64,15 @@ void fsync_dir(const std::filesystem::path& dir) noexcept {
     ::close(fd);
 }
 
+// POSIX nftw rather than std::filesystem::remove_all: inside a PyTorch process the dynamic linker may bind
+// remove_all to the copy libtorch exports, which crashed (a call through a null pointer) with the torch
+// 2.11 wheels. Depth-first, not following symlinks; errors are ignored (best effort, as before).
 void remove_tree(const std::filesystem::path& path) noexcept {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    auto remove_one = [](const char* p, const struct stat*, int, struct FTW*) -> int {
+        ::remove(p);  // unlink for files and symlinks, rmdir for (by then empty) directories
+        return 0;
+    };
+    ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 }  // namespace deep_gemm::jit::detail

@@ -16,7 +16,7 @@ void write_file_durable(const std::filesystem::path& path, const std::string& da
 // fsync of a directory (its entries become durable). Best effort: failures are ignored.
 void fsync_dir(const std::filesystem::path& dir) noexcept;
 
-// remove_all without exceptions.
+// Removes `path` and everything below it; best effort, never throws (see files.cpp for why not remove_all).
 void remove_tree(const std::filesystem::path& path) noexcept;
 
 }  // namespace deep_gemm::jit::detail

@@ -6,7 +6,9 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -107,3 +109,64 @@ def test_log_sink_survives_a_raising_handler():
         _C._log(logging.ERROR, 'still fine')  # reported as an unraisable exception; never raised into C++
     finally:
         logger.removeHandler(handler)
+
+
+_FAILING_NVCC = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0; fi
+echo "kernel.cu(1): error: deliberate failure for the test" >&2
+exit 1
+"""
+
+
+def _run_in_subprocess(code, env):
+    """Runs `code` in a fresh interpreter (torch imported first, as in user code), so that a crash is reported
+    as this test's failure instead of ending the test session."""
+    full_env = dict(os.environ, **env)
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=full_env, timeout=300)
+
+
+def test_compile_failure_is_a_python_error_and_cleans_up(tmp_path):
+    """A compiler error becomes a RuntimeError carrying the compiler's output, the build directory is removed, and
+    nothing half-built enters the cache. (Inside a torch process the cleanup once crashed the interpreter:
+    std::filesystem::remove_all bound to libtorch's copy.)"""
+    nvcc = tmp_path / 'failing_nvcc'
+    nvcc.write_text(_FAILING_NVCC)
+    nvcc.chmod(0o755)
+    cache = tmp_path / 'cache'
+    code = (
+        'import torch, deep_gemm\n'
+        'try:\n'
+        '    deep_gemm.compile_only("layout_transpose_sf", "sm_90a")\n'
+        'except RuntimeError as e:\n'
+        '    print("RAISED:", e)\n'
+        'else:\n'
+        '    print("NO ERROR")\n'
+    )
+    result = _run_in_subprocess(code, {'DG_JIT_USE_NVRTC': '0', 'DG_JIT_NVCC_COMPILER': str(nvcc),
+                                       'DG_JIT_CACHE_DIR': str(cache)})
+    assert result.returncode == 0, f'interpreter died (status {result.returncode}): {result.stderr[-2000:]}'
+    assert 'RAISED: failed to compile kernel layout_transpose_sf with nvcc' in result.stdout, result.stdout
+    assert 'deliberate failure for the test' in result.stdout, result.stdout
+    assert os.listdir(cache / 'tmp') == [], 'build directory left behind'
+    assert not os.path.exists(cache / 'cache') or os.listdir(cache / 'cache') == [], 'failed build entered the cache'
+
+
+def test_stale_build_directories_are_removed(tmp_path):
+    """Build directories of processes that died mid-compile (a day old) are removed, trees included, at the next
+    compile, in a process that has torch loaded."""
+    cache = tmp_path / 'cache'
+    stale = cache / 'tmp' / 'build.layout_transpose_sf.dead.AbCdEf'
+    (stale / 'sub').mkdir(parents=True)
+    (stale / 'kernel.cu').write_text('// left by a crashed compile')
+    (stale / 'sub' / 'x').write_text('x')
+    os.symlink('/nonexistent/target', stale / 'dangling')
+    old = time.time() - 2 * 24 * 3600
+    os.utime(stale, (old, old))
+    fresh = cache / 'tmp' / 'build.layout_transpose_sf.live.GhIjKl'
+    fresh.mkdir()
+    code = 'import torch, deep_gemm\nprint(deep_gemm.compile_only("layout_transpose_sf", "sm_90a")["compiled"])\n'
+    result = _run_in_subprocess(code, {'DG_JIT_USE_NVRTC': '1', 'DG_JIT_CACHE_DIR': str(cache)})
+    assert result.returncode == 0, f'interpreter died (status {result.returncode}): {result.stderr[-2000:]}'
+    assert result.stdout.strip() == 'True'
+    assert not os.path.lexists(stale), 'stale build directory kept'
+    assert fresh.is_dir(), 'a young build directory (maybe a live compile) was removed'
