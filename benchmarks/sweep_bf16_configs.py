@@ -2,7 +2,7 @@
 against torch.mm (cuBLAS), over bench_bf16_gemm.py's TARGET_SHAPES.
 
 Each candidate is forced through DG_BF16_GEMM_CONFIG="block_m,block_n,stages[,multicast]" (stages 0 = as
-many as fit in shared memory; multicast 0 = off, 1 = B / 2 = A multicast over a 2-CTA cluster when legal; field
+many as fit in shared memory; multicast 0 = off, 1 = B multicast over a 2-CTA cluster when legal; field
 absent = heuristic), set in os.environ followed by deep_gemm.reload_settings(): the host parses the variable
 once per settings generation and keys its config memo on it, so one process sweeps everything. "default" =
 the heuristics' choice (variable unset).
@@ -45,8 +45,7 @@ LARGE_M = [None,
            (128, 176, 0, 1), (128, 176, 0, 0), (128, 144, 0, 1), (128, 208, 0, 1)]
 SMALL_M = [None,
            (64, 64, 0, 0), (64, 96, 0, 0), (64, 128, 0, 0), (64, 256, 0, 0), (64, 128, 0, 1),
-           (128, 32, 0, 0), (128, 64, 0, 0), (128, 128, 0, 0),
-           (128, 64, 0, 2), (128, 32, 0, 2), (64, 64, 0, 2), (128, 128, 0, 2), (64, 96, 0, 2)]
+           (128, 32, 0, 0), (128, 64, 0, 0), (128, 128, 0, 0)]
 SMALL_M_LIMIT = 256  # candidates for M above this come from LARGE_M
 
 

@@ -118,7 +118,7 @@ const std::vector<SettingInfo>& setting_registry() {
         {"DG_BF16_GEMM_CONFIG", "string", "",
          "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
          "\"block_m,block_n,stages[,multicast]\", stages 0 = as many as fit, multicast 0 = off, "
-         "1 = B multicast, 2 = A multicast when legal, absent = heuristic (tuning)"},
+         "1 = B multicast when legal, absent = heuristic (tuning)"},
     };
     return registry;
 }

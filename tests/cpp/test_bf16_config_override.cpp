@@ -47,7 +47,7 @@ const char* const kSweepCandidates[] = {
     "128,256,0,1", "128,256,0,0", "128,192,0,1", "128,192,0,0", "128,128,0,1", "128,128,0,0", "128,224,0,1",
     "128,224,0,0", "128,160,0,1", "128,160,0,0", "64,64,0,0",   "64,96,0,0",   "64,128,0,0",  "64,256,0,0",
     "64,128,0,1",  "128,32,0,0",  "128,64,0,0",  "128,128,0,0", "128,176,0,1", "128,176,0,0", "128,144,0,1",
-    "128,208,0,1", "128,64,0,2",  "128,32,0,2",  "64,64,0,2",   "128,128,0,2", "64,96,0,2",
+    "128,208,0,1",
 };
 
 TEST(Bf16ConfigOverride, EmptyOrBlankIsNoOverride) {
@@ -64,11 +64,10 @@ TEST(Bf16ConfigOverride, AcceptsGoodValues) {
         Sm90Bf16ConfigOverride expected;
     };
     // The multicast field maps onto Bf16GemmArgs::multicast requests: absent 0 (heuristic), 0 -> 1 (off),
-    // 1 -> 2 (B shared when legal), 2 -> 3 (A shared when legal).
+    // 1 -> 2 (on when legal).
     const Case cases[] = {
         {"128,256,0", make(128, 256, 0, 0)},
         {"128,256,0,1", make(128, 256, 0, 2)},
-        {"128,64,0,2", make(128, 64, 0, 3)},
         {"128,160,0,0", make(128, 160, 0, 1)},
         {"64,16,3", make(64, 16, 3, 0)},
         {"64,96,8,0", make(64, 96, 8, 1)},
@@ -123,7 +122,7 @@ TEST(Bf16ConfigOverride, RejectsMalformedForms) {
         {"128,128,1", "stages 1 is neither 0 nor in [3, 8]"},
         {"128,128,2", "stages 2 is neither"},
         {"128,128,9", "stages 9 is neither"},
-        {"128,128,0,3", "multicast 3 is not 0, 1 or 2"},
+        {"128,128,0,2", "multicast 2 is not 0 or 1"},
     };
     for (const auto& c : cases) {
         const std::string what = parse_error(c.text);
@@ -216,11 +215,9 @@ TEST(Bf16ConfigOverride, SweepCandidatesAreValid) {
         ASSERT_TRUE(ov.active());
         Sm90Bf16GemmConfig c;
         ASSERT_NO_THROW(c = apply_sm90_bf16_config_override(ov, false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin));
-        // A forced multicast is legal at M = 4096 and N = 2112 (bf16_gemm_nt: K-major A and B), so the sweep times
-        // what it names.
-        const int mc =
-            deep_gemm::heuristics::choose_sm90_bf16_multicast(4096, 2112, c, 0, false, false, ov.multicast_request);
-        EXPECT_EQ(mc, ov.multicast_request >= 2 ? ov.multicast_request : 1);
+        // A forced multicast is legal at M = 4096 (bf16_gemm_nt: K-major B), so the sweep times what it names.
+        const int mc = deep_gemm::heuristics::choose_sm90_bf16_multicast(4096, c, 0, false, ov.multicast_request);
+        EXPECT_EQ(mc, ov.multicast_request == 2 ? 2 : 1);
     }
 }
 
@@ -231,21 +228,9 @@ TEST(Bf16ConfigOverride, ForcedMulticastFallsBackWhenNotLegal) {
     const Sm90Bf16GemmConfig c =
         apply_sm90_bf16_config_override(make(128, 192, 0, request), true, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
     using deep_gemm::heuristics::choose_sm90_bf16_multicast;
-    EXPECT_EQ(choose_sm90_bf16_multicast(4096, 7168, c, 0, false, false, request), 2);
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 7168, c, 0, false, false, request), 1);
-    EXPECT_EQ(choose_sm90_bf16_multicast(4096, 7168, c, 0, false, true, request), 1);
-    EXPECT_EQ(choose_sm90_bf16_multicast(4096, 7168, c, 1, false, false, request), 1) << "grouped: never";
-    // "multicast 2" (A shared): needs two N blocks to pair and a K-major A.
-    const auto a_request = parse_sm90_bf16_config_override("128,64,0,2").multicast_request;
-    EXPECT_EQ(a_request, 3);
-    const Sm90Bf16GemmConfig c64 =
-        apply_sm90_bf16_config_override(make(128, 64, 0, a_request), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 2112, c64, 0, false, false, a_request), 3);
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 2112, c64, 0, false, true, a_request), 3) << "B's majorness is free";
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 64, c64, 0, false, false, a_request), 1) << "one N block";
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 2112, c64, 0, true, false, a_request), 1) << "MN-major A";
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 2112, c64, 2, false, false, a_request), 1) << "grouped: never";
-    EXPECT_EQ(choose_sm90_bf16_multicast(128, 2112, c64, 0, false, false, 0), 1) << "heuristic: off";
+    EXPECT_EQ(choose_sm90_bf16_multicast(4096, c, 0, false, request), 2);
+    EXPECT_EQ(choose_sm90_bf16_multicast(128, c, 0, false, request), 1);
+    EXPECT_EQ(choose_sm90_bf16_multicast(4096, c, 0, true, request), 1);
 }
 
 }  // namespace

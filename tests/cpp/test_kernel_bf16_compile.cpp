@@ -48,8 +48,7 @@ Sm90Bf16GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf
     key.d_fp32 = d_fp32;
     key.with_c = with_c;
     key.mode = int(mode);
-    key.multicast =
-        deep_gemm::heuristics::choose_sm90_bf16_multicast(m, n, c, int(mode), a_mn, b_mn, multicast_request);
+    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, int(mode), b_mn, multicast_request);
     return key;
 }
 
@@ -79,14 +78,6 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
                             Bf16GroupedMode::kNone, 2));
     keys.push_back(make_key(128, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
                             Bf16GroupedMode::kNone, 2));
-    // A multicast (two N blocks share the A stage) for one row of tiles: nt, nn (MN-major B), and FP32 D with C.
-    for (const auto& [b_mn, epi] : {std::pair{false, Sm90Bf16Epilogue::kBf16Tma}, std::pair{true, Sm90Bf16Epilogue::kBf16Tma},
-                                    std::pair{false, Sm90Bf16Epilogue::kAccumDirect}}) {
-        const bool accum = epi == Sm90Bf16Epilogue::kAccumDirect;
-        const auto key = make_key(128, 2112, 7168, false, b_mn, epi, accum, accum, Bf16GroupedMode::kNone, 3);
-        EXPECT_EQ(key.multicast, 3);
-        keys.push_back(key);
-    }
     // FP32 D with and without C, BF16 D with C, BF16 direct store.
     keys.push_back(make_key(4096, 7168, 2048, false, false, Sm90Bf16Epilogue::kAccumDirect, true, false));
     keys.push_back(make_key(4096, 4096, 7168, false, false, Sm90Bf16Epilogue::kAccumDirect, true, true));
@@ -167,7 +158,7 @@ Sm90Bf16GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
         ov, /*b_mn_major=*/false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
     Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
     key.epilogue = int(Sm90Bf16Epilogue::kBf16Tma);
-    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, n, c, 0, false, false, ov.multicast_request);
+    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request);
     key.n = uint32_t(n), key.k = uint32_t(k);
     return key;
 }
@@ -299,9 +290,6 @@ TEST_F(KernelCompileBf16, ForcedSweepConfigsNvrtc) {
     EXPECT_EQ(narrow.block_n, 96);
     EXPECT_EQ(narrow.multicast, 1) << "heuristic multicast (field absent) is off below M = 1024";
     build_and_check(narrow);
-    const Sm90Bf16GemmKernelKey shared_a = forced_nt_key("128,64,0,2", 128, 2112, 7168);
-    EXPECT_EQ(shared_a.multicast, 3);
-    build_and_check(shared_a);
 }
 
 }  // namespace

@@ -124,25 +124,20 @@ inline int sm90_bf16_k_grouped_hint_k(int64_t sum_k, int num_groups) {
     return k;
 }
 
-// TMA multicast over a 2-CTA cluster, dense problems only. B shared (2): two M blocks on the same N block
-// share each B stage, halving B's L2 -> SM traffic; B must split into two 1024-byte aligned halves (K-major:
-// BN/2 rows, a multiple of 8; MN-major: an even number of 64-wide atoms). A shared (3): two N blocks on the
-// same M block share each A stage; K-major A only. Both off unless requested: in the H200 sweep (2026-12-02)
-// B multicast was 0.5-7% slower than the same tiles without it in 23 of 24 M=4096 comparisons (consistent
-// with shared-memory bandwidth, which multicast does not reduce, being the limit, not L2).
-// `request`: 0 = heuristic, 1 = off, 2 = B shared when legal, 3 = A shared when legal. Returns 1, 2 or 3.
-inline int choose_sm90_bf16_multicast(int m, int n, const Sm90Bf16GemmConfig& c, int grouped_mode, bool a_mn_major,
-                                      bool b_mn_major, int request) {
-    if (request <= 1 || grouped_mode != 0) return 1;
-    if (request == 2) {
-        const int m_blocks = (m + c.block_m - 1) / c.block_m;
-        const bool legal = m_blocks >= 2 && (b_mn_major ? (sm90_bf16_padded_block_n(c.block_n, true) / 64) % 2 == 0
-                                                        : (c.block_n / 2) % 8 == 0);
-        return legal ? 2 : 1;
-    }
-    const int n_blocks = (n + c.block_n - 1) / c.block_n;
-    const bool legal = n_blocks >= 2 && !a_mn_major && (c.block_m / 2) % 8 == 0;
-    return legal ? 3 : 1;
+// TMA multicast of B over a 2-CTA cluster (two M blocks on the same N block share each B stage, halving
+// B's L2 -> SM traffic): dense problems only, and B must split into two 1024-byte aligned halves (K-major:
+// BN/2 rows, a multiple of 8; MN-major: an even number of 64-wide atoms). Off unless requested: in the H200
+// sweep (2026-12-02) it was 0.5-7% slower than the same tiles without it in 23 of 24 M=4096 comparisons
+// (consistent with shared-memory bandwidth, which multicast does not reduce, being the limit, not L2).
+// `request`: 0 = heuristic, 1 = off, 2 = on when legal. Returns 1 or 2.
+inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int grouped_mode, bool b_mn_major,
+                                      int request) {
+    if (request == 1 || grouped_mode != 0) return 1;
+    const int m_blocks = (m + c.block_m - 1) / c.block_m;
+    const bool legal = m_blocks >= 2 && (b_mn_major ? (sm90_bf16_padded_block_n(c.block_n, true) / 64) % 2 == 0
+                                                    : (c.block_n / 2) % 8 == 0);
+    if (!legal) return 1;
+    return request == 2 ? 2 : 1;
 }
 
 // Width (bytes) of the D staging swizzle of the bf16 TMA-store epilogue (as in Bf16TmaStoreEpilogue).

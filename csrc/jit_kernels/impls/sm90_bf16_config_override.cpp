@@ -30,8 +30,7 @@ std::string accepted_form() {
     return "expected \"block_m,block_n,stages[,multicast]\": block_m 64 or 128; block_n a multiple of 16 in [16, " +
            std::to_string(kSm90Bf16MaxBlockN) + "]; stages 0 (as many as fit) or " +
            std::to_string(kSm90Bf16MinStages) + ".." + std::to_string(kSm90Bf16MaxStages) +
-           "; multicast 0 (off), 1 (B multicast when legal) or 2 (A multicast when legal), absent = heuristic; unset or "
-           "empty = no override";
+           "; multicast 0 (off) or 1 (B multicast when legal), absent = heuristic; unset or empty = no override";
 }
 
 [[noreturn]] void reject(std::string_view text, const std::string& problem) {
@@ -68,7 +67,7 @@ void check_ranges(std::string_view text, int block_m, int block_n, int stages, s
     if (stages != 0 && (stages < kSm90Bf16MinStages || stages > kSm90Bf16MaxStages))
         reject(text, "stages " + std::to_string(stages) + " is neither 0 nor in [" +
                          std::to_string(kSm90Bf16MinStages) + ", " + std::to_string(kSm90Bf16MaxStages) + "]");
-    if (multicast && *multicast > 2) reject(text, "multicast " + std::to_string(*multicast) + " is not 0, 1 or 2");
+    if (multicast && *multicast > 1) reject(text, "multicast " + std::to_string(*multicast) + " is not 0 or 1");
 }
 
 const char* epilogue_name(Sm90Bf16Epilogue epilogue) {
@@ -103,7 +102,7 @@ Sm90Bf16ConfigOverride parse_sm90_bf16_config_override(std::string_view text) {
     ov.block_m = values[0];
     ov.block_n = values[1];
     ov.num_stages = values[2];
-    ov.multicast_request = multicast ? *multicast + 1 : 0;  // 0/1/2 -> off/B/A as choose_sm90_bf16_multicast takes it
+    ov.multicast_request = multicast ? (*multicast == 1 ? 2 : 1) : 0;
     return ov;
 }
 

@@ -5,8 +5,8 @@
 //     block_m    64 or 128
 //     block_n    a multiple of 16 in [16, kSm90Bf16MaxBlockN]
 //     stages     0 = as many as fit in shared memory, else [kSm90Bf16MinStages, kSm90Bf16MaxStages]
-//     multicast  0 = off, 1 = B multicast over a 2-CTA cluster when legal, 2 = A multicast when legal (else
-//                off, as the heuristic would), absent = the heuristic's choice
+//     multicast  0 = off, 1 = B multicast over a 2-CTA cluster when legal (else off, as the heuristic would),
+//                absent = the heuristic's choice
 //   Blanks around fields are ignored; unset, empty or blank = no override.
 //
 // Torch-free. The parser is declared here (not hidden in the .cpp) so the unit tests can reach it.
@@ -25,7 +25,7 @@ struct Sm90Bf16ConfigOverride {
     int block_n = 0;
     int num_stages = 0;  // 0 = as many as fit
     // The multicast field as a Bf16GemmArgs::multicast request: 0 = field absent (heuristic), 1 = off,
-    // 2 = B multicast when legal, 3 = A multicast when legal.
+    // 2 = on when legal.
     int multicast_request = 0;
 
     bool active() const { return block_m != 0; }

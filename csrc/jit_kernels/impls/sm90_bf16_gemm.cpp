@@ -36,7 +36,7 @@ const char* op_name(Bf16GroupedMode mode, const Bf16GemmArgs& args) {
 
 struct ShapeKey {
     int m, n, k, num_sms, smem_limit, mode, epilogue, out_bytes;
-    bool a_mn_major, b_mn_major;
+    bool b_mn_major;
     int rows_per_group;
     int groups;  // K-grouped: G (m, n, k per group); else 1
     // DG_BF16_GEMM_CONFIG (dense ops only; filled in by get_config): part of the key, so a changed value
@@ -49,8 +49,7 @@ struct ShapeKeyHash {
     size_t operator()(const ShapeKey& s) const noexcept {
         const size_t h = hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
                                     uint64_t(s.mode) | uint64_t(s.epilogue) << 4 | uint64_t(s.out_bytes) << 8 |
-                                        uint64_t(s.b_mn_major) << 16 | uint64_t(s.a_mn_major) << 17 |
-                                        uint64_t(uint32_t(s.rows_per_group)) << 20 |
+                                        uint64_t(s.b_mn_major) << 16 | uint64_t(uint32_t(s.rows_per_group)) << 20 |
                                         uint64_t(uint32_t(s.groups)) << 44);
         const uint64_t ov = uint64_t(s.ov.block_m) | uint64_t(s.ov.block_n) << 8 | uint64_t(s.ov.num_stages) << 17 |
                             uint64_t(s.ov.multicast_request) << 21;
@@ -97,9 +96,8 @@ std::string describe(const ChosenConfig& chosen, const ShapeKey& key) {
     std::string text = heuristics::to_string(chosen.config);
     if (!key.ov.active()) return text;
     text += std::string(" (forced by ") + kBf16ConfigEnv;
-    if (chosen.multicast_request >= 2 &&
-        heuristics::choose_sm90_bf16_multicast(key.m, key.n, chosen.config, key.mode, key.a_mn_major, key.b_mn_major,
-                                               chosen.multicast_request) == 1)
+    if (chosen.multicast_request == 2 &&
+        heuristics::choose_sm90_bf16_multicast(key.m, chosen.config, key.mode, key.b_mn_major, 2) == 1)
         text += "; multicast not legal here, off";
     return text + ")";
 }
@@ -227,7 +225,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     // K-grouped: per-group tiles with a K that changes from call to call; choose for a bucketed average.
     const int cost_k = k_grouped ? heuristics::sm90_bf16_k_grouped_hint_k(k, g.num_groups) : k;
     const ShapeKey shape{cost_m, n, cost_k, num_sms, dev.max_smem_per_block_optin, int(g.mode), int(epilogue),
-                         out_elem * (args.c ? 2 : 1), !args.a_k_major, !args.b_k_major, rows_per_group, k_grouped ? g.num_groups : 1,
+                         out_elem * (args.c ? 2 : 1), !args.b_k_major, rows_per_group, k_grouped ? g.num_groups : 1,
                          Sm90Bf16ConfigOverride{}};
     const ChosenConfig chosen = get_config(op, shape);
     const heuristics::Sm90Bf16GemmConfig& config = chosen.config;
@@ -242,8 +240,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     key.with_c = args.c != nullptr;
     // A multicast forced by DG_BF16_GEMM_CONFIG wins over the caller's request (it is a tuning override).
     const int multicast_request = chosen.multicast_request != 0 ? chosen.multicast_request : args.multicast;
-    key.multicast = heuristics::choose_sm90_bf16_multicast(m, n, config, int(g.mode), key.a_mn_major, key.b_mn_major,
-                                                           multicast_request);
+    key.multicast = heuristics::choose_sm90_bf16_multicast(m, config, int(g.mode), key.b_mn_major, multicast_request);
     compiled.apply(key, m, n, k);
     if (k_grouped) key.k = 0;  // each group has its own K: never a kernel constant
 
@@ -259,8 +256,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     {
         const uint64_t dims[3] = {uint64_t(a_inner), a_outer, a_groups};
         const uint64_t strides[2] = {uint64_t(args.lda) * 2, std::max<uint64_t>(a_gstride, uint64_t(args.lda) * 2)};
-        // A multicast: each CTA of the pair loads half of the (K-major) A box.
-        const uint32_t box[3] = {bk, args.a_k_major ? uint32_t(config.block_m / (key.multicast == 3 ? 2 : 1)) : bk, 1};
+        const uint32_t box[3] = {bk, args.a_k_major ? uint32_t(config.block_m) : bk, 1};
         tmap_a = make_tmap(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, args.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
                            std::string(op) + ": tensor map for a");
     }
@@ -271,7 +267,7 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
         const uint64_t dims[3] = {uint64_t(b_inner), b_outer, b_groups};
         const uint64_t strides[2] = {uint64_t(args.ldb) * 2, std::max<uint64_t>(b_gstride, uint64_t(args.ldb) * 2)};
         // Multicast: each CTA of the pair loads half of a K-major B box (MN-major: half of the 64-wide atoms).
-        const uint32_t box[3] = {bk, args.b_k_major ? uint32_t(config.block_n / (key.multicast == 2 ? 2 : 1)) : bk, 1};
+        const uint32_t box[3] = {bk, args.b_k_major ? uint32_t(config.block_n / key.multicast) : bk, 1};
         tmap_b = make_tmap(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, args.b, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
                            std::string(op) + ": tensor map for b");
     }
@@ -290,13 +286,12 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const int64_t m_blocks = (masked || k_grouped) ? int64_t(g.num_groups) * ((m + config.block_m - 1) / config.block_m)
                                                    : (m + config.block_m - 1) / config.block_m;
     jit::LaunchConfig launch;
-    launch.grid[0] = key.multicast == 2   ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
-                     : key.multicast == 3 ? persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2))
-                                          : persistent_grid(num_sms, m_blocks * n_blocks);
+    launch.grid[0] = key.multicast > 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
+                                       : persistent_grid(num_sms, m_blocks * n_blocks);
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_bf16_smem_bytes(config.block_m, config.block_n, config.num_stages,
                                                                   key.b_mn_major, epilogue));
-    launch.cluster_x = key.multicast > 1 ? 2u : 1u;
+    launch.cluster_x = unsigned(key.multicast);
     launch.pdl = args.pdl;
     launch.stream = args.stream;
 
@@ -327,11 +322,7 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
         case Bf16GroupedMode::kMGroupedContiguousPsum: scheduler = "PsumContiguousGroupedScheduler"; break;
         case Bf16GroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler"; break;
         case Bf16GroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler"; break;
-        default:
-            scheduler = key.multicast == 2   ? "ClusterPairScheduler"
-                        : key.multicast == 3 ? "ClusterPairNScheduler"
-                                             : "GroupedOrderScheduler";
-            break;
+        default: scheduler = key.multicast > 1 ? "ClusterPairScheduler" : "GroupedOrderScheduler"; break;
     }
     std::string epilogue;
     switch (Sm90Bf16Epilogue(key.epilogue)) {

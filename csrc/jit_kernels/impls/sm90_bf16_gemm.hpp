@@ -36,8 +36,7 @@ struct Bf16GemmArgs {
     // Which of m/n/k are baked into the kernel as constants ("nk" by default); the others are runtime.
     std::string_view compiled_dims = "nk";  // must outlive the call
     int num_sms = 0;  // SMs the persistent grid may use (<= device count; 0 = all)
-    // TMA multicast over 2-CTA clusters (dense ops only): 0 = heuristic, 1 = off, 2 = B shared when legal,
-    // 3 = A shared when legal (K-major A).
+    // TMA multicast of B over 2-CTA clusters (dense ops only): 0 = heuristic, 1 = off, 2 = on when legal.
     int multicast = 0;
     bool pdl = false;
     int device = 0;
@@ -89,7 +88,7 @@ struct Sm90Bf16GemmKernelKey {
     int mode = 0;      // Bf16GroupedMode
     int epilogue = 0;  // heuristics::Sm90Bf16Epilogue
     bool d_fp32 = false, with_c = false;
-    int multicast = 1;  // 1 = off, 2 = B / 3 = A multicast over a 2-CTA cluster (dense only)
+    int multicast = 1;  // 1 = off, 2 = B multicast over a 2-CTA cluster (dense only)
     uint32_t m = 0, n = 0, k = 0;
     bool operator==(const Sm90Bf16GemmKernelKey&) const = default;
 };

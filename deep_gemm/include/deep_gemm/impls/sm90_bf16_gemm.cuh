@@ -67,8 +67,6 @@ struct Sm90Bf16GemmLayout {
 constexpr u32 kSm90Bf16ProducerRegs = 40;
 constexpr u32 kSm90Bf16MathRegs = 232;
 
-// kMulticast: 1 = none; 2 = B shared by a 2-CTA cluster (two M blocks on one N block, ClusterPairScheduler);
-// 3 = A shared (two N blocks on one M block, ClusterPairNScheduler; K-major A only).
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kAMnMajor, bool kBMnMajor, u32 kCompiledM,
           u32 kCompiledN, u32 kCompiledK, typename Scheduler, typename Epilogue, u32 kMulticast = 1>
 __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
@@ -79,19 +77,13 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     using Wgmma = ptx::WgmmaBf16<kBlockN>;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
-    static_assert(kMulticast >= 1 && kMulticast <= 3, "multicast: 1 (off), 2 (B shared) or 3 (A shared)");
-    constexpr bool kCluster = kMulticast > 1;
-    constexpr bool kShareB = kMulticast == 2, kShareA = kMulticast == 3;
-    // With multicast each CTA of the pair loads half of the shared operand (rows of a K-major operand, whole
-    // atoms of an MN-major B) and multicasts it into both CTAs; the scheduler pairs the CTAs on the same N
-    // block (B shared) or the same M block (A shared).
+    static_assert(kMulticast == 1 || kMulticast == 2, "multicast: 1 (off) or 2 (B shared by a 2-CTA cluster)");
+    // With multicast each CTA of the pair loads half of B (rows of a K-major B, whole atoms of an MN-major B)
+    // and multicasts it into both CTAs; the scheduler pairs the CTAs on the same N block.
     constexpr u32 kNumAtomsB = Layout::kBlockNPad / Layout::kAtomMN;
-    static_assert(!kShareB || (kBMnMajor ? kNumAtomsB % 2 == 0 : (kBlockN / 2) % 8 == 0),
-                  "B multicast needs B to split into two 1024-byte aligned halves");
-    static_assert(!kShareA || (!kAMnMajor && (kBlockM / 2) % 8 == 0),
-                  "A multicast needs a K-major A that splits into two 1024-byte aligned halves");
+    static_assert(kMulticast == 1 || (kBMnMajor ? kNumAtomsB % 2 == 0 : (kBlockN / 2) % 8 == 0),
+                  "multicast needs B to split into two 1024-byte aligned halves");
     constexpr u32 kHalfBBytes = Layout::kSmemB / 2;
-    constexpr u32 kHalfABytes = Layout::kSmemA / 2;
 
     // m: rows of A/D (dense, contiguous: sum of M) or rows per group (masked).
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
@@ -109,7 +101,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     const u32 thread_in_wg = threadIdx.x % 128;
 
     // Multicast: this CTA's rank in the 2-CTA cluster and its peer.
-    const u32 cta_rank = kCluster ? ptx::cluster_cta_rank() : 0u;
+    const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
     const u32 peer_rank = cta_rank ^ 1u;
 
     if (threadIdx.x == 0) {
@@ -117,11 +109,11 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
         ptx::tma_prefetch_descriptor(tmap_b);
         if constexpr (Epilogue::kUsesTensorMap) ptx::tma_prefetch_descriptor(tmap_d);
         // Empty barriers: every math thread arrives (one CTA), or each math warp of both CTAs (multicast).
-        pipe.init(kCluster ? 2 * (Layout::kNumMathThreads / 32) : Layout::kNumMathThreads);
+        pipe.init(kMulticast > 1 ? 2 * (Layout::kNumMathThreads / 32) : Layout::kNumMathThreads);
     }
     // The peer multicasts into this CTA's shared memory and arrives on its barriers: both CTAs' barriers
     // must be initialised before either producer starts.
-    if constexpr (kCluster) {
+    if constexpr (kMulticast > 1) {
         ptx::cluster_sync();
     } else {
         __syncthreads();
@@ -150,11 +142,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     const i32 k0 = static_cast<i32>(tile_k0 + kb * kBlockK);
                     u8* a_slot = smem_a + st.stage * Layout::kSmemA;
                     u8* b_slot = smem_b + st.stage * Layout::kSmemB;
-                    if constexpr (kShareA) {
-                        // This CTA's half of A's rows, into the same offset of both CTAs' slot.
-                        ptx::tma_load_3d_multicast(a_slot + cta_rank * kHalfABytes, tmap_a, full, k0,
-                                                   a_row0 + static_cast<i32>(cta_rank * (kBlockM / 2)), ga, 0x3);
-                    } else if constexpr (kAMnMajor) {
+                    if constexpr (kAMnMajor) {
 #pragma unroll
                         for (u32 i = 0; i < kBlockM / Layout::kAtomMN; ++i)
                             ptx::tma_load_3d(a_slot + i * Layout::kAtomBytes, tmap_a, full,
@@ -162,7 +150,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     } else {
                         ptx::tma_load_3d(a_slot, tmap_a, full, k0, a_row0, ga);
                     }
-                    if constexpr (kShareB) {
+                    if constexpr (kMulticast > 1) {
                         // This CTA's half of B, into the same offset of both CTAs' slot (the peer does the other).
                         if constexpr (kBMnMajor) {
 #pragma unroll
@@ -194,7 +182,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
         const u32 math_wg = warpgroup - 1;
         const u32 lane = thread_in_wg % 32;
         auto release = [&](const PipelineState<kNumStages>& s) {
-            if constexpr (kCluster) {
+            if constexpr (kMulticast > 1) {
                 pipe.consumer_release_pair(s, peer_rank, lane);
             } else {
                 pipe.consumer_release(s);
@@ -266,7 +254,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
         epilogue.finish();
     }
     // The peer may still arrive on this CTA's empty barriers: neither CTA leaves before both are done.
-    if constexpr (kCluster) ptx::cluster_sync();
+    if constexpr (kMulticast > 1) ptx::cluster_sync();
 }
 
 }  // namespace deep_gemm

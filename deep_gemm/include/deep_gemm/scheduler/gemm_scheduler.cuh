@@ -126,23 +126,20 @@ struct ClusterPairScheduler : WholeKRange {
 // still loads (zero-filled B, its half of A for the peer) and computes, and its stores are clipped away
 // (the kernel must clamp anything it indexes by n_block).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ClusterPairNScheduler : WholeKRange {
+struct ClusterPairNScheduler {
     static_assert(kGroupN >= 1, "group size");
     u32 num_m_blocks;
     u32 num_pairs_n;
     u32 num_tiles;  // pair tiles
     u32 next_tile;
     u32 rank;
-    u32 rows;
-    u32 cur_m0 = 0;
 
-    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
+    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n)
         : num_m_blocks(ceil_div(m, kBlockM)),
           num_pairs_n(ceil_div(ceil_div(n, kBlockN), 2u)),
           num_tiles(ceil_div(m, kBlockM) * ceil_div(ceil_div(n, kBlockN), 2u)),
           next_tile(blockIdx.x / 2),
-          rank(blockIdx.x % 2),
-          rows(m) {}
+          rank(blockIdx.x % 2) {}
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         if (next_tile >= num_tiles) return false;
@@ -151,16 +148,8 @@ struct ClusterPairNScheduler : WholeKRange {
         u32 pair;
         grouped_order_tile<kGroupN>(t, num_m_blocks, num_pairs_n, m_block, pair);
         n_block = pair * 2 + rank;
-        cur_m0 = m_block * kBlockM;
         return true;
     }
-
-    // The extended interface of the BF16 kernel (dense: one group).
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return 0; }
-    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
 }  // namespace deep_gemm
