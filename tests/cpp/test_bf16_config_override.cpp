@@ -119,9 +119,9 @@ TEST(Bf16ConfigOverride, RejectsMalformedForms) {
         {"128,8,0", "block_n 8 is not"},
         {"128,24,0", "block_n 24 is not"},
         {"128,272,0", "block_n 272 is not"},
-        {"128,128,1", "stages 1 is neither 0 nor in [3, 8]"},
+        {"128,128,1", "stages 1 is neither 0 nor in [3, 16]"},
         {"128,128,2", "stages 2 is neither"},
-        {"128,128,9", "stages 9 is neither"},
+        {"128,128,17", "stages 17 is neither"},
         {"128,128,0,2", "multicast 2 is not 0 or 1"},
     };
     for (const auto& c : cases) {

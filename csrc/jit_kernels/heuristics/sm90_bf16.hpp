@@ -30,7 +30,7 @@ struct Sm90Bf16GemmConfig {
 
 constexpr int kSm90Bf16BlockK = 64;
 constexpr int kSm90Bf16MaxBlockN = 256;
-constexpr int kSm90Bf16MaxStages = 8;
+constexpr int kSm90Bf16MaxStages = 16;
 constexpr int kSm90Bf16MinStages = 3;
 
 // Only the TMA-store epilogue stages D in shared memory; the direct ones store from registers.
