@@ -50,7 +50,8 @@ fi
 
 if has sanitize; then
     for tool in ${SAN_TOOLS:-memcheck racecheck}; do
-        timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitize_cases.py >>"$OUT/sanitizer.log" 2>&1
+        timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 python3 scripts/sanitize_cases.py \
+            ${SAN_CASES:-} >>"$OUT/sanitizer.log" 2>&1
         note "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
     done
 fi

@@ -49,7 +49,8 @@ def forced_config(variable: str, value: str):
 
 
 def check_bf16_gemm() -> None:
-    for m, n, k in [(100, 576, 512), (257, 100, 192)]:
+    # (128, 2112, 2048): a 64x48 tile with 15 stages, the ring wraps twice per tile.
+    for m, n, k in [(100, 576, 512), (257, 100, 192), (128, 2112, 2048)]:
         bf16_case(m, n, k)
     # B multicast over 2-CTA clusters (off by default), odd number of M blocks.
     with forced_config("DG_BF16_GEMM_CONFIG", "128,128,0,1"):
@@ -104,9 +105,11 @@ def check_m_grouped_bf16_gemm_psum() -> None:
 
 
 if __name__ == "__main__":
+    # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
+    cases = [check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum]
+    cases = [c for c in cases if len(sys.argv) < 2 or any(arg in c.__name__ for arg in sys.argv[1:])]
     failures = 0
-    for case in (check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm,
-                 check_m_grouped_bf16_gemm_psum):
+    for case in cases:
         try:
             case()
             print(f"{case.__name__}: ok")
