@@ -1,15 +1,11 @@
 """DG_* environment handling through the Python layer: values are read at the first JIT use (not at
 import), malformed values raise RuntimeError naming the variable, reload_settings() re-reads them."""
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import deep_gemm
 from deep_gemm import _C
+from pyrun import run_python
 
 
 @pytest.fixture
@@ -17,12 +13,6 @@ def env(monkeypatch):
     yield monkeypatch
     monkeypatch.undo()
     _C.reload_settings()
-
-
-def run_python(code: str, **env_overrides) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.update(env_overrides)
-    return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_malformed_value_fails_at_first_jit_use_not_import():

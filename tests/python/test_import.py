@@ -1,17 +1,10 @@
 """`import deep_gemm` works with no GPU, no driver and no Triton, and exposes DeepGEMM's names."""
 
 import os
-import subprocess
 import sys
-import textwrap
 
 import deep_gemm
-
-
-def run_python(code: str, **env_overrides):
-    env = dict(os.environ)
-    env.update(env_overrides)
-    return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=300)
+from pyrun import run_python
 
 
 def test_version_and_exports():

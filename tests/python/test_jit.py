@@ -6,7 +6,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 
@@ -14,6 +13,7 @@ import pytest
 
 import deep_gemm
 from deep_gemm import _C
+from pyrun import run_python
 
 
 def nvcc_available() -> bool:
@@ -118,13 +118,6 @@ exit 1
 """
 
 
-def _run_in_subprocess(code, env):
-    """Runs `code` in a fresh interpreter (torch imported first, as in user code), so that a crash is reported
-    as this test's failure instead of ending the test session."""
-    full_env = dict(os.environ, **env)
-    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=full_env, timeout=300)
-
-
 def test_compile_failure_is_a_python_error_and_cleans_up(tmp_path):
     """A compiler error becomes a RuntimeError carrying the compiler's output, the build directory is removed, and
     nothing half-built enters the cache. (Inside a torch process the cleanup once crashed the interpreter:
@@ -142,8 +135,8 @@ def test_compile_failure_is_a_python_error_and_cleans_up(tmp_path):
         'else:\n'
         '    print("NO ERROR")\n'
     )
-    result = _run_in_subprocess(code, {'DG_JIT_USE_NVRTC': '0', 'DG_JIT_NVCC_COMPILER': str(nvcc),
-                                       'DG_JIT_CACHE_DIR': str(cache)})
+    # A fresh interpreter (torch imported first, as in user code): a crash fails this test, not the session.
+    result = run_python(code, DG_JIT_USE_NVRTC='0', DG_JIT_NVCC_COMPILER=str(nvcc), DG_JIT_CACHE_DIR=str(cache))
     assert result.returncode == 0, f'interpreter died (status {result.returncode}): {result.stderr[-2000:]}'
     assert 'RAISED: failed to compile kernel layout_transpose_sf with nvcc' in result.stdout, result.stdout
     assert 'deliberate failure for the test' in result.stdout, result.stdout
@@ -165,7 +158,7 @@ def test_stale_build_directories_are_removed(tmp_path):
     fresh = cache / 'tmp' / 'build.layout_transpose_sf.live.GhIjKl'
     fresh.mkdir()
     code = 'import torch, deep_gemm\nprint(deep_gemm.compile_only("layout_transpose_sf", "sm_90a")["compiled"])\n'
-    result = _run_in_subprocess(code, {'DG_JIT_USE_NVRTC': '1', 'DG_JIT_CACHE_DIR': str(cache)})
+    result = run_python(code, DG_JIT_USE_NVRTC='1', DG_JIT_CACHE_DIR=str(cache))
     assert result.returncode == 0, f'interpreter died (status {result.returncode}): {result.stderr[-2000:]}'
     assert result.stdout.strip() == 'True'
     assert not os.path.lexists(stale), 'stale build directory kept'
