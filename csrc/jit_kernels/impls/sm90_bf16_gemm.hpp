@@ -103,10 +103,10 @@ struct Sm90Bf16GemmKernelKeyHash {
     }
 };
 
-// Generated translation unit for one kernel instance (used by the ops and the compile-only tests).
 // The kernel key of a config: tile, stages and scheduler group set, every other field at its default.
 Sm90Bf16GemmKernelKey sm90_bf16_kernel_key(const heuristics::Sm90Bf16GemmConfig& config);
 
+// Generated translation unit for one kernel instance (used by the ops and the compile-only tests).
 using Sm90Bf16GemmSource = GemmKernelSource;
 Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key);
 
