@@ -184,7 +184,12 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
       ``use_psum_layout=True`` ``[G]`` group ends: group ``g`` owns rows ``[align(end[g-1]), end[g])`` with
       ``end = grouped_layout``, ``end[-1] = 0`` and ``align`` rounding up to
       :func:`get_mk_alignment_for_contiguous_layout` (ends non-decreasing; an empty group has its end at its
-      start). Rows outside every group are padding: their ``d`` rows are unspecified.
+      start).
+    - Padding rows (rows outside every group: ``grouped_layout == -1``, or with the psum layout the rows
+      between a group's end and the next aligned start and those past the last end): with
+      ``ensure_zero_padding=True`` (the default) their ``d`` rows are written as zeros; with ``False`` they
+      are never written (keep what ``d`` held). A row block whose first row is padding counts as all
+      padding.
     """
     if _tracing():
         return _ops.m_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, grouped_layout, recipe, compiled_dims,
@@ -199,8 +204,10 @@ def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked
 
     - ``a = (float8_e4m3fn [G, maxM, K], sfa float32 [G, maxM, ceil(K/128)])``,
       ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[G, maxM, N]``.
-    - ``masked_m`` int32 ``[G]`` on the GPU (read by the kernel: no host sync, CUDA-graph safe);
-      ``expected_m`` > 0 is a host-side hint of the typical rows per group (config choice only).
+    - ``masked_m`` int32 ``[G]`` on the GPU (read by the kernel: no host sync, CUDA-graph safe; values
+      below 0 count as 0, above maxM as maxM); ``expected_m`` > 0 is a host-side hint of the typical rows
+      per group (config choice only).
+    - Rows ``d[g, masked_m[g]:]`` are never written.
     """
     if _tracing():
         return _ops.m_grouped_fp8_gemm_nt_masked(a[0], a[1], b[0], b[1], d, masked_m, expected_m, recipe, compiled_dims,

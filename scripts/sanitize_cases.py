@@ -5,6 +5,7 @@ on the CPU so that only deep_gemm's kernels run on the GPU (racecheck would othe
 inside cuBLAS's own kernels). Exits non-zero if a result is wrong.
 """
 import contextlib
+import inspect
 import os
 import sys
 
@@ -104,9 +105,78 @@ def check_m_grouped_bf16_gemm_psum() -> None:
             assert diff < 1e-5 and not out[start:end].isnan().any(), f"psum group {g} wrong: diff={diff}"
 
 
+def fp8_grouped_operands(a: torch.Tensor, b: torch.Tensor):
+    """CUDA FP8 operands of a [.., M, K] and b [G, N, K] (A per 128-K row scales, B 128x128 block scales)."""
+    a_parts = [per_token_cast_to_fp8(x) for x in (a.unsqueeze(0) if a.dim() == 2 else a)]
+    b_parts = [per_block_cast_to_fp8(x) for x in b]
+    a8 = torch.stack([p[0] for p in a_parts]), torch.stack([p[1] for p in a_parts])
+    if a.dim() == 2:
+        a8 = a8[0][0], a8[1][0]
+    b8 = torch.stack([p[0] for p in b_parts]), torch.stack([p[1] for p in b_parts])
+    return tuple(t.cuda() for t in a8), tuple(t.cuda() for t in b8)
+
+
+def check_m_grouped_fp8_gemm_contiguous() -> None:
+    # Groups of 130, 0 and 5 rows (aligned to 128) plus 40 padding rows past the last group, both
+    # grouped_layout forms; padding rows (A holds random data there) must come out as zeros, or, with
+    # ensure_zero_padding=False (where the op has it), stay untouched.
+    group_ms, n, k = [130, 0, 5], 200, 320
+    starts, ends, end = [], [], 0
+    for gm in group_ms:
+        starts.append((end + 127) // 128 * 128)
+        end = starts[-1] + gm
+        ends.append(end)
+    m = (end + 127) // 128 * 128 + 40
+    rows = torch.full((m,), -1, dtype=torch.int32)
+    for g, (start, stop) in enumerate(zip(starts, ends)):
+        rows[start:stop] = g
+    a = torch.randn(m, k, dtype=torch.bfloat16)
+    b = torch.randn(len(group_ms), n, k, dtype=torch.bfloat16)
+    a8, b8 = fp8_grouped_operands(a, b)
+    zero_options = [True, False] if "ensure_zero_padding" in inspect.signature(
+        deep_gemm.m_grouped_fp8_gemm_nt_contiguous).parameters else [None]
+    for psum in (False, True):
+        layout = torch.tensor(ends, dtype=torch.int32).cuda() if psum else rows.cuda()
+        for zero in zero_options:
+            d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            kwargs = {} if zero is None else {"ensure_zero_padding": zero}
+            deep_gemm.m_grouped_fp8_gemm_nt_contiguous(a8, b8, d, layout, use_psum_layout=psum, **kwargs)
+            torch.cuda.synchronize()
+            out = d.cpu()
+            for g, (start, stop) in enumerate(zip(starts, ends)):
+                if stop > start:
+                    diff = calc_diff(out[start:stop], a[start:stop].float() @ b[g].float().t())
+                    assert diff < 1e-3 and not out[start:stop].isnan().any(), f"contiguous group {g} wrong: diff={diff}"
+            pad = out[rows < 0]
+            if zero is False:
+                assert pad.isnan().all(), f"padding rows written (psum={psum})"
+            else:
+                assert (pad == 0).all(), f"padding rows not zero (psum={psum})"
+
+
+def check_m_grouped_fp8_gemm_masked() -> None:
+    # max_m = 100 (not a multiple of 64); masked_m 0, 37, 100, > max_m and negative (clamped on the device).
+    values, max_m, n, k = [0, 37, 100, 1000, -7], 100, 200, 320
+    a = torch.randn(len(values), max_m, k, dtype=torch.bfloat16)
+    b = torch.randn(len(values), n, k, dtype=torch.bfloat16)
+    a8, b8 = fp8_grouped_operands(a, b)
+    d = torch.full((len(values), max_m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    masked_m = torch.tensor(values, dtype=torch.int32).cuda()
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a8, b8, d, masked_m, 64)
+    torch.cuda.synchronize()
+    out = d.cpu()
+    for g, v in enumerate(values):
+        rows = min(max(v, 0), max_m)
+        if rows:
+            diff = calc_diff(out[g, :rows], a[g, :rows].float() @ b[g].float().t())
+            assert diff < 1e-3 and not out[g, :rows].isnan().any(), f"masked group {g} wrong: diff={diff}"
+        assert out[g, rows:].isnan().all(), f"masked group {g}: rows past masked_m written"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
-    cases = [check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum]
+    cases = [check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum,
+             check_m_grouped_fp8_gemm_contiguous, check_m_grouped_fp8_gemm_masked]
     cases = [c for c in cases if len(sys.argv) < 2 or any(arg in c.__name__ for arg in sys.argv[1:])]
     failures = 0
     for case in cases:

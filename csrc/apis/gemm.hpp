@@ -50,6 +50,9 @@ struct GemmCall {
     std::string_view compiled_dims;
     bool disable_ue8m0_cast = false;
     bool use_psum_layout = false;
+    // M-grouped contiguous FP8: padding rows (rows of no group) are written as zeros (true) or never
+    // written (false).
+    bool ensure_zero_padding = true;
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
 };

@@ -36,23 +36,38 @@ bool handle_empty(const Problem& p, const GemmCall& call) {
     return false;
 }
 
+// Whether a view's elements are laid out row-major and packed (size-1 dims may carry any stride).
+bool packed_row_major(const View& v) {
+    int64_t expected = 1;
+    for (int i = v.dim - 1; i >= 0; --i) {
+        if (v.size[i] > 1 and v.stride[i] != expected) return false;
+        expected *= v.size[i];
+    }
+    return true;
+}
+
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
-    // A scales: the kernel reads them M-major with the M stride aligned to 4; convert unless they already are.
+    const bool masked = spec.grouping == G::kMMasked;
+    const int im = p.sfa.dim - 2, ik = p.sfa.dim - 1;  // sfa's M and K-block dims ([G, M, K'] when masked)
+    // A scales: the kernel reads them M-major with the M stride aligned to 4 (masked: per group, the groups
+    // packed); convert unless they already are.
     at::Tensor sfa_converted;
     const float* sfa_ptr = nullptr;
-    int64_t sfa_stride = 0;
+    int64_t sfa_stride = 0, sfa_group_stride = 0;
     if (is_mn_major_tma_aligned(p.sfa, CheckMode::kReal)) {
         sfa_ptr = call.sfa->const_data_ptr<float>();
-        sfa_stride = p.sfa.stride[1];
+        sfa_stride = p.sfa.stride[ik];
+        sfa_group_stride = masked ? align_up(p.sfa.size[im], 4) * p.sfa.size[ik] : 0;
     } else {
         sfa_converted = get_mn_major_tma_aligned_tensor(spec.trans_a ? call.sfa->transpose(0, 1) : *call.sfa, false, spec.name, "sfa");
         sfa_ptr = sfa_converted.const_data_ptr<float>();
-        sfa_stride = sfa_converted.stride(1);
+        sfa_stride = sfa_converted.stride(ik);
+        sfa_group_stride = masked ? align_up(p.sfa.size[im], 4) * p.sfa.size[ik] : 0;
     }
-    // B scales: row-major [ceil(N/128), ceil(K/128)].
+    // B scales: row-major [(G,) ceil(N/128), ceil(K/128)], packed.
     at::Tensor sfb_converted;
     const float* sfb_ptr = nullptr;
-    if ((p.sfb.size[1] <= 1 or p.sfb.stride[1] == 1) and (p.sfb.size[0] <= 1 or p.sfb.stride[0] == p.sfb.size[1])) {
+    if (packed_row_major(p.sfb)) {
         sfb_ptr = call.sfb->const_data_ptr<float>();
     } else {
         sfb_converted = (spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb).contiguous();
@@ -72,16 +87,37 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     args.n = static_cast<int>(p.n);
     args.k = static_cast<int>(p.k);
     // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
-    args.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
-    args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
-    args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 8);
+    const int ia = p.a.dim - 2, ib = p.b.dim - 2, id = p.d.dim - 2;
+    args.lda = p.m > 1 ? p.a.stride[ia] : align_up(p.k, 16);
+    args.ldb = p.n > 1 ? p.b.stride[ib] : align_up(p.k, 16);
+    // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
+    args.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
     args.sfa_stride = sfa_stride;
     args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
     args.num_sms = num_sms_for_device(device);
     args.pdl = get_pdl();
     args.device = device;
     args.stream = current_stream(device);
-    kernels::sm90_fp8_gemm_1d2d(args);
+    if (spec.grouping == G::kNone) {
+        kernels::sm90_fp8_gemm_1d2d(args);
+    } else {
+        kernels::Fp8GroupedArgs grouped;
+        grouped.grouped = call.layout->const_data_ptr<int>();
+        grouped.num_groups = static_cast<int>(p.groups);
+        grouped.b_group_stride = p.groups > 1 ? p.b.stride[0] : p.n * args.ldb;
+        if (masked) {
+            grouped.mode = kernels::GemmGroupedMode::kMGroupedMasked;
+            grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
+            grouped.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * args.lda;
+            grouped.sfa_group_stride = sfa_group_stride;
+        } else {
+            grouped.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                                : kernels::GemmGroupedMode::kMGroupedContiguous;
+            grouped.alignment = get_mk_alignment_for_contiguous_layout();
+            grouped.ensure_zero_padding = call.ensure_zero_padding;
+        }
+        kernels::sm90_m_grouped_fp8_gemm_1d2d(args, grouped);
+    }
 
     if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
 }
@@ -124,7 +160,7 @@ void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
     args.stream = current_stream(device);
 
     kernels::Bf16GroupedArgs grouped;
-    grouped.mode = kernels::Bf16GroupedMode::kKGroupedContiguous;
+    grouped.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
     grouped.grouped = call.layout->const_data_ptr<int>();
     grouped.num_groups = static_cast<int>(p.groups);
     grouped.d_group_stride = grouped.c_group_stride = p.m * p.n;
@@ -178,10 +214,10 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
             check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
                                               "get_mk_alignment_for_contiguous_layout() is {}",
                                               get_mk_alignment_for_contiguous_layout()));
-        grouped.mode = call.use_psum_layout ? kernels::Bf16GroupedMode::kMGroupedContiguousPsum
-                                            : kernels::Bf16GroupedMode::kMGroupedContiguous;
+        grouped.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                            : kernels::GemmGroupedMode::kMGroupedContiguous;
     } else {
-        grouped.mode = kernels::Bf16GroupedMode::kMGroupedMasked;
+        grouped.mode = kernels::GemmGroupedMode::kMGroupedMasked;
         grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
         grouped.a_group_stride = p.a.stride[0];
         grouped.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * args.ldd;
@@ -209,7 +245,7 @@ void run_gemm(GemmOp op, const GemmCall& call) {
 
     switch (p.kernel) {
         case Kernel::kFp8_1D2D:
-            if (spec.grouping == G::kNone) return run_fp8_1d2d(spec, p, call, device);
+            if (spec.grouping != G::kKContiguous) return run_fp8_1d2d(spec, p, call, device);
             break;
         case Kernel::kBf16:
             return run_bf16(spec, check, p, call, device);

@@ -23,7 +23,7 @@ namespace {
 
 using deep_gemm::heuristics::Sm90Bf16Epilogue;
 using deep_gemm::heuristics::Sm90Bf16GemmConfig;
-using deep_gemm::kernels::Bf16GroupedMode;
+using deep_gemm::kernels::GemmGroupedMode;
 using deep_gemm::kernels::Sm90Bf16GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
@@ -37,7 +37,7 @@ std::vector<std::tuple<int, int, int>> bf16_shapes() {
 }
 
 Sm90Bf16GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf16Epilogue epi, bool d_fp32,
-                               bool with_c, Bf16GroupedMode mode = Bf16GroupedMode::kNone, int multicast_request = 0) {
+                               bool with_c, GemmGroupedMode mode = GemmGroupedMode::kNone, int multicast_request = 0) {
     const int out_bytes = (d_fp32 ? 4 : 2) * (with_c ? 2 : 1);
     const Sm90Bf16GemmConfig c =
         deep_gemm::heuristics::choose_sm90_bf16_config(m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, out_bytes);
@@ -75,9 +75,9 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
     }
     // Multicast (off unless requested) forced on for a large-tile and a small-tile shape.
     keys.push_back(make_key(4096, 7168, 2048, true, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kNone, 2));
+                            GemmGroupedMode::kNone, 2));
     keys.push_back(make_key(128, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kNone, 2));
+                            GemmGroupedMode::kNone, 2));
     // FP32 D with and without C, BF16 D with C, BF16 direct store.
     keys.push_back(make_key(4096, 7168, 2048, false, false, Sm90Bf16Epilogue::kAccumDirect, true, false));
     keys.push_back(make_key(4096, 4096, 7168, false, false, Sm90Bf16Epilogue::kAccumDirect, true, true));
@@ -92,15 +92,15 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
     }
     // Grouped: contiguous (nt and nn; psum layout), masked (TMA store and direct store).
     keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kMGroupedContiguous));
+                            GemmGroupedMode::kMGroupedContiguous));
     keys.push_back(make_key(8192, 4096, 7168, false, true, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kMGroupedContiguous));
+                            GemmGroupedMode::kMGroupedContiguous));
     keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kMGroupedContiguousPsum));
+                            GemmGroupedMode::kMGroupedContiguousPsum));
     keys.push_back(make_key(4 * 256, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
-                            Bf16GroupedMode::kMGroupedMasked));
+                            GemmGroupedMode::kMGroupedMasked));
     keys.push_back(make_key(4 * 100, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Direct, false, false,
-                            Bf16GroupedMode::kMGroupedMasked));
+                            GemmGroupedMode::kMGroupedMasked));
     return keys;
 }
 
@@ -125,7 +125,7 @@ Sm90Bf16GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
     Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
     key.a_mn_major = true;
     key.b_mn_major = true;
-    key.mode = int(Bf16GroupedMode::kKGroupedContiguous);
+    key.mode = int(GemmGroupedMode::kKGroupedContiguous);
     key.epilogue = int(Sm90Bf16Epilogue::kAccumDirect);
     key.d_fp32 = true;
     key.with_c = with_c;

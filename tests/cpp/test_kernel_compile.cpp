@@ -95,6 +95,31 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
     return keys;
 }
 
+// The M-grouped variants (few: each is a full kernel compile): contiguous with zero padding (the default)
+// and psum with untouched padding (rows clipped per tile) from the grouped heuristics on TARGETS-like
+// shapes, and a masked one with 64-row tiles (small expected_m).
+std::vector<Sm90Fp8GemmKernelKey> grouped_fp8_keys() {
+    using deep_gemm::kernels::GemmGroupedMode;
+    auto key_of = [](int cost_m, int n, int k, int rows_per_group, GemmGroupedMode mode, int padding, int psum_align) {
+        Sm90Fp8GemmKernelKey key = deep_gemm::kernels::sm90_fp8_kernel_key(deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
+            cost_m, n, k, kH200Sms, kH200SmemOptin, rows_per_group));
+        key.mode = int(mode);
+        key.padding = padding;
+        key.psum_align = psum_align;
+        key.n = uint32_t(n);
+        key.k = uint32_t(k);
+        return key;
+    };
+    std::vector<Sm90Fp8GemmKernelKey> keys = {
+        key_of(8 * 4256, 6144, 7168, 0, GemmGroupedMode::kMGroupedContiguous, 1, 0),
+        key_of(4 * 8576, 4096, 4096, 0, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
+        key_of(32 * 48, 6144, 7168, 48, GemmGroupedMode::kMGroupedMasked, 0, 0)};
+    // psum with 64-row tiles (DG_FP8_GEMM_CONFIG can force them): blocks before a group's aligned start.
+    keys[1].block_m = 64;
+    keys[1].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, keys[1].block_n, kH200SmemOptin);
+    return keys;
+}
+
 class KernelCompile : public dg_test::KernelCompileTest {
 protected:
     KernelCompile() : KernelCompileTest("dg_kernel_compile_") {}
@@ -108,6 +133,10 @@ protected:
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
             } else {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
+            }
+            // Row-clipping epilogues (masked; untouched padding) write a group's partial slice directly.
+            if (key.mode == int(deep_gemm::kernels::GemmGroupedMode::kMGroupedMasked) || key.padding == 2) {
+                EXPECT_GT(count_op(sass, "STG"), 0) << "no direct stores for partial slices";
             }
         });
     }
@@ -128,6 +157,41 @@ TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
         EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
         EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
     }
+}
+
+TEST(KernelConfigs, Sm90Fp8GroupedHeuristicsAreValid) {
+    for (const auto& [m, n, k] : representative_shapes()) {
+        for (const int rows_per_group : {0, 1, 48, 64, 65, 192, 1024}) {
+            const Sm90Fp8GemmConfig c =
+                deep_gemm::heuristics::choose_sm90_fp8_grouped_config(m, n, k, kH200Sms, kH200SmemOptin, rows_per_group);
+            SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
+                         std::to_string(rows_per_group) + ": " + deep_gemm::heuristics::to_string(c));
+            // BLOCK_M must divide the contiguous layout's 128-row alignment; grouped schedulers pair no CTAs.
+            EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
+            EXPECT_EQ(c.multicast, 0);
+            if (rows_per_group > 0) {
+                EXPECT_EQ(c.block_m, rows_per_group <= 64 ? 64 : 128);
+            }
+            EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
+            EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
+            if (c.pipelined) {
+                EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined);
+            }
+        }
+    }
+}
+
+TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
+    const auto keys = grouped_fp8_keys();
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_fp8_gemm_1d2d_source,
+                                     "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");
+    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[1]).code.find("ContiguousLayoutScheduler<64u"),
+              std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[1]).code.find("PaddingRows::kUntouched, 128u>"),
+              std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[2]).code.find("MaskedGroupedScheduler<64u"),
+              std::string::npos);
 }
 
 TEST(KernelConfigs, Sm90Fp8SourceIsDistinctPerKey) {
@@ -155,6 +219,20 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dNvrtc) {
         build_and_check(key);
     }
     EXPECT_GE(kinds.size(), 3u);
+}
+
+// Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) with
+// NVCC, masked with NVRTC.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
+    const auto keys = grouped_fp8_keys();
+    build_and_check(keys[0]);
+    build_and_check(keys[1]);
+}
+
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(grouped_fp8_keys()[2]);
 }
 
 }  // namespace

@@ -138,6 +138,21 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     return config;
 }
 
+// M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m): the
+// dense rule on that M, without multicast (the grouped schedulers pair no CTAs). BLOCK_M is 64 or 128, so
+// it divides the contiguous layout's 128-row alignment; masked groups of at most 64 expected rows take
+// 64-row tiles (less of each group's last tile wasted). The 32-wide N tiles of the dense rule only pay off
+// with A multicast: 64 instead.
+inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                        int rows_per_group) {
+    Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit);
+    if (rows_per_group > 0) config.block_m = rows_per_group <= 64 ? 64 : 128;
+    if (config.block_n < 64) config.block_n = 64;
+    config.multicast = 0;
+    config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
+    return config;
+}
+
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {
     char buf[128];
     std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d threads=%d smem=%d",

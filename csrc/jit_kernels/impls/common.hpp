@@ -18,6 +18,16 @@
 
 namespace deep_gemm::kernels {
 
+// Grouped (MoE) mode of a GEMM call, shared by the FP8 and BF16 hosts (part of their kernel keys; the
+// values name the kernels' schedulers, see scheduler/grouped_scheduler.cuh).
+enum class GemmGroupedMode : int {
+    kNone = 0,
+    kMGroupedContiguous = 1,
+    kMGroupedMasked = 2,
+    kKGroupedContiguous = 3,
+    kMGroupedContiguousPsum = 4,
+};
+
 // Generated translation unit for one kernel instance (used by the ops and by the compile-only tests):
 // {name, symbol, code} as in jit::KernelSource, plus the block size and dynamic shared memory it needs.
 struct GemmKernelSource {

@@ -22,12 +22,12 @@ namespace {
 
 using heuristics::Sm90Bf16Epilogue;
 
-const char* op_name(Bf16GroupedMode mode, const Bf16GemmArgs& args) {
+const char* op_name(GemmGroupedMode mode, const Bf16GemmArgs& args) {
     switch (mode) {
-        case Bf16GroupedMode::kMGroupedContiguous: return "m_grouped_bf16_gemm_contiguous";
-        case Bf16GroupedMode::kMGroupedContiguousPsum: return "m_grouped_bf16_gemm_contiguous (psum layout)";
-        case Bf16GroupedMode::kMGroupedMasked: return "m_grouped_bf16_gemm_masked";
-        case Bf16GroupedMode::kKGroupedContiguous: return "k_grouped_bf16_gemm_tn_contiguous";
+        case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_bf16_gemm_contiguous";
+        case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_bf16_gemm_contiguous (psum layout)";
+        case GemmGroupedMode::kMGroupedMasked: return "m_grouped_bf16_gemm_masked";
+        case GemmGroupedMode::kKGroupedContiguous: return "k_grouped_bf16_gemm_tn_contiguous";
         default: break;
     }
     if (args.a_k_major) return args.b_k_major ? "bf16_gemm_nt" : "bf16_gemm_nn";
@@ -105,7 +105,7 @@ std::string describe(const ChosenConfig& chosen, const ShapeKey& key) {
 ChosenConfig get_config(const char* op, ShapeKey key) {
     const jit::Settings& settings = jit::settings();
     std::lock_guard<std::mutex> lock(g_config_mutex);
-    if (key.mode == int(Bf16GroupedMode::kNone))
+    if (key.mode == int(GemmGroupedMode::kNone))
         key.ov = with_op_name(op, [&] { return current_override(settings); });
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     ChosenConfig chosen;
@@ -160,10 +160,10 @@ void run(const Bf16GemmArgs& args, const Bf16GroupedArgs& g) {
     const char* op = op_name(g.mode, args);
     auto fail = [op](const std::string& what) { throw jit::Error(std::string(op) + ": " + what); };
     const int m = args.m, n = args.n, k = args.k;
-    const bool masked = g.mode == Bf16GroupedMode::kMGroupedMasked;
+    const bool masked = g.mode == GemmGroupedMode::kMGroupedMasked;
     const bool contiguous =
-        g.mode == Bf16GroupedMode::kMGroupedContiguous || g.mode == Bf16GroupedMode::kMGroupedContiguousPsum;
-    const bool k_grouped = g.mode == Bf16GroupedMode::kKGroupedContiguous;
+        g.mode == GemmGroupedMode::kMGroupedContiguous || g.mode == GemmGroupedMode::kMGroupedContiguousPsum;
+    const bool k_grouped = g.mode == GemmGroupedMode::kKGroupedContiguous;
     const bool m_grouped = masked || contiguous;  // B is [G, N, K] / [G, K, N]
     const bool grouped = m_grouped || k_grouped;
     if (m < 0 || n < 0 || k < 0) fail("negative problem size");
@@ -317,11 +317,11 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
                       gn = std::to_string(key.group_n) + "u", st = std::to_string(key.num_stages) + "u";
     const std::string amn = key.a_mn_major ? "true" : "false", bmn = key.b_mn_major ? "true" : "false";
     std::string scheduler;
-    switch (Bf16GroupedMode(key.mode)) {
-        case Bf16GroupedMode::kMGroupedContiguous: scheduler = "ContiguousGroupedScheduler"; break;
-        case Bf16GroupedMode::kMGroupedContiguousPsum: scheduler = "PsumContiguousGroupedScheduler"; break;
-        case Bf16GroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler"; break;
-        case Bf16GroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler"; break;
+    switch (GemmGroupedMode(key.mode)) {
+        case GemmGroupedMode::kMGroupedContiguous: scheduler = "ContiguousGroupedScheduler"; break;
+        case GemmGroupedMode::kMGroupedContiguousPsum: scheduler = "PsumContiguousGroupedScheduler"; break;
+        case GemmGroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler"; break;
+        case GemmGroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler"; break;
         default: scheduler = key.multicast > 1 ? "ClusterPairScheduler" : "GroupedOrderScheduler"; break;
     }
     std::string epilogue;
@@ -355,14 +355,14 @@ Sm90Bf16GemmSource sm90_bf16_gemm_source(const Sm90Bf16GemmKernelKey& key) {
 void sm90_bf16_gemm(const Bf16GemmArgs& args) { run(args, Bf16GroupedArgs{}); }
 
 void sm90_m_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped) {
-    if (grouped.mode != Bf16GroupedMode::kMGroupedContiguous && grouped.mode != Bf16GroupedMode::kMGroupedMasked &&
-        grouped.mode != Bf16GroupedMode::kMGroupedContiguousPsum)
+    if (grouped.mode != GemmGroupedMode::kMGroupedContiguous && grouped.mode != GemmGroupedMode::kMGroupedMasked &&
+        grouped.mode != GemmGroupedMode::kMGroupedContiguousPsum)
         throw jit::Error("m_grouped_bf16_gemm: grouped mode must be contiguous (either layout) or masked");
     run(args, grouped);
 }
 
 void sm90_k_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& grouped) {
-    if (grouped.mode != Bf16GroupedMode::kKGroupedContiguous)
+    if (grouped.mode != GemmGroupedMode::kKGroupedContiguous)
         throw jit::Error("k_grouped_bf16_gemm: grouped mode must be K-grouped contiguous");
     run(args, grouped);
 }

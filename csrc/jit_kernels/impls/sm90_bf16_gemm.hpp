@@ -46,14 +46,6 @@ struct Bf16GemmArgs {
 // Dense GEMM (nt / nn / tn / tt via a_k_major / b_k_major).
 void sm90_bf16_gemm(const Bf16GemmArgs& args);
 
-enum class Bf16GroupedMode : int {
-    kNone = 0,
-    kMGroupedContiguous = 1,
-    kMGroupedMasked = 2,
-    kKGroupedContiguous = 3,
-    kMGroupedContiguousPsum = 4,
-};
-
 // Extra arguments of the grouped (MoE) ops. In the M-grouped modes B is [G, N, K] (b_k_major) or [G, K, N],
 // with b_group_stride elements between groups.
 //   contiguous: args.m = sum of M; a [sum_M, K], d [sum_M, N] (and c); `grouped` = grouped_layout int32
@@ -71,7 +63,7 @@ enum class Bf16GroupedMode : int {
 //               caller checks this: the kernel cannot) and possibly 0 (d[g] = c[g] or zeros).
 //               a_group_stride / b_group_stride are unused. K-major operands ([M, sum_K]) also work.
 struct Bf16GroupedArgs {
-    Bf16GroupedMode mode = Bf16GroupedMode::kNone;
+    GemmGroupedMode mode = GemmGroupedMode::kNone;
     const int* grouped = nullptr;
     int num_groups = 0;
     int expected_m = 0;
@@ -85,7 +77,7 @@ void sm90_k_grouped_bf16_gemm(const Bf16GemmArgs& args, const Bf16GroupedArgs& g
 struct Sm90Bf16GemmKernelKey {
     int block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     bool a_mn_major = false, b_mn_major = false;
-    int mode = 0;      // Bf16GroupedMode
+    int mode = 0;      // GemmGroupedMode
     int epilogue = 0;  // heuristics::Sm90Bf16Epilogue
     bool d_fp32 = false, with_c = false;
     int multicast = 1;  // 1 = off, 2 = B multicast over a 2-CTA cluster (dense only)

@@ -31,6 +31,32 @@ struct Fp8Gemm1d2dArgs {
     CUstream stream = nullptr;
 };
 
+// Extra arguments of the M-grouped (MoE) ops; B is [G, N, K] (b_group_stride elements between groups) and
+// sfb [G, ceil(N/128), ceil(K/128)] contiguous.
+//   contiguous: args.m = sum of M; a [sum_M, K], sfa as for a dense [sum_M, K] A, d [sum_M, N];
+//               `grouped` = grouped_layout int32 [sum_M] on the GPU (group per row, -1 = padding row; groups
+//               start at multiples of `alignment` rows).
+//   contiguous psum: as contiguous, but `grouped` = int32 [G] group ends: group g owns rows
+//               [align(end[g-1], alignment), end[g]).
+//   masked:     args.m = max_m; a [G, max_m, K] (a_group_stride elements between groups), sfa M-major per
+//               group (element (g, m, kb) at sfa[g * sfa_group_stride + kb * sfa_stride + m]), d [G, max_m, N]
+//               contiguous across groups (row g * max_m + m); `grouped` = masked_m int32 [G] on the GPU
+//               (clamped to [0, max_m] by the kernel); expected_m is the host-side hint for the config.
+// Contiguous padding rows (rows of no group): ensure_zero_padding = true writes them as zeros, false never
+// writes them. Masked: rows at or past masked_m[g] are never written.
+struct Fp8GroupedArgs {
+    GemmGroupedMode mode = GemmGroupedMode::kNone;
+    const int* grouped = nullptr;
+    int num_groups = 0;
+    int expected_m = 0;
+    int alignment = 128;  // contiguous layouts: row alignment of each group (a multiple of 128)
+    bool ensure_zero_padding = true;
+    int64_t a_group_stride = 0, b_group_stride = 0, sfa_group_stride = 0;  // elements
+};
+
+// M-grouped contiguous (either layout) or masked.
+void sm90_m_grouped_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args, const Fp8GroupedArgs& grouped);
+
 // The compile-time part of one kernel instance: block config plus the dims baked in (0 = runtime).
 // Cheap to hash; the hot path maps it to the loaded kernel.
 struct Sm90Fp8GemmKernelKey {
@@ -43,6 +69,9 @@ struct Sm90Fp8GemmKernelKey {
     int pipelined = 0;
     // 0 = no cluster; 1 = 2-CTA cluster sharing B (multicast); 2 = 2-CTA cluster sharing A.
     int multicast = 0;
+    int mode = 0;        // GemmGroupedMode (M-grouped modes or none)
+    int padding = 0;     // contiguous modes: PaddingRows (0 unspecified, 1 zero, 2 untouched)
+    int psum_align = 0;  // psum with a padding mode: the group alignment (rows); else 0
     bool operator==(const Sm90Fp8GemmKernelKey&) const = default;
 };
 
@@ -50,7 +79,8 @@ struct Sm90Fp8GemmKernelKeyHash {
     size_t operator()(const Sm90Fp8GemmKernelKey& key) const noexcept {
         uint64_t h = uint64_t(key.block_m) | uint64_t(key.block_n) << 9 | uint64_t(key.num_stages) << 18 |
                      uint64_t(key.group_n) << 24 | uint64_t(key.direct_store) << 32 |
-                     uint64_t(key.pipelined) << 33 | uint64_t(key.multicast) << 36;
+                     uint64_t(key.pipelined) << 33 | uint64_t(key.multicast) << 36 | uint64_t(key.mode) << 39 |
+                     uint64_t(key.padding) << 42 | uint64_t(uint32_t(key.psum_align)) << 44;
         return hash_with_dims(h, key.m, key.n, key.k);
     }
 };

@@ -8,6 +8,30 @@
 
 namespace deep_gemm {
 
+// Writes this thread's wgmma-layout accumulators of rows row_lo and row_lo + 8 (lo_ok / hi_ok: whether to
+// write each) and columns n0 + [0, kBlockN) below n as BF16 to d (row stride ldd elements).
+template <u32 kBlockN, int kNumAccum>
+__device__ __forceinline__ void store_bf16_rows_direct(const float (&acc)[kNumAccum], u16* d, u32 ldd, u32 row_lo,
+                                                       bool lo_ok, bool hi_ok, u32 n0, u32 n, u32 lane) {
+    const bool pair_aligned = (ldd % 2) == 0;  // then (row * ldd + even col) is 4-byte aligned
+#pragma unroll
+    for (u32 half = 0; half < 2; ++half) {
+        if (!(half == 0 ? lo_ok : hi_ok)) continue;
+        u16* d_row = d + static_cast<u64>(row_lo + half * 8) * ldd;
+#pragma unroll
+        for (u32 j = 0; j < kBlockN / 8; ++j) {
+            const u32 col = n0 + j * 8 + (lane % 4) * 2;
+            const u32 packed = ptx::pack_bf16x2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+            if (pair_aligned && col + 1 < n) {
+                *reinterpret_cast<u32*>(d_row + col) = packed;
+            } else {
+                if (col < n) d_row[col] = static_cast<u16>(packed & 0xffffu);
+                if (col + 1 < n) d_row[col + 1] = static_cast<u16>(packed >> 16);
+            }
+        }
+    }
+}
+
 template <u32 kBlockM, u32 kBlockN>
 struct Bf16DirectStoreEpilogue {
     static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
@@ -25,27 +49,18 @@ struct Bf16DirectStoreEpilogue {
 
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        store_rows(acc, m0, n0, m, n, true, true);
+    }
+
+    // As store(), writing only the rows below m whose flag is set (lo_ok: this thread's first row, hi_ok:
+    // the row 8 below it).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n, bool lo_ok,
+                                               bool hi_ok) {
         static_assert(kNumAccum == kBlockN / 2, "accumulator count");
         const u32 warp = thread / 32, lane = thread % 32;
         const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
-        const bool pair_aligned = (ldd % 2) == 0;  // then (row * ldd + even col) is 4-byte aligned
-#pragma unroll
-        for (u32 half = 0; half < 2; ++half) {
-            const u32 row = row_lo + half * 8;
-            if (row >= m) continue;
-            u16* d_row = d + static_cast<u64>(row) * ldd;
-#pragma unroll
-            for (u32 j = 0; j < kBlockN / 8; ++j) {
-                const u32 col = n0 + j * 8 + (lane % 4) * 2;
-                const u32 packed = ptx::pack_bf16x2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
-                if (pair_aligned && col + 1 < n) {
-                    *reinterpret_cast<u32*>(d_row + col) = packed;
-                } else {
-                    if (col < n) d_row[col] = static_cast<u16>(packed & 0xffffu);
-                    if (col + 1 < n) d_row[col + 1] = static_cast<u16>(packed >> 16);
-                }
-            }
-        }
+        store_bf16_rows_direct<kBlockN>(acc, d, ldd, row_lo, lo_ok && row_lo < m, hi_ok && row_lo + 8 < m, n0, n, lane);
     }
 
     __device__ __forceinline__ void finish() {}

@@ -17,6 +17,7 @@
 #include "../ptx/stmatrix.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
+#include "bf16_direct_store.cuh"
 
 namespace deep_gemm {
 
@@ -38,13 +39,34 @@ struct Bf16TmaStoreEpilogue {
     u32 math_wg;    // 0 or 1
     u32 thread;     // 0..127 inside the warpgroup
     const TmaDescriptor& tmap_d;
+    u16* d;   // for store_rows' partial slices only
+    u32 ldd;
 
     // Common epilogue constructor: staging smem, math warpgroup index, thread in warpgroup, D tensor
     // map, D pointer and row stride (elements), and optionally a C operand (pointer, row stride) for
-    // epilogues that accumulate D = C + acc. This one stores through the tensor map only (no C).
-    __device__ __forceinline__ Bf16TmaStoreEpilogue(u8* smem_d, u32 wg, u32 t, const TmaDescriptor& tmap, void*, u32,
-                                                    const void* = nullptr, u32 = 0)
-        : smem(smem_d), math_wg(wg), thread(t), tmap_d(tmap) {}
+    // epilogues that accumulate D = C + acc. This one stores through the tensor map (no C); store_rows
+    // also writes from registers.
+    __device__ __forceinline__ Bf16TmaStoreEpilogue(u8* smem_d, u32 wg, u32 t, const TmaDescriptor& tmap, void* d_ptr,
+                                                    u32 ld, const void* = nullptr, u32 = 0)
+        : smem(smem_d), math_wg(wg), thread(t), tmap_d(tmap), d(static_cast<u16*>(d_ptr)), ldd(ld) {}
+
+    // As store(), but writes only the rows below row_end whose flag is set (lo_ok: this thread's first
+    // accumulator row, hi_ok: the row 8 below it), for bounds the tensor map does not know (masked groups,
+    // padding rows). A warpgroup whose 64 rows are all to be written stores through TMA; otherwise its rows
+    // are written from registers (a group's last tile only).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 row_end, u32 n,
+                                               bool lo_ok, bool hi_ok) {
+        const u32 warp = thread / 32, lane = thread % 32;
+        const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
+        lo_ok = lo_ok && row_lo < row_end;
+        hi_ok = hi_ok && row_lo + 8 < row_end;
+        if (ptx::named_barrier_and(1 + math_wg, 128, lo_ok && hi_ok)) {
+            store(acc, m0, n0, row_end, n);
+        } else {
+            store_bf16_rows_direct<kBlockN>(acc, d, ldd, row_lo, lo_ok, hi_ok, n0, n, lane);
+        }
+    }
 
     // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0).
     template <int kNumAccum>

@@ -2,6 +2,11 @@
 //     D[M, N] = sum_kb (A[:, kb] @ B[:, kb]^T) * sfa[m, kb] * sfb[n / 128, kb]
 // A [M, K] e4m3 K-major with per-row-per-128-K scales (sfa, stored M-major: sfa[kb * stride + m]);
 // B [N, K] e4m3 K-major with 128x128 block scales (sfb [ceil(N/128), ceil(K/128)] row-major).
+// Grouped (MoE) modes come from the scheduler (extended interface, scheduler/grouped_scheduler.cuh):
+// A, B and sfa are read through 3-D tensor maps {inner, outer, group} (group extent 1 when not grouped);
+// sfb is [G, ceil(N/128), ceil(K/128)] (one [ceil(N/128), ceil(K/128)] block per B group); D is 2-D
+// (rows from the scheduler's d_row0()). Masked: A [G, max_m, K], sfa per group M-major
+// [G][ceil(K/128)][align(max_m, 4)]; m = max_m.
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + BLOCK_M/64 math
@@ -26,6 +31,7 @@
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
+#include "../scheduler/grouped_scheduler.cuh"
 
 namespace deep_gemm {
 
@@ -66,8 +72,8 @@ template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM,
 __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa,
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
-                                                        void* d, u32 ldd, u32 m_runtime, u32 n_runtime,
-                                                        u32 k_runtime) {
+                                                        void* d, u32 ldd, const i32* grouped, u32 m_runtime,
+                                                        u32 n_runtime, u32 k_runtime, u32 num_groups) {
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
@@ -127,13 +133,17 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         // ---------------- producer ----------------
         if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
         if (threadIdx.x == 0) {
-            Scheduler scheduler(m, n);
+            Scheduler scheduler(m, n, grouped, num_groups);
             PipelineState<kNumStages> st;
             u32 m_block, n_block;
             while (scheduler.next(m_block, n_block)) {
-                const i32 m0 = static_cast<i32>(m_block * kBlockM);
+                const i32 m0 = static_cast<i32>(scheduler.a_row0());
                 const i32 n0 = static_cast<i32>(n_block * kBlockN);
-                for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+                const i32 ga = static_cast<i32>(scheduler.a_group());
+                const i32 gb = static_cast<i32>(scheduler.b_group());
+                // An all-padding tile (kZero) loads nothing.
+                const u32 tile_k_blocks = Scheduler::kMayHaveEmptyK ? ceil_div(scheduler.k_size(k), kBlockK) : num_k_blocks;
+                for (u32 kb = 0; kb < tile_k_blocks; ++kb) {
                     pipe.producer_acquire(st);
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
@@ -143,18 +153,18 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     if constexpr (kMulticast > 1 && kMulticastOnA) {
                         // This CTA's half of A's rows into the same offset of both CTAs' slot (the peer: the
                         // other half); the tensor map's box is {128, BLOCK_M / 2}.
-                        ptx::tma_load_2d_multicast(a_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_a, full, k0,
-                                                   m0 + static_cast<i32>(cta_rank * kHalfRowsMc), 0x3);
+                        ptx::tma_load_3d_multicast(a_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_a, full, k0,
+                                                   m0 + static_cast<i32>(cta_rank * kHalfRowsMc), ga, 0x3);
                     } else {
-                        ptx::tma_load_2d(a_slot, tmap_a, full, k0, m0);
+                        ptx::tma_load_3d(a_slot, tmap_a, full, k0, m0, ga);
                     }
                     if constexpr (kMulticast > 1 && !kMulticastOnA) {
-                        ptx::tma_load_2d_multicast(b_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_b, full, k0,
-                                                   n0 + static_cast<i32>(cta_rank * kHalfRowsMc), 0x3);
+                        ptx::tma_load_3d_multicast(b_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_b, full, k0,
+                                                   n0 + static_cast<i32>(cta_rank * kHalfRowsMc), gb, 0x3);
                     } else {
-                        ptx::tma_load_2d(b_slot, tmap_b, full, k0, n0);
+                        ptx::tma_load_3d(b_slot, tmap_b, full, k0, n0, gb);
                     }
-                    ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb));
+                    ptx::tma_load_3d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb), ga);
                     st.advance();
                 }
             }
@@ -173,7 +183,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         constexpr bool kMayNeedThird = kBlockN > 128 && (256 % kBlockN) != 0;
         const u32 num_scale_rows_b = ceil_div(n, 128u);
 
-        Scheduler scheduler(m, n);
+        Scheduler scheduler(m, n, grouped, num_groups);
         Epilogue epilogue(smem_d, math_wg, thread_in_wg, tmap_d, d, ldd);
         PipelineState<kNumStages> st;  // next slot to wait for / issue from
         PipelineState<kNumStages> rel;  // next slot to release (== st except in the pipelined loop)
@@ -255,12 +265,29 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
-            const u32 m0 = m_block * kBlockM;
+            const u32 d_row0 = scheduler.d_row0();
             const u32 n0 = n_block * kBlockN;
+            if constexpr (Scheduler::kMayHaveEmptyK) {
+                if (scheduler.k_size(k) == 0) {
+                    // All padding (kZero): zeros, no K loop (the producer loads nothing for this tile).
+                    float zeros[kNumAccum];
+#pragma unroll
+                    for (u32 i = 0; i < kNumAccum; ++i) zeros[i] = 0.0f;
+                    epilogue.store(zeros, d_row0, n0, scheduler.d_row_end(), n);
+                    continue;
+                }
+            }
+            // Padding rows of a contiguous layout (asked before the K loop, so the loads' latency hides).
+            bool lo_ok = true, hi_ok = true;
+            if constexpr (Scheduler::kPaddingRows != PaddingRows::kUnspecified) {
+                lo_ok = scheduler.row_valid(d_row0 + row_lo);
+                hi_ok = scheduler.row_valid(d_row0 + row_lo + 8);
+            }
             const u32 sb0 = n0 / 128;  // may be past the last scale row for an N-pair's padding tile
-            const float* sfb0 = sfb + min_of(sb0, num_scale_rows_b - 1) * num_k_blocks;
-            const float* sfb1 = sfb + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
-            const float* sfb2 = sfb + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
+            const float* sfb_group = sfb + scheduler.b_group() * num_scale_rows_b * num_k_blocks;
+            const float* sfb0 = sfb_group + min_of(sb0, num_scale_rows_b - 1) * num_k_blocks;
+            const float* sfb1 = sfb_group + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
+            const float* sfb2 = sfb_group + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
             const u32 bound1 = (sb0 + 1) * 128 - n0;  // first local column of scale block sb0 + 1
             const u32 bound2 = bound1 + 128;          // first local column of scale block sb0 + 2
 
@@ -308,7 +335,18 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 }
             }
 
-            epilogue.store(fin, m0, n0, m, n);
+            if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
+#pragma unroll
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    if (!lo_ok) fin[4 * j + 0] = fin[4 * j + 1] = 0.0f;
+                    if (!hi_ok) fin[4 * j + 2] = fin[4 * j + 3] = 0.0f;
+                }
+            }
+            if constexpr (Scheduler::kClipRows) {
+                epilogue.store_rows(fin, d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
+            } else {
+                epilogue.store(fin, d_row0, n0, scheduler.d_row_end(), n);
+            }
         }
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();

@@ -15,6 +15,17 @@ __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// Named barrier `id` over `count` threads that also returns whether `pred` holds in all of them.
+__device__ __forceinline__ bool named_barrier_and(u32 id, u32 count, bool pred) {
+    u32 all;
+    asm volatile(
+        "{\n .reg .pred p, q;\n setp.ne.u32 q, %1, 0;\n bar.red.and.pred p, %2, %3, q;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(all)
+        : "r"(static_cast<u32>(pred)), "r"(id), "r"(count)
+        : "memory");
+    return all != 0;
+}
+
 // Thread-block clusters: this CTA's rank in its cluster, and a full cluster barrier (every thread of every
 // CTA of the cluster; release/acquire so shared-memory state, e.g. initialised mbarriers, is visible).
 __device__ __forceinline__ u32 cluster_cta_rank() {

@@ -12,6 +12,11 @@
 //                                          problems give each group its own range; the others inherit
 //                                          WholeKRange (all of the problem's K)
 //     kMayHaveEmptyK                       true when k_size() can be 0 (the tile is then D = C or zeros)
+//     kPaddingRows, row_valid(row)         what the epilogue does with rows of a tile that belong to no
+//                                          group (see PaddingRows); row_valid() is asked only when
+//                                          kPaddingRows != kUnspecified
+//     kClipRows                            the epilogue must write no row at or past d_row_end() (the D
+//                                          tensor map extends past it, e.g. into the next masked group)
 // Grouped layouts (contiguous / masked MoE) provide other schedulers with the same interface.
 #pragma once
 
@@ -35,11 +40,22 @@ __device__ __forceinline__ void grouped_order_tile(u32 t, u32 num_m_blocks, u32 
     n_block = first_n + (in_group - m_block * width);
 }
 
-// The K range of every scheduler whose tiles all cover the whole problem K.
+// Rows of a contiguous-layout tile that belong to no group (padding):
+//   kUnspecified  computed with the tile's group and stored (content unspecified); blocks that start in
+//                 padding are skipped. Also what every non-contiguous scheduler declares (no padding rows).
+//   kZero         stored as zeros; blocks that are all padding are visited too (k_size() == 0).
+//   kUntouched    never written; blocks that are all padding are skipped.
+enum class PaddingRows : u32 { kUnspecified = 0, kZero = 1, kUntouched = 2 };
+
+// The K range of every scheduler whose tiles all cover the whole problem K, and the row rules of the
+// ones whose tiles have no padding rows and whose row bound is the D tensor map's.
 struct WholeKRange {
     static constexpr bool kMayHaveEmptyK = false;
+    static constexpr PaddingRows kPaddingRows = PaddingRows::kUnspecified;
+    static constexpr bool kClipRows = false;
     __device__ __forceinline__ u32 k_offset() const { return 0; }
     __device__ __forceinline__ u32 k_size(u32 problem_k) const { return problem_k; }
+    __device__ __forceinline__ bool row_valid(u32) const { return true; }
 };
 
 // Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.
@@ -126,20 +142,23 @@ struct ClusterPairScheduler : WholeKRange {
 // still loads (zero-filled B, its half of A for the peer) and computes, and its stores are clipped away
 // (the kernel must clamp anything it indexes by n_block).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ClusterPairNScheduler {
+struct ClusterPairNScheduler : WholeKRange {
     static_assert(kGroupN >= 1, "group size");
     u32 num_m_blocks;
     u32 num_pairs_n;
     u32 num_tiles;  // pair tiles
     u32 next_tile;
     u32 rank;
+    u32 rows;
+    u32 cur_m0 = 0;
 
-    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n)
+    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
         : num_m_blocks(ceil_div(m, kBlockM)),
           num_pairs_n(ceil_div(ceil_div(n, kBlockN), 2u)),
           num_tiles(ceil_div(m, kBlockM) * ceil_div(ceil_div(n, kBlockN), 2u)),
           next_tile(blockIdx.x / 2),
-          rank(blockIdx.x % 2) {}
+          rank(blockIdx.x % 2),
+          rows(m) {}
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         if (next_tile >= num_tiles) return false;
@@ -148,8 +167,15 @@ struct ClusterPairNScheduler {
         u32 pair;
         grouped_order_tile<kGroupN>(t, num_m_blocks, num_pairs_n, m_block, pair);
         n_block = pair * 2 + rank;
+        cur_m0 = m_block * kBlockM;
         return true;
     }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
 }  // namespace deep_gemm

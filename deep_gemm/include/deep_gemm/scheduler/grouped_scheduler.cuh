@@ -4,17 +4,23 @@
 // Contiguous: A / D are [sum_M, *] (rows of all groups concatenated), B is [G, N, K]; grouped_layout[row]
 //   is the row's group, or -1 for padding. Every group's segment starts at a multiple of the alignment
 //   (128 rows), which is a multiple of BLOCK_M, so an M block never mixes two groups; a block whose first
-//   row is -1 is all padding and is skipped. Rows of a tile that are padding are computed with the tile's
-//   group and stored (their D content is unspecified, as in DeepGEMM).
+//   row is -1 is all padding. What happens to padding rows is the scheduler's kPadding (PaddingRows,
+//   gemm_scheduler.cuh): by default all-padding blocks are skipped and the other padding rows are computed
+//   with the tile's group and stored (D content unspecified); kZero stores zeros in every padding row
+//   (all-padding blocks become tiles with no K blocks); kUntouched never writes them.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
 //   alignment (a multiple of BLOCK_M); rows outside every group are padding. An M block belongs to the first
 //   group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past the
 //   last end are skipped. A block can start in the padding before its group only when the alignment exceeds
-//   BLOCK_M; it is then computed with that group (padding rows' D content is unspecified, as above).
+//   BLOCK_M; it is then computed with that group (padding rows' D content unspecified, as above), or, with
+//   kZero / kUntouched, recognised as padding: those modes need the alignment (kPsumAlign) to tell a
+//   group's first row, align(end[g-1]).
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
-//   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m.
+//   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m
+//   (kClipRows: kernels that honour it write no row past masked_m; the BF16 kernel's TMA store may write
+//   the rest of the last 64-row box, which its host allows only when max_m is a multiple of 64).
 // K-grouped (weight gradients): A is [sum_K, M] and B [sum_K, N] (2-D tensor maps), group g owning the K
 //   rows [k_start_g, k_start_g + ks[g]); D is [G * M, N] (the groups of a [G, M, N] tensor back to back).
 //   See KGroupedScheduler.
@@ -26,13 +32,21 @@
 namespace deep_gemm {
 
 // Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
-// with no group are skipped).
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout>
+// with no group are skipped, or with kZero visited as tiles with no K blocks).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout, PaddingRows kPadding = PaddingRows::kUnspecified,
+          u32 kPsumAlign = 128>
 struct ContiguousLayoutScheduler : WholeKRange {
+    static_assert(kPsumAlign % kBlockM == 0, "groups start at multiples of BLOCK_M");
+    static constexpr bool kMayHaveEmptyK = kPadding == PaddingRows::kZero;
+    static constexpr PaddingRows kPaddingRows = kPadding;
+    static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
     const i32* grouped_layout;
     u32 num_groups;
     u32 cur_group = 0;
+    bool cur_empty = false;  // kZero: the tile is all padding
+    // psum with a padding mode: the current group's rows [group_begin, group_end).
+    u32 group_begin = 0, group_end = 0;
 
     // m = sum_M (rows of A and D), n = N; layout = group per row [m], or group ends [num_groups] (psum).
     __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
@@ -40,7 +54,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
 
     // The group of the M block starting at `row` into `group`; false when it has none (padding, or past the
     // last group).
-    __device__ __forceinline__ bool block_group(u32 row, u32& group) const {
+    __device__ __forceinline__ bool block_group(u32 row, u32& group) {
         if constexpr (!kPsumLayout) {
             const i32 g = __ldg(grouped_layout + row);
             group = static_cast<u32>(g);
@@ -55,7 +69,16 @@ struct ContiguousLayoutScheduler : WholeKRange {
                 else lo = mid + 1;
             }
             group = lo;
-            return lo < num_groups;
+            if (lo >= num_groups) return false;
+            if constexpr (kPadding != PaddingRows::kUnspecified) {
+                // Group g's rows: [align(end[g-1]), end[g]); a block before its first row is all padding
+                // (both are multiples of BLOCK_M).
+                const i32 prev_end = lo > 0 ? __ldg(grouped_layout + lo - 1) : 0;
+                group_begin = prev_end > 0 ? align_up(static_cast<u32>(prev_end), kPsumAlign) : 0u;
+                group_end = static_cast<u32>(__ldg(grouped_layout + lo));
+                return row >= group_begin;
+            }
+            return true;
         }
     }
 
@@ -64,10 +87,28 @@ struct ContiguousLayoutScheduler : WholeKRange {
             u32 g;
             if (block_group(m_block * kBlockM, g)) {
                 cur_group = g;
+                cur_empty = false;
+                return true;
+            }
+            if constexpr (kPadding == PaddingRows::kZero) {
+                cur_group = 0;  // B is not read
+                cur_empty = true;
                 return true;
             }
         }
         return false;
+    }
+
+    __device__ __forceinline__ u32 k_size(u32 problem_k) const {
+        return kMayHaveEmptyK && cur_empty ? 0u : problem_k;
+    }
+    // Whether `row` (of D, inside the current tile) belongs to the tile's group.
+    __device__ __forceinline__ bool row_valid(u32 row) const {
+        if constexpr (kPsumLayout) {
+            return row >= group_begin && row < group_end;
+        } else {
+            return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur_group);
+        }
     }
 
     __device__ __forceinline__ u32 a_group() const { return 0; }
@@ -84,6 +125,7 @@ using PsumContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlock
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
 struct MaskedGroupedScheduler : WholeKRange {
+    static constexpr bool kClipRows = true;
     const i32* masked_m;
     u32 max_m;
     u32 num_groups;
@@ -137,7 +179,7 @@ struct MaskedGroupedScheduler : WholeKRange {
 // each entry at most once. Each ks[g] must be a multiple of BLOCK_K (the host checks 128): a tile's last
 // K block then never reaches into the next group's rows. ks[g] == 0 gives tiles with no K blocks.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct KGroupedScheduler {
+struct KGroupedScheduler : WholeKRange {
     static constexpr bool kMayHaveEmptyK = true;
     const i32* ks;
     u32 num_groups;

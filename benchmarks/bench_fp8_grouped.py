@@ -1,0 +1,139 @@
+"""Benchmark: the M-grouped FP8 GEMMs (deep_gemm.m_grouped_fp8_gemm_nt_contiguous / _masked, SM90 1D2D)
+on the grouped shapes of the performance targets, against two baselines measured in the same run, in
+turns (one call of each per round, L2 flushed before each call, median of N rounds):
+
+- `loop`: one block-wise torch._scaled_mm (cuBLASLt, 1x128 A / 128x128 B scales) per group;
+- `dense`: our dense fp8_gemm_nt on the concatenated problem (all groups' rows against one B), the
+  speed a grouped kernel could reach with no grouping overhead.
+
+Group sizes are random (+-30% around the mean, fixed seed); contiguous groups are padded to 128 rows,
+masked groups have max_m = the largest group rounded up to 128. TFLOPS count the valid rows only.
+
+    python3 benchmarks/bench_fp8_grouped.py [--runs 10]
+"""
+import argparse
+import random
+
+import torch
+
+import deep_gemm
+from _timing import time_interleaved
+from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+# (kind, groups, mean rows per group, N, K)
+SHAPES = [
+    ('contiguous', 8, 4256, 6144, 7168),
+    ('contiguous', 8, 4256, 7168, 3072),
+    ('contiguous', 4, 8576, 4096, 4096),
+    ('masked', 32, 192, 6144, 7168),
+    ('masked', 6, 1024, 7168, 3072),
+]
+
+
+def group_sizes(groups, mean, seed, align=1):
+    rnd = random.Random(seed)
+    return [max(align, int(mean * rnd.uniform(0.7, 1.3)) // align * align) for _ in range(groups)]
+
+
+def quant_b(groups, n, k):
+    b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
+    parts = [per_block_cast_to_fp8(b[g]) for g in range(groups)]
+    return torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
+
+
+def kernel_sfa(sfa):
+    """A scales already in the kernel's layout (M-major, TMA-aligned): no conversion inside the timing."""
+    return deep_gemm.get_mn_major_tma_aligned_tensor(sfa)
+
+
+def bench_contiguous(groups, mean, n, k, runs):
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
+    m_sum = sum(ms)
+    a_fp8, sfa = per_token_cast_to_fp8(torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16))
+    b_fp8, sfb = quant_b(groups, n, k)
+    layout = torch.cat([torch.full((m,), g, dtype=torch.int32) for g, m in enumerate(ms)]).cuda()
+    sfa_k = kernel_sfa(sfa)
+    d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
+    starts = [sum(ms[:g]) for g in range(groups)]
+
+    def ours():
+        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa_k), (b_fp8, sfb), d, layout)
+
+    loop = make_loop([(a_fp8[s:s + m], sfa[s:s + m]) for s, m in zip(starts, ms)], b_fp8, sfb)
+
+    def dense():
+        deep_gemm.fp8_gemm_nt((a_fp8, sfa_k), (b_fp8[0], sfb[0]), d)
+
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous {ms}: ')
+
+
+def bench_masked(groups, mean, n, k, runs):
+    ms = group_sizes(groups, mean, seed=groups * n + k)
+    max_m = (max(ms) + 127) // 128 * 128
+    a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
+    parts = [per_token_cast_to_fp8(a[g]) for g in range(groups)]
+    a_fp8, sfa = torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
+    b_fp8, sfb = quant_b(groups, n, k)
+    masked_m = torch.tensor(ms, device='cuda', dtype=torch.int32)
+    sfa_k = kernel_sfa(sfa)
+    d = torch.empty((groups, max_m, n), device='cuda', dtype=torch.bfloat16)
+    expected_m = sum(ms) // groups
+
+    def ours():
+        deep_gemm.m_grouped_fp8_gemm_nt_masked((a_fp8, sfa_k), (b_fp8, sfb), d, masked_m, expected_m)
+
+    loop = make_loop([(a_fp8[g, :m], sfa[g, :m]) for g, m in enumerate(ms)], b_fp8, sfb)
+
+    # The concatenated problem: all valid rows in one [sum_M, K] A.
+    a_cat = torch.cat([a_fp8[g, :m] for g, m in enumerate(ms)])
+    sfa_cat = kernel_sfa(torch.cat([sfa[g, :m] for g, m in enumerate(ms)]))
+    d_cat = torch.empty((sum(ms), n), device='cuda', dtype=torch.bfloat16)
+
+    def dense():
+        deep_gemm.fp8_gemm_nt((a_cat, sfa_cat), (b_fp8[0], sfb[0]), d_cat)
+
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'masked {ms}: ')
+
+
+def make_loop(a_parts, b_fp8, sfb):
+    """One cuBLASLt block-wise _scaled_mm per group (A scales outer-dim-major, B scales [K/128, N/128])."""
+    args = [(a, s.t().contiguous().t(), b_fp8[g], sfb[g].t()) for g, (a, s) in enumerate(a_parts) if a.shape[0] > 0]
+
+    def loop():
+        for a, sa, b, sb in args:
+            torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+
+    return loop
+
+
+def fmt(x, spec):
+    return format(x, spec) if x is not None else 'n/a'
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--runs', type=int, default=10)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
+    header = (f'{"kind":>10} {"G":>3} {"sum M":>6} {"N":>5} {"K":>5} | {"ours us":>8} {"TFLOPS":>7} | '
+              f'{"loop us":>8} {"x loop":>6} | {"dense us":>8} {"x dense":>7}')
+    lines = [header, '-' * len(header)]
+    for kind, groups, mean, n, k in SHAPES:
+        bench = bench_contiguous if kind == 'contiguous' else bench_masked
+        ms, t = bench(groups, mean, n, k, args.runs)
+        ours = t['ours']
+        tflops = 2 * sum(ms) * n * k / (ours * 1e-6) / 1e12 if ours else None
+        ratio = {b: t[b] / ours if ours and t.get(b) else None for b in ('loop', 'dense')}
+        lines.append(f'{kind:>10} {groups:>3} {sum(ms):>6} {n:>5} {k:>5} | {fmt(ours, "8.1f")} {fmt(tflops, "7.0f")} | '
+                     f'{fmt(t["loop"], "8.1f")} {fmt(ratio["loop"], "6.2f")} | {fmt(t["dense"], "8.1f")} '
+                     f'{fmt(ratio["dense"], "7.2f")}')
+        print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
+        torch.cuda.empty_cache()
+    lines.append('x loop / x dense: their time / ours (> 1: ours is faster)')
+    print('\n'.join(lines))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,220 @@
+"""GPU correctness of the M-grouped FP8 GEMMs (`deep_gemm.m_grouped_fp8_gemm_nt_contiguous`, both
+grouped_layout forms, and `deep_gemm.m_grouped_fp8_gemm_nt_masked`) on the 1D2D kernel.
+
+Fresh random inputs per case (padding rows of A hold random data too, so a padding row that is computed
+is visibly non-zero), outputs poisoned with NaN before every call, float32 reference on the dequantised
+inputs, calc_diff < 1e-3 and no NaN in the rows that must be written. Rows that must not be written
+(padding rows with ensure_zero_padding=False, masked rows at or past masked_m) must keep their NaN;
+padding rows with ensure_zero_padding=True must be exactly zero. Skipped without a Hopper GPU.
+"""
+import inspect
+import random
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+_HAS_HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+if not _HAS_HOPPER:
+    pytest.skip('needs a Hopper (sm_90) GPU', allow_module_level=True)
+
+import deep_gemm  # noqa: E402
+from deep_gemm.testing import calc_diff  # noqa: E402
+from deep_gemm.utils import (dequantize_per_block, dequantize_per_token, per_block_cast_to_fp8,  # noqa: E402
+                             per_token_cast_to_fp8)
+
+_TOL = 1e-3
+_HAS_ZERO_PADDING_ARG = 'ensure_zero_padding' in inspect.signature(deep_gemm.m_grouped_fp8_gemm_nt_contiguous).parameters
+
+
+def _gen(seed):
+    return torch.Generator(device='cuda').manual_seed(seed)
+
+
+def _randn(shape, g):
+    return torch.randn(shape, device='cuda', dtype=torch.float32, generator=g).to(torch.bfloat16)
+
+
+def _quant_a(x):
+    """x [M, K] -> (fp8, sfa [M, ceil(K/128)], dequantised float32)."""
+    x_fp8, sf = per_token_cast_to_fp8(x)
+    return x_fp8, sf, dequantize_per_token(x_fp8, sf)
+
+
+def _quant_b(x):
+    """x [G, N, K] -> (fp8 [G, N, K], sfb [G, ceil(N/128), ceil(K/128)], dequantised float32)."""
+    parts = [per_block_cast_to_fp8(x[gi]) for gi in range(x.shape[0])]
+    b_fp8 = torch.stack([p[0] for p in parts])
+    sfb = torch.stack([p[1] for p in parts])
+    return b_fp8, sfb, torch.stack([dequantize_per_block(p[0], p[1]) for p in parts])
+
+
+def _check_valid(out, ref, what):
+    assert not torch.isnan(out).any(), f'{what}: NaN in rows that must be written'
+    diff = float(calc_diff(out.float(), ref))
+    assert diff < _TOL, f'{what}: calc_diff {diff}'
+
+
+def _group_sizes(num_groups, seed):
+    """Uneven sizes: some 0, most not a multiple of 128 rows."""
+    rnd = random.Random(seed)
+    sizes = [rnd.choice([0, 1, 63, 128, 129, 200, 300, 511]) if rnd.random() < 0.5 else rnd.randint(0, 400)
+             for _ in range(num_groups)]
+    sizes[0] = max(sizes[0], 1)
+    if num_groups > 2:
+        sizes[1] = 0
+    return sizes
+
+
+def _contiguous_rows(group_ms, align, psum, tail):
+    """(grouped_layout, row group ids [M] with -1 for padding, M) for the group sizes."""
+    starts, ends, end = [], [], 0
+    for gm in group_ms:
+        start = (end + align - 1) // align * align
+        starts.append(start)
+        end = start + gm
+        ends.append(end)
+    m_sum = (end + align - 1) // align * align + tail
+    row_group = torch.full((m_sum,), -1, dtype=torch.int32)
+    for gi, (start, stop) in enumerate(zip(starts, ends)):
+        row_group[start:stop] = gi
+    layout = torch.tensor(ends, dtype=torch.int32) if psum else row_group
+    return layout.cuda(), row_group.cuda(), m_sum
+
+
+def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0):
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    layout, row_group, m_sum = _contiguous_rows(group_ms, align, psum, tail)
+    g = _gen(seed + sum(group_ms) + n + k)
+    a_fp8, sfa, a_deq = _quant_a(_randn((m_sum, k), g))
+    b_fp8, sfb, b_deq = _quant_b(_randn((len(group_ms), n, k), g))
+    d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    kwargs = dict(use_psum_layout=psum)
+    if zero_padding is not None:
+        kwargs['ensure_zero_padding'] = zero_padding
+    deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa), (b_fp8, sfb), d, layout, **kwargs)
+    torch.cuda.synchronize()
+
+    what = f'contiguous{" psum" if psum else ""} G={len(group_ms)} {group_ms} n={n} k={k} zero_padding={zero_padding}'
+    valid = row_group >= 0
+    ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float32)
+    for gi in range(len(group_ms)):
+        rows = row_group == gi
+        if rows.any():
+            ref[rows] = a_deq[rows] @ b_deq[gi].t()
+    if valid.any():
+        _check_valid(d[valid], ref[valid], what)
+    padding = d[~valid]
+    if zero_padding is False:
+        assert torch.isnan(padding).all(), f'{what}: a padding row was written'
+    else:
+        assert torch.equal(padding.float(), torch.zeros_like(padding, dtype=torch.float32)), \
+            f'{what}: padding rows are not all zero'
+
+
+_CONTIGUOUS_CASES = [
+    ([77], 4096, 7168, 0),
+    ([100, 0, 300, 129], 2112, 512, 128),  # an empty group; padding rows past the last group
+    ([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, 0),
+    (_group_sizes(32, 7), 1024, 1024, 64),
+    ([4096, 4096], 7168, 2048, 0),
+]
+
+
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('group_ms,n,k,tail', _CONTIGUOUS_CASES,
+                         ids=[f'G{len(c[0])}-{c[1]}x{c[2]}' for c in _CONTIGUOUS_CASES])
+def test_contiguous_zero_padding(group_ms, n, k, tail, psum):
+    """The default (ensure_zero_padding=True): padding rows are written as zeros."""
+    _run_contiguous(group_ms, n, k, psum, None if not _HAS_ZERO_PADDING_ARG else True, tail)
+
+
+@pytest.mark.skipif(not _HAS_ZERO_PADDING_ARG, reason='this build has no ensure_zero_padding argument')
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('group_ms,n,k,tail', _CONTIGUOUS_CASES,
+                         ids=[f'G{len(c[0])}-{c[1]}x{c[2]}' for c in _CONTIGUOUS_CASES])
+def test_contiguous_padding_untouched(group_ms, n, k, tail, psum):
+    """ensure_zero_padding=False: padding rows keep what they held."""
+    _run_contiguous(group_ms, n, k, psum, False, tail)
+
+
+@pytest.mark.parametrize('align', [256])
+def test_contiguous_psum_alignment_above_block(align):
+    """A group alignment of 256 rows: 128-row blocks of pure padding between groups."""
+    old = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    deep_gemm.set_mk_alignment_for_contiguous_layout(align)
+    try:
+        for psum in (False, True):
+            _run_contiguous([130, 5, 0, 256], 576, 1536, psum, None if not _HAS_ZERO_PADDING_ARG else True, tail=64)
+            if _HAS_ZERO_PADDING_ARG:
+                _run_contiguous([130, 5, 0, 256], 576, 1536, psum, False, tail=64)
+    finally:
+        deep_gemm.set_mk_alignment_for_contiguous_layout(old)
+
+
+def _masked_inputs(num_groups, max_m, n, k, seed, masked_values):
+    g = _gen(seed)
+    a_bf16 = _randn((num_groups, max_m, k), g)
+    quant = [_quant_a(a_bf16[gi]) for gi in range(num_groups)]
+    a_fp8 = torch.stack([q[0] for q in quant])
+    sfa = torch.stack([q[1] for q in quant])
+    a_deq = torch.stack([q[2] for q in quant])
+    b_fp8, sfb, b_deq = _quant_b(_randn((num_groups, n, k), g))
+    masked_m = torch.tensor(masked_values, device='cuda', dtype=torch.int32)
+    return (a_fp8, sfa), (b_fp8, sfb), a_deq, b_deq, masked_m
+
+
+def _check_masked(d, a_deq, b_deq, masked_values, max_m, what):
+    for gi, mv in enumerate(masked_values):
+        rows = min(max(mv, 0), max_m)
+        if rows > 0:
+            _check_valid(d[gi, :rows], a_deq[gi, :rows] @ b_deq[gi].t(), f'{what} group {gi} ({rows} rows)')
+        assert torch.isnan(d[gi, rows:]).all(), f'{what} group {gi}: a row at or past masked_m ({mv}) was written'
+
+
+_MASKED_CASES = [
+    # num_groups, max_m, n, k, expected_m, masked_m: 0, 1, some, max_m, > max_m, negative
+    (6, 200, 2112, 7168, 100, [0, 1, 77, 200, 1000, -5]),
+    (4, 1000, 4096, 512, 600, [999, 1000, 65, -1]),
+    (3, 100, 576, 1536, 40, [64, 100, 1]),
+    (32, 192, 1024, 2048, 192, None),
+]
+
+
+@pytest.mark.parametrize('num_groups,max_m,n,k,expected_m,masked_values', _MASKED_CASES,
+                         ids=[f'G{c[0]}-max{c[1]}-{c[2]}x{c[3]}' for c in _MASKED_CASES])
+@pytest.mark.parametrize('sfa_kernel_layout', [False, True], ids=['sfa-kmajor', 'sfa-mmajor'])
+def test_masked(num_groups, max_m, n, k, expected_m, masked_values, sfa_kernel_layout):
+    if masked_values is None:
+        rnd = random.Random(num_groups + max_m)
+        masked_values = [rnd.randint(-10, max_m + 50) for _ in range(num_groups)]
+    a, b, a_deq, b_deq, masked_m = _masked_inputs(num_groups, max_m, n, k, num_groups * max_m + n + k, masked_values)
+    if sfa_kernel_layout:
+        a = (a[0], deep_gemm.get_mn_major_tma_aligned_tensor(a[1]))  # passed through without a conversion
+    d = torch.full((num_groups, max_m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m)
+    torch.cuda.synchronize()
+    _check_masked(d, a_deq, b_deq, masked_values, max_m, f'masked G={num_groups} max_m={max_m} n={n} k={k}')
+
+
+def test_masked_cuda_graph():
+    """masked_m is read on the GPU (no host sync): the op can be captured and replayed, and a replay sees
+    masked_m's new values."""
+    num_groups, max_m, n, k = 4, 300, 1024, 1024
+    values = [300, 0, 129, 17]
+    a, b, a_deq, b_deq, masked_m = _masked_inputs(num_groups, max_m, n, k, 31, values)
+    d = torch.empty((num_groups, max_m, n), device='cuda', dtype=torch.bfloat16)
+    sfa_kernel = deep_gemm.get_mn_major_tma_aligned_tensor(a[1])  # no conversion inside the capture
+    a = (a[0], sfa_kernel)
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 128)  # compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 128)
+    for values in ([300, 0, 129, 17], [1, 299, -3, 400]):
+        masked_m.copy_(torch.tensor(values, dtype=torch.int32))
+        d.fill_(float('nan'))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check_masked(d, a_deq, b_deq, values, max_m, f'masked graph replay {values}')
