@@ -6,8 +6,8 @@ turns (one call of each per round, L2 flushed before each call, median of N roun
 - `dense`: our dense fp8_gemm_nt on the concatenated problem (all groups' rows against one B), the
   speed a grouped kernel could reach with no grouping overhead.
 
-Group sizes are random (+-30% around the mean, fixed seed); contiguous groups are padded to 128 rows,
-masked groups have max_m = the largest group rounded up to 128. TFLOPS count the valid rows only.
+Group sizes are random (+-30% around the mean, fixed seed); contiguous groups are multiples of 128 rows
+(no padding rows), masked groups multiples of 16 with max_m = the largest group rounded up to 128. TFLOPS count the valid rows only.
 
     python3 benchmarks/bench_fp8_grouped.py [--runs 10]
 """
@@ -69,7 +69,7 @@ def bench_contiguous(groups, mean, n, k, runs):
 
 
 def bench_masked(groups, mean, n, k, runs):
-    ms = group_sizes(groups, mean, seed=groups * n + k)
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=16)  # rows a multiple of 16 for cuBLASLt
     max_m = (max(ms) + 127) // 128 * 128
     a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
     parts = [per_token_cast_to_fp8(a[g]) for g in range(groups)]
