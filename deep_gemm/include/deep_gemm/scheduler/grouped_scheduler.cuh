@@ -56,9 +56,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
     // last group).
     __device__ __forceinline__ bool block_group(u32 row, u32& group) {
         if constexpr (!kPsumLayout) {
+            // A group id past the last group counts as padding too: group indices address B and its scales.
             const i32 g = __ldg(grouped_layout + row);
             group = static_cast<u32>(g);
-            return g >= 0;
+            return g >= 0 && group < num_groups;
         } else {
             // First group g with end[g] > row; a malformed (decreasing) layout only changes which group a
             // block gets, never an address: g < num_groups and rows stay below m.
