@@ -152,6 +152,14 @@ def check_m_grouped_fp8_gemm_contiguous() -> None:
                 assert pad.isnan().all(), f"padding rows written (psum={psum})"
             else:
                 assert (pad == 0).all(), f"padding rows not zero (psum={psum})"
+    # A malformed index layout (a group id past the last group) must not make the kernel read past B or its
+    # scales: those rows count as padding.
+    bad = rows.clone()
+    bad[:128] = len(group_ms) + 4
+    d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.m_grouped_fp8_gemm_nt_contiguous(a8, b8, d, bad.cuda())
+    torch.cuda.synchronize()
+    assert (d[:128].cpu() == 0).all(), "rows of an out-of-range group id are not zero"
 
 
 def check_m_grouped_fp8_gemm_masked() -> None:
