@@ -50,6 +50,10 @@ struct GemmCall {
     std::string_view compiled_dims;
     bool disable_ue8m0_cast = false;
     bool use_psum_layout = false;
+    // M-contiguous: padding rows (outside every group) of d are written as zeros when true (DeepGEMM's
+    // default), left untouched when false.
+    bool ensure_zero_padding = true;
+    std::optional<int64_t> expected_m_for_psum_layout;  // M-contiguous psum layout: a config hint only
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
 };
