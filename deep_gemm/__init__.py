@@ -191,6 +191,9 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
       left untouched (``False``).
     - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
       (config choice only; positive or ``None``).
+    - In this build both flags are validated and carried to the kernel launch (``GemmCall``), but the
+      kernels do not use them yet: padding rows are left unspecified whatever ``ensure_zero_padding`` says,
+      and the config does not depend on ``expected_m_for_psum_layout``.
     - ``recipe_a`` / ``recipe_b``: as in :func:`fp8_gemm_nt`.
     """
     if _tracing():
