@@ -33,6 +33,8 @@ from . import _C
 
 _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'include'))
 _atexit.register(_C._uninstall_python_logging)
+from ._log_setup import make_debug_output_visible as _make_debug_output_visible  # noqa: E402
+_make_debug_output_visible()  # DG_PRINT_CONFIGS etc. print to stderr without any logging set-up
 
 from . import testing, utils  # noqa: E402
 from .utils import align, ceil_div, per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402,F401
