@@ -1,4 +1,4 @@
-// The typed registry of every DG_* environment variable (DESIGN.md section 2).
+// The typed registry of every DG_* environment variable (documented in docs/env_vars.md).
 // Values are read once, when the JIT first needs them (not at import), so a program may set
 // os.environ before its first kernel call. The per-call hot path never calls getenv.
 #pragma once

@@ -23,7 +23,7 @@ using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
 
-// The shapes the library is tuned and tested for (TARGETS.md, the GPU tests, typical LLM projections).
+// The shapes the library is tuned and tested for (the benchmark shapes of benchmarks/bench_fp8_gemm.py, the GPU tests, typical LLM projections).
 std::vector<std::tuple<int, int, int>> representative_shapes() {
     const int ms[] = {1, 64, 100, 128, 256, 512, 1000, 2048, 4096, 8192};
     const int nks[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168}, {7168, 2048},

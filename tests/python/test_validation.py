@@ -1,5 +1,5 @@
 """Argument validation of every GEMM op, on CPU and meta tensors (no GPU needed): the errors of
-DESIGN.md section 4 are raised before any device work, with the op, the argument and the values."""
+docs/architecture.md ("Errors and accuracy") are raised before any device work, with the op, the argument and the values."""
 
 import pytest
 import torch
