@@ -103,6 +103,7 @@ protected:
         build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key), [&](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            expect_pdl_hooks(sass);
             if (key.direct_store) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogue uses no TMA store";
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
