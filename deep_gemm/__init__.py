@@ -35,6 +35,7 @@ _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), '
 _atexit.register(_C._uninstall_python_logging)
 from ._log_setup import make_debug_output_visible as _make_debug_output_visible  # noqa: E402
 _make_debug_output_visible()  # DG_PRINT_CONFIGS etc. print to stderr without any logging set-up
+from ._warmup import warmup  # noqa: E402,F401  (compile recorded kernels ahead of a job: python -m deep_gemm warmup)
 
 from . import testing, utils  # noqa: E402
 from .utils import align, ceil_div, per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402,F401
@@ -321,7 +322,7 @@ __all__ = [
     # knobs and JIT
     'set_num_sms', 'get_num_sms', 'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
     'set_mk_alignment_for_contiguous_layout', 'get_mk_alignment_for_contiguous_layout',
-    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only',
+    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only', 'warmup',
     # helpers
     'utils', 'testing', 'ceil_div', 'align', 'per_token_cast_to_fp8', 'per_block_cast_to_fp8',
 ]

@@ -20,6 +20,7 @@
 #include "files.hpp"
 #include "jit.hpp"
 #include "log.hpp"
+#include "record.hpp"
 #include "sha256.hpp"
 
 namespace deep_gemm::jit {
@@ -309,6 +310,7 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     const std::filesystem::path entry = root / "cache" / entry_dir_name(src.name, key);
 
     auto remember = [&](CachedKernel kernel) {
+        if (!s.record_path.empty()) append_record(s.record_path, src, arch);  // DG_JIT_RECORD: first use here
         std::lock_guard<std::mutex> lock(g_memo_mutex);
         g_memo[memo_key] = kernel;
         return kernel;

@@ -9,6 +9,7 @@
 #include "jit/cache_admin.hpp"
 #include "jit/compiler.hpp"
 #include "jit/errors.hpp"
+#include "jit/jit.hpp"
 #include "jit/settings.hpp"
 
 namespace deep_gemm::python {
@@ -114,6 +115,21 @@ void register_cache_tools(py::module_& m) {
        py::arg("remove_all") = false, py::arg("dry_run") = false,
        "Remove cache entries (unused for longer than max_unused_seconds, then least recently used beyond "
        "max_total_bytes, or all), skipping keys another process holds; also orphaned build dirs and the quarantine.");
+
+    m.def("build_source", [](const std::string& name, const std::string& symbol, const std::string& code,
+                             const std::string& arch) {
+        jit::CachedKernel entry;
+        {
+            py::gil_scoped_release no_gil;  // warm-ups build on several threads
+            entry = jit::build({name, symbol, code}, arch);
+        }
+        py::dict d;
+        d["dir"] = entry.dir.string();
+        d["compiled"] = entry.compiled;
+        d["cubin_size"] = entry.cubin.size();
+        return d;
+    }, py::arg("name"), py::arg("symbol"), py::arg("code"), py::arg("arch"),
+       "Build (or find in the cache) a generated kernel source for `arch`, as recorded by DG_JIT_RECORD.");
 
     m.def("compiler_info", &compiler_info, "The compiler the JIT would use: kind, version, path (or error).");
 }

@@ -1,5 +1,6 @@
 // deep_gemm._C functions behind `python -m deep_gemm cache` and `info` (cache_tools.cpp): the cache
-// maintenance of the JIT core and the compiler the JIT would use, as plain dicts and lists.
+// maintenance of the JIT core, the compiler the JIT would use, and building a recorded kernel source (warmup),
+// as plain dicts and lists.
 #pragma once
 
 #include <pybind11/pybind11.h>
