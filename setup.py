@@ -106,6 +106,7 @@ setup(
     include_package_data=True,
     ext_modules=[_extension()],
     cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
-    python_requires='>=3.9',
+    python_requires='>=3.10',  # torch 2.11 needs 3.10
+    install_requires=['torch'],  # the extension is built against the torch already installed (README)
     zip_safe=False,
 )

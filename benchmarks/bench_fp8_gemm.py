@@ -1,4 +1,4 @@
-"""Benchmark: deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D, BF16 out) against the baselines of TARGETS.md.
+"""Benchmark: deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D, BF16 out) against baselines timed in the same run.
 
 Per shape: ours, torch._scaled_mm with block-wise scales (cuBLASLt, 1x128 A / 128x128 B), row-wise
 _scaled_mm, and torch.mm in BF16, all measured in this run, in turns (one call of each per round). CUDA

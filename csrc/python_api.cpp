@@ -14,6 +14,7 @@
 #include "python/fast_args.hpp"
 #include "python/fast_entries.hpp"
 #include "python/jit_tools.hpp"
+#include "python/cache_tools.hpp"
 #include "python/logging_bridge.hpp"
 
 #ifndef DG_VERSION
@@ -111,6 +112,7 @@ PYBIND11_MODULE(_C, m) {
     m.def("compile_only", &compile_only, py::arg("kernel"), py::arg("arch") = "sm_90a",
           "Build (or find in the cache) a shipped kernel for `arch` without a GPU; returns the cache entry.");
     m.def("device_info", &device_info, py::arg("device"));
+    python::register_cache_tools(m);  // cache_list/stats/prune, compiler_info (python -m deep_gemm)
     m.def("_install_python_logging", &install_python_logging);
     m.def("_uninstall_python_logging", &uninstall_python_logging);
     m.def("_log", [](int level, const std::string& message) { jit::log(static_cast<jit::LogLevel>(level), message); },

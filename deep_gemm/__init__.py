@@ -33,6 +33,9 @@ from . import _C
 
 _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'include'))
 _atexit.register(_C._uninstall_python_logging)
+from ._log_setup import make_debug_output_visible as _make_debug_output_visible  # noqa: E402
+_make_debug_output_visible()  # DG_PRINT_CONFIGS etc. print to stderr without any logging set-up
+from ._warmup import warmup  # noqa: E402,F401  (compile recorded kernels ahead of a job: python -m deep_gemm warmup)
 
 from . import testing, utils  # noqa: E402
 from .utils import *  # noqa: E402,F401,F403  (DeepGEMM re-exports all of deep_gemm.utils)
@@ -384,7 +387,7 @@ __all__ = [
     'set_num_sms', 'get_num_sms', 'set_tc_util', 'get_tc_util', 'set_block_size_multiple_of', 'get_block_size_multiple_of',
     'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
     'set_mk_alignment_for_contiguous_layout', 'get_mk_alignment_for_contiguous_layout',
-    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only',
+    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only', 'warmup',
     # helpers
     'utils', 'testing',
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]

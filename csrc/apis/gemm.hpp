@@ -1,4 +1,4 @@
-// The GEMM ops of the public API (DESIGN.md section 3), described by one table (GemmOpSpec) and served
+// The GEMM ops of the public API (documented in deep_gemm/__init__.py), described by one table (GemmOpSpec) and served
 // by one validation routine and one runner, so the rules (dtypes, shapes, K-major, TMA alignment,
 // devices, overlap, empty problems) are written once for every op.
 #pragma once

@@ -23,7 +23,7 @@ using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
 
-// The shapes the library is tuned and tested for (TARGETS.md, the GPU tests, typical LLM projections).
+// The shapes the library is tuned and tested for (the benchmark shapes of benchmarks/bench_fp8_gemm.py, the GPU tests, typical LLM projections).
 std::vector<std::tuple<int, int, int>> representative_shapes() {
     const int ms[] = {1, 64, 100, 128, 256, 512, 1000, 2048, 4096, 8192};
     const int nks[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168}, {7168, 2048},
@@ -103,6 +103,7 @@ protected:
         build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key), [&](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            expect_pdl_hooks(sass);
             if (key.direct_store) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogue uses no TMA store";
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";

@@ -1,5 +1,5 @@
 """Argument validation of every GEMM op, on CPU and meta tensors (no GPU needed): the errors of
-DESIGN.md section 4 are raised before any device work, with the op, the argument and the values."""
+docs/architecture.md ("Errors and accuracy") are raised before any device work, with the op, the argument and the values."""
 
 import pytest
 import torch
@@ -189,16 +189,19 @@ def test_grouped_specific_rules(device):
     args, _, _ = contiguous.build(device)
     with pytest.raises(ValueError, match=r'grouped_layout\.shape\[0\] \(G\) must equal b\.shape\[0\] = 2; got 128'):
         contiguous.fn(*args, use_psum_layout=True)
-    if device == 'meta':
-        args, _, _ = contiguous.build(device, grouped_layout=torch.zeros(2, dtype=I32, device=device))
+    args, _, _ = contiguous.build(device, grouped_layout=torch.zeros(2, dtype=I32, device=device))
+    if device == 'meta':  # a valid psum layout passes validation (meta: nothing runs) ...
         contiguous.fn(*args, use_psum_layout=True)
+    else:  # ... and on CPU tensors reaches the device check
+        with pytest.raises(RuntimeError, match=r'requires CUDA tensors'):
+            contiguous.fn(*args, use_psum_layout=True)
     kg = CASES_BY_NAME['k_grouped_fp8_gemm_nt_contiguous']
     with pytest.raises(ValueError, match=r'ks_cpu\[1\] must be a non-negative multiple of 128; got 200'):
         kg.call(device, ks=[128, 200])
     with pytest.raises(ValueError, match=r'ks_cpu must have one K per group'):
         kg.call(device, ks=[128])
     with pytest.raises(ValueError, match=r'recipe must be \(1, 1, 128\)'):
-        kg.call(device, c=None, **{}) if False else kg.fn(*kg.build(device)[0], recipe=(1, 128, 128))
+        kg.fn(*kg.build(device)[0], recipe=(1, 128, 128))
 
 
 def test_mixed_devices_are_runtime_errors():

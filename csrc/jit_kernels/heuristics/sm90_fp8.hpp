@@ -109,7 +109,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
 }
 
 // The default choice, set by config sweeps on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
-// TARGETS.md shapes): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
+// the shapes of benchmarks/bench_fp8_gemm.py): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
 // shape and 128x64 tiles every M=128 shape (within 5% of the best where another tile won). 2-CTA
 // multicast (after the fix that took a GPU-wide fence out of its release path): sharing A across N-block
 // pairs won on the long-K shape (4096x7168x16384: 749.6 vs 775.5 us) and was within 1% or 1.5-4% slower

@@ -314,4 +314,6 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
     p.kernel->launch(launch, kernel_args);
 }
 
+void check_fp8_gemm_config(const std::string& text) { parse_config_override(text); }
+
 }  // namespace deep_gemm::kernels

@@ -66,4 +66,8 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key);
 // Preconditions are checked by the caller; violated ones raise jit::Error here, never crash.
 void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args);
 
+// Parses a DG_FP8_GEMM_CONFIG value exactly as the op does and throws jit::Error (naming the variable, the
+// value and the accepted form) when it is malformed. No GPU needed (tests, tools).
+void check_fp8_gemm_config(const std::string& text);
+
 }  // namespace deep_gemm::kernels
