@@ -26,7 +26,8 @@ struct Sm90Fp8GemmConfig {
     // shares A (adjacent N blocks).
     int multicast = 0;
 
-    int num_math_warpgroups() const { return block_m / 64; }
+    // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
+    int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
     int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
     bool operator==(const Sm90Fp8GemmConfig&) const = default;
 };
@@ -34,8 +35,12 @@ struct Sm90Fp8GemmConfig {
 constexpr int kSm90Fp8BlockK = 128;
 constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 registers must fit 232 regs
 constexpr int kSm90Fp8MaxBlockNPipelined = 128;  // fin + 2 scratch accumulators = 3 * BLOCK_N / 2 registers
+// 256-row tiles: two waves' fin + one scratch = 3 * BLOCK_N / 2 registers as well (no pipelined promotion).
+constexpr int kSm90Fp8MaxBlockN256 = 128;
 constexpr int kSm90Fp8MaxStages = 10;
 constexpr int kSm90Fp8MinStages = 3;
+
+inline int sm90_fp8_num_threads(int block_m) { return 128 + 128 * (block_m == 256 ? 2 : block_m / 64); }
 
 // Width (bytes) of the D staging swizzle: the widest of 128/64/32 that divides a BLOCK_N row of bf16.
 inline int sm90_fp8_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }

@@ -97,7 +97,7 @@ ConfigOverride parse_config_override(const std::string& text) {
     ov.pipelined = vals[3];
     ov.multicast = vals[4];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
-    if (ov.block_m != 64 && ov.block_m != 128) fail(where + "block_m must be 64 or 128");
+    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 256) fail(where + "block_m must be 64, 128 or 256");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
         fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
     if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
@@ -107,6 +107,9 @@ ConfigOverride parse_config_override(const std::string& text) {
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
+    if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
+    if (ov.block_m == 256 && ov.block_n > heuristics::kSm90Fp8MaxBlockN256)
+        fail(where + "block_m 256 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN256));
     return ov;
 }
 
@@ -170,11 +173,13 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     Sm90Fp8GemmSource src;
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
-    src.num_threads = 128 + 128 * (key.block_m / 64);
+    src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
     src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
                       g = std::to_string(key.group_n) + "u";
+    // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
+    const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
     src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
@@ -185,7 +190,7 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
                (key.multicast == 1 ? "ClusterPairScheduler" : key.multicast == 2 ? "ClusterPairNScheduler" : "GroupedOrderScheduler") +
                "<" + bm + ", " + bn + ", " + g + ">;\n"
                "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
-               "<" + bm + ", " + bn + ">;\n"
+               "<" + bm + ", " + bn + epilogue_rows + ">;\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
