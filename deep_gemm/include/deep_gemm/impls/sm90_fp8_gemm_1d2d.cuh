@@ -245,25 +245,34 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             rel.advance();
         };
 
-        // fin += a * sfa[row] * sfb[column block], for the rows of wave `wave`.
-        auto promote = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], const KbScales& s, u32 wave, u32 bound1,
-                           u32 bound2) {
+        // fin += a * sfa[row] * sfb[column block], for the rows of wave `wave`. Which 8-column groups take
+        // which B scale depends on scale_off = n0 % 128, a multiple of gcd(BLOCK_N, 128): it takes at most
+        // 128 / gcd values (2 for BLOCK_N 192, 8 for 112), so one promotion is instantiated per value and
+        // picked at run time; inside it the scale of each group is a compile-time choice (one FFMA per
+        // accumulator, no per-column compares or selects).
+        auto promote = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], const KbScales& s, u32 wave,
+                           u32 scale_off) {
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+            auto promote_at = [&](auto off) {
+                constexpr u32 kOff = decltype(off)::value;
 #pragma unroll
-            for (u32 j = 0; j < kBlockN / 8; ++j) {
-                float b;
-                if constexpr (kUniformScaleB) {
-                    b = s.b0;
-                } else {
-                    const u32 col = j * 8;  // 8-column groups never straddle a 128 boundary
-                    b = col < bound1 ? s.b0 : ((kMayNeedThird && col >= bound2) ? s.b2 : s.b1);
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    // 8-column groups never straddle a 128 boundary; block index relative to n0 / 128.
+                    const u32 block = (kOff + j * 8) / 128;
+                    const float b = block == 0 ? s.b0 : (block == 1 ? s.b1 : s.b2);
+                    const float s_lo = s.a_lo[wave] * b, s_hi = s.a_hi[wave] * b;
+                    f[4 * j + 0] += a[4 * j + 0] * s_lo;
+                    f[4 * j + 1] += a[4 * j + 1] * s_lo;
+                    f[4 * j + 2] += a[4 * j + 2] * s_hi;
+                    f[4 * j + 3] += a[4 * j + 3] * s_hi;
                 }
-                const float s_lo = s.a_lo[wave] * b, s_hi = s.a_hi[wave] * b;
-                f[4 * j + 0] += a[4 * j + 0] * s_lo;
-                f[4 * j + 1] += a[4 * j + 1] * s_lo;
-                f[4 * j + 2] += a[4 * j + 2] * s_hi;
-                f[4 * j + 3] += a[4 * j + 3] * s_hi;
+            };
+            if constexpr (kUniformScaleB) {
+                promote_at(U32Constant<0>{});  // the tile lies inside one scale block
+            } else {
+                constexpr u32 kStep = gcd_u32(kBlockN, 128);
+                dispatch_multiple_of<kStep, 128 / kStep>(scale_off, promote_at);
             }
         };
 
@@ -284,8 +293,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             const float* sfb0 = sfb + min_of(sb0, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb1 = sfb + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb2 = sfb + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
-            const u32 bound1 = (sb0 + 1) * 128 - n0;  // first local column of scale block sb0 + 1
-            const u32 bound2 = bound1 + 128;          // first local column of scale block sb0 + 2
+            const u32 scale_off = n0 % 128;  // column of n0 inside its B scale block
 
 #pragma unroll
             for (u32 w = 0; w < kWaves; ++w) {
@@ -305,24 +313,24 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin[0], acc, s_even, 0, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                     s_even = issue(acc, kb + 2, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin[0], acc2, s_odd, 0, bound1, bound2);
+                    promote(fin[0], acc2, s_odd, 0, scale_off);
                 }
                 if (kb + 1 < num_k_blocks) {
                     const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin[0], acc, s_even, 0, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                     ptx::wgmma_wait_group<0>();
                     release();
-                    promote(fin[0], acc2, s_odd, 0, bound1, bound2);
+                    promote(fin[0], acc2, s_odd, 0, scale_off);
                 } else {
                     ptx::wgmma_wait_group<0>();
                     release();
-                    promote(fin[0], acc, s_even, 0, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                 }
             } else {
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
@@ -336,7 +344,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                             st.advance();
                             release();
                         }
-                        promote(fin[w], acc, s, w, bound1, bound2);
+                        promote(fin[w], acc, s, w, scale_off);
                     }
                 }
             }
