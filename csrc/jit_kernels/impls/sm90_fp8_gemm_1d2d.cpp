@@ -30,17 +30,7 @@ std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "");
 }
 
-// Forced config from DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]" (tuning/sweeps
-// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128);
-// multicast 0 = off, 1 = 2-CTA cluster sharing B, 2 = sharing A. Or
-// DG_FP8_GEMM_CONFIG=legacy: the first version's heuristics (no pipelining, no multicast). All zero = no
-// override. Part of the config memo key, so changing the variable between calls takes effect.
-struct ConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;
-    bool active() const { return block_m > 0; }
-    bool legacy() const { return block_m == -1; }
-    bool operator==(const ConfigOverride&) const = default;
-};
+using ConfigOverride = Sm90Fp8ConfigOverride;
 
 struct ShapeKey {
     int m, n, k, num_sms, smem_limit;
@@ -66,13 +56,18 @@ jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
 
 constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 
-// Parses DG_FP8_GEMM_CONFIG (unset or empty = no override); malformed values raise jit::Error.
-ConfigOverride parse_config_override(const std::string& text) {
+}  // namespace
+
+Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     const char* v = text.c_str();
     ConfigOverride ov;
     if (v == nullptr || *v == '\0') return ov;
     if (std::strcmp(v, "legacy") == 0) {
         ov.block_m = -1;
+        return ov;
+    }
+    if (std::strcmp(v, "rules") == 0) {
+        ov.block_m = -2;
         return ov;
     }
     int vals[5] = {0, 0, 0, 0, 0};
@@ -83,7 +78,7 @@ ConfigOverride parse_config_override(const std::string& text) {
         char* end = nullptr;
         const long x = std::strtol(p, &end, 10);
         if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers)");
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers), \"rules\" or \"legacy\"");
         vals[count++] = int(x);
         if (*end == '\0') break;
         if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
@@ -113,6 +108,8 @@ ConfigOverride parse_config_override(const std::string& text) {
     return ov;
 }
 
+namespace {
+
 heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
     const jit::Settings& settings = jit::settings();
     std::lock_guard<std::mutex> lock(g_config_mutex);
@@ -121,13 +118,13 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
     static const jit::Settings* override_parsed_for = nullptr;
     static ConfigOverride override_value;
     if (override_parsed_for != &settings) {
-        override_value = parse_config_override(settings.fp8_gemm_config);
+        override_value = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
         override_parsed_for = &settings;
     }
     const ShapeKey key{m, n, k, num_sms, smem_limit, override_value};
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     heuristics::Sm90Fp8GemmConfig config =
-        heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.legacy());
+        heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.chooser());
     if (key.ov.active()) {
         config.block_m = key.ov.block_m;
         config.block_n = key.ov.block_n;
