@@ -146,6 +146,13 @@ TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
     }
 }
 
+// With too little shared memory for any tile, the model returns a stage count below the minimum (the op then
+// raises "not enough shared memory") rather than a config that does not fit.
+TEST(KernelConfigs, Sm90Fp8ModelReportsNoFit) {
+    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(4096, 4096, 4096, kH200Sms, 20000);
+    EXPECT_LT(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
+}
+
 TEST(KernelConfigs, Sm90Fp8SourceIsDistinctPerKey) {
     dg_test::expect_distinct_sources(shipped_fp8_keys(), deep_gemm::kernels::sm90_fp8_gemm_1d2d_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");

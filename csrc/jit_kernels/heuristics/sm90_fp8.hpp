@@ -152,8 +152,9 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int n
 //   - load time: the bytes this SM requests from L2 per K block (a multicast operand: half) at most
 //     kFp8SmLoadBytesPerClk per clock, and no faster than its pipeline refills: with S stages in flight a
 //     slot takes a load latency to fill, so a K block costs at least latency / S. The latency is long when
-//     the operands stream from HBM and short when they hit L2: blended by the share of the L2 -> SM bytes
-//     that are first touches (unique bytes / bytes moved; at M = 128, B is mostly read once).
+//     an operand streams from HBM and short when both hit L2: blended by the larger first-touch share of
+//     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks), as
+//     a K block waits for its slower operand.
 // A 2-CTA multicast pair waits for its slower CTA once per K block (a fixed cost per K block) and is only
 // considered with more than one wave of tiles (with one wave, the idle SMs are better spent on more CTAs
 // streaming their own operands).
@@ -168,9 +169,11 @@ constexpr double kFp8HbmLoadLatencyClk = 6000.0;
 constexpr double kFp8L2LoadLatencyClk = 1000.0;
 constexpr double kFp8KBlockOverheadClk = 60.0;
 constexpr double kFp8PairSyncClk = 10.0;
+constexpr double kFp8LaunchClk = 4000.0;  // launch, first loads, last stores: the same for every candidate
 constexpr double kFp8PowerClkPerByte = 0.0016;
 constexpr double kFp8L2BytesPerClk = 6144.0;
 constexpr double kFp8HbmBytesPerClk = 2300.0;
+constexpr double kFp8ModelClkPerUs = 1600.0;  // to print modelled clocks as microseconds (a loaded H200's clock)
 
 inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
                                   int pipelined, int multicast) {
@@ -190,12 +193,12 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     const double kb_bytes = (a_rows + b_rows) * kSm90Fp8BlockK;
     const double l2_bytes = tiles * num_kb * kb_bytes;
     const double hbm_bytes = double(m) * k + double(n) * k + 2.0 * m * n;
-    const double first_touch = std::min(1.0, (double(m) * k + double(n) * k) / l2_bytes);
+    const double first_touch = std::max(1.0 / std::ceil(double(m) / block_m), 1.0 / std::ceil(double(n) / block_n));
     const double latency = kFp8L2LoadLatencyClk + (kFp8HbmLoadLatencyClk - kFp8L2LoadLatencyClk) * first_touch;
     const double t_load = std::max(kb_bytes / kFp8SmLoadBytesPerClk, latency / num_stages);
     const double t_kb = std::max(t_mma, t_load) + kFp8PowerClkPerByte * kb_bytes + (multicast ? kFp8PairSyncClk : 0.0);
     const double t_tile = num_kb * t_kb + 400.0 + (block_m / 64.0) * block_n * 2.0;  // + epilogue / ramp
-    const double t_sm = waves * t_tile;
+    const double t_sm = waves * t_tile + kFp8LaunchClk;
     return std::max({t_sm, l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk});
 }
 
@@ -231,6 +234,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
             }
         }
     }
+    // Nothing fits (a device with little shared memory): a stage count below the minimum, which the caller reports.
+    if (best_cost < 0) best.num_stages = sm90_fp8_max_stages(64, 16, smem_limit);
     best.group_n = 8;
     return best;
 }

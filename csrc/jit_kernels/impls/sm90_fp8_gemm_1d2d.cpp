@@ -3,6 +3,7 @@
 // per-thread memo keyed by its arguments.
 #include "sm90_fp8_gemm_1d2d.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -136,7 +137,15 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
             fail(std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
     }
-    log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config));
+    // With the config model's time for this config (forced ones too), for calibrating the model by sweeps.
+    if (jit::settings().print_configs) {
+        char modelled[64];
+        std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
+                      heuristics::sm90_fp8_model_cost(m, n, k, num_sms, config.block_m, config.block_n, config.num_stages,
+                                                      config.pipelined, config.multicast) /
+                          heuristics::kFp8ModelClkPerUs);
+        log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config) + modelled);
+    }
     g_configs.emplace(key, config);
     return config;
 }
