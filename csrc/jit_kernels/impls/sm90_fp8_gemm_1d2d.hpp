@@ -68,7 +68,6 @@ struct Sm90Fp8GemmKernelKeyHash {
 struct Sm90Fp8ConfigOverride {
     int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;  // block_m -1 legacy, -2 rules
     bool active() const { return block_m > 0; }
-    bool legacy() const { return block_m == -1; }
     heuristics::Sm90Fp8Chooser chooser() const {
         return block_m == -1 ? heuristics::Sm90Fp8Chooser::kLegacy
                : block_m == -2 ? heuristics::Sm90Fp8Chooser::kRules
