@@ -25,15 +25,33 @@ def check_layout() -> None:
 def check_fp8_gemm() -> None:
     # (1000, 2112, 8192): the heuristics choose A multicast over 2-CTA clusters (K >= 8192), odd N pairs.
     for m, n, k in [(1, 576, 512), (100, 2112, 7168), (257, 100, 192), (1000, 2112, 8192)]:
-        a = torch.randn(m, k, dtype=torch.bfloat16)
-        b = torch.randn(n, k, dtype=torch.bfloat16)
-        a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
-        b8 = tuple(t.cuda() for t in per_block_cast_to_fp8(b))
-        d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        deep_gemm.fp8_gemm_nt(a8, b8, d)
-        torch.cuda.synchronize()
-        diff = calc_diff(d.cpu(), a.float() @ b.float().t())
-        assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+        fp8_case(m, n, k)
+
+
+def check_fp8_gemm_256() -> None:
+    # 256-row tiles (two math warpgroups of two 64-row waves): A multicast with an odd number of N blocks and
+    # an M tail, B multicast with an odd number of M blocks, B scales straddling 128-column blocks (every
+    # n0 % 128 case of BLOCK_N 112), the direct-store epilogue (D rows not 16-byte aligned).
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,2"):
+        fp8_case(1000, 2112, 1536)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,1"):
+        fp8_case(1100, 576, 512)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,112,0,0,0"):
+        fp8_case(300, 1000, 384)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,64,0,0,0"):
+        fp8_case(300, 520, 256, d_row_pad=2)
+
+
+def fp8_case(m: int, n: int, k: int, d_row_pad: int = 0) -> None:
+    a = torch.randn(m, k, dtype=torch.bfloat16)
+    b = torch.randn(n, k, dtype=torch.bfloat16)
+    a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
+    b8 = tuple(t.cuda() for t in per_block_cast_to_fp8(b))
+    d = torch.full((m, n + d_row_pad), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :n]
+    deep_gemm.fp8_gemm_nt(a8, b8, d)
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), a.float() @ b.float().t())
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
 @contextlib.contextmanager
@@ -106,7 +124,7 @@ def check_m_grouped_bf16_gemm_psum() -> None:
 
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
-    cases = [check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum]
+    cases = [check_layout, check_fp8_gemm, check_fp8_gemm_256, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum]
     cases = [c for c in cases if len(sys.argv) < 2 or any(arg in c.__name__ for arg in sys.argv[1:])]
     failures = 0
     for case in cases:

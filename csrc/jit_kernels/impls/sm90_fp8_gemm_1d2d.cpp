@@ -3,6 +3,7 @@
 // per-thread memo keyed by its arguments.
 #include "sm90_fp8_gemm_1d2d.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -30,17 +31,7 @@ std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "");
 }
 
-// Forced config from DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]" (tuning/sweeps
-// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128);
-// multicast 0 = off, 1 = 2-CTA cluster sharing B, 2 = sharing A. Or
-// DG_FP8_GEMM_CONFIG=legacy: the first version's heuristics (no pipelining, no multicast). All zero = no
-// override. Part of the config memo key, so changing the variable between calls takes effect.
-struct ConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;
-    bool active() const { return block_m > 0; }
-    bool legacy() const { return block_m == -1; }
-    bool operator==(const ConfigOverride&) const = default;
-};
+using ConfigOverride = Sm90Fp8ConfigOverride;
 
 struct ShapeKey {
     int m, n, k, num_sms, smem_limit;
@@ -66,13 +57,18 @@ jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
 
 constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 
-// Parses DG_FP8_GEMM_CONFIG (unset or empty = no override); malformed values raise jit::Error.
-ConfigOverride parse_config_override(const std::string& text) {
+}  // namespace
+
+Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     const char* v = text.c_str();
     ConfigOverride ov;
     if (v == nullptr || *v == '\0') return ov;
     if (std::strcmp(v, "legacy") == 0) {
         ov.block_m = -1;
+        return ov;
+    }
+    if (std::strcmp(v, "rules") == 0) {
+        ov.block_m = -2;
         return ov;
     }
     int vals[5] = {0, 0, 0, 0, 0};
@@ -83,7 +79,7 @@ ConfigOverride parse_config_override(const std::string& text) {
         char* end = nullptr;
         const long x = std::strtol(p, &end, 10);
         if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers)");
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers), \"rules\" or \"legacy\"");
         vals[count++] = int(x);
         if (*end == '\0') break;
         if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
@@ -97,7 +93,7 @@ ConfigOverride parse_config_override(const std::string& text) {
     ov.pipelined = vals[3];
     ov.multicast = vals[4];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
-    if (ov.block_m != 64 && ov.block_m != 128) fail(where + "block_m must be 64 or 128");
+    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 256) fail(where + "block_m must be 64, 128 or 256");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
         fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
     if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
@@ -107,8 +103,13 @@ ConfigOverride parse_config_override(const std::string& text) {
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
+    if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
+    if (ov.block_m == 256 && ov.block_n > heuristics::kSm90Fp8MaxBlockN256)
+        fail(where + "block_m 256 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN256));
     return ov;
 }
+
+namespace {
 
 heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
     const jit::Settings& settings = jit::settings();
@@ -118,13 +119,13 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
     static const jit::Settings* override_parsed_for = nullptr;
     static ConfigOverride override_value;
     if (override_parsed_for != &settings) {
-        override_value = parse_config_override(settings.fp8_gemm_config);
+        override_value = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
         override_parsed_for = &settings;
     }
     const ShapeKey key{m, n, k, num_sms, smem_limit, override_value};
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     heuristics::Sm90Fp8GemmConfig config =
-        heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.legacy());
+        heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.chooser());
     if (key.ov.active()) {
         config.block_m = key.ov.block_m;
         config.block_n = key.ov.block_n;
@@ -136,7 +137,15 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
             fail(std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
     }
-    log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config));
+    // With the config model's time for this config (forced ones too), for calibrating the model by sweeps.
+    if (jit::settings().print_configs) {
+        char modelled[64];
+        std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
+                      heuristics::sm90_fp8_model_cost(m, n, k, num_sms, config.block_m, config.block_n, config.num_stages,
+                                                      config.pipelined, config.multicast) /
+                          heuristics::kFp8ModelClkPerUs);
+        log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config) + modelled);
+    }
     g_configs.emplace(key, config);
     return config;
 }
@@ -170,11 +179,13 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     Sm90Fp8GemmSource src;
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
-    src.num_threads = 128 + 128 * (key.block_m / 64);
+    src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
     src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
                       g = std::to_string(key.group_n) + "u";
+    // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
+    const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
     src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
@@ -185,7 +196,7 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
                (key.multicast == 1 ? "ClusterPairScheduler" : key.multicast == 2 ? "ClusterPairNScheduler" : "GroupedOrderScheduler") +
                "<" + bm + ", " + bn + ", " + g + ">;\n"
                "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
-               "<" + bm + ", " + bn + ">;\n"
+               "<" + bm + ", " + bn + epilogue_rows + ">;\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
@@ -313,7 +324,5 @@ void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) {
                            &sfb, &d, &uldd, &um, &un, &uk};
     p.kernel->launch(launch, kernel_args);
 }
-
-void check_fp8_gemm_config(const std::string& text) { parse_config_override(text); }
 
 }  // namespace deep_gemm::kernels

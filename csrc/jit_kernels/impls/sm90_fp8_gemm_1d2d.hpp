@@ -55,6 +55,30 @@ struct Sm90Fp8GemmKernelKeyHash {
     }
 };
 
+// DG_FP8_GEMM_CONFIG (tuning and sweeps only) forces the config of fp8_gemm_nt:
+//   "block_m,block_n,stages[,pipelined[,multicast]]"
+//     block_m    64, 128 or 256 (256: two math warpgroups of 128 rows; block_n <= 128, pipelined 0)
+//     block_n    a multiple of 16 in [16, 192]
+//     stages     0 = as many as fit in shared memory, else [3, 16]
+//     pipelined  0 = off, 1 = two scratch accumulators (block_n <= 128)
+//     multicast  0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A (N-block pairs)
+//   "rules": the previous round's measured rules instead of the config model; "legacy": the first version's
+//   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
+//   reload_settings) takes effect.
+struct Sm90Fp8ConfigOverride {
+    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;  // block_m -1 legacy, -2 rules
+    bool active() const { return block_m > 0; }
+    heuristics::Sm90Fp8Chooser chooser() const {
+        return block_m == -1 ? heuristics::Sm90Fp8Chooser::kLegacy
+               : block_m == -2 ? heuristics::Sm90Fp8Chooser::kRules
+                               : heuristics::Sm90Fp8Chooser::kModel;
+    }
+    bool operator==(const Sm90Fp8ConfigOverride&) const = default;
+};
+
+// Parses the variable's value; malformed values raise jit::Error ("fp8_gemm_nt: DG_FP8_GEMM_CONFIG='...': ...").
+Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text);
+
 // The kernel key of a config, all dims at run time (compiled_dims and the epilogue are the caller's to set).
 Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config);
 
@@ -65,9 +89,5 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key);
 // Chooses a config (memoized per shape), builds/loads the kernel (memoized per config) and launches it.
 // Preconditions are checked by the caller; violated ones raise jit::Error here, never crash.
 void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args);
-
-// Parses a DG_FP8_GEMM_CONFIG value exactly as the op does and throws jit::Error (naming the variable, the
-// value and the accepted form) when it is malformed. No GPU needed (tests, tools).
-void check_fp8_gemm_config(const std::string& text);
 
 }  // namespace deep_gemm::kernels

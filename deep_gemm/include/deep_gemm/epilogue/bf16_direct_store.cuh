@@ -8,9 +8,12 @@
 
 namespace deep_gemm {
 
-template <u32 kBlockM, u32 kBlockN>
+template <u32 kBlockM, u32 kBlockN, u32 kRowsPerWarpgroup = 64>
 struct Bf16DirectStoreEpilogue {
     static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
+    // A warpgroup holds its rows as kWaves accumulator sets of 64 rows (as in Bf16TmaStoreEpilogue).
+    static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
+    static_assert(kRowsPerWarpgroup == 64 || kRowsPerWarpgroup == 128, "64 or 128 rows per math warpgroup");
     static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
 
@@ -25,24 +28,34 @@ struct Bf16DirectStoreEpilogue {
 
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...]");
+        store(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, m, n);
+    }
+
+    // acc[w]: this thread's accumulators of wave w, rows [kRowsPerWarpgroup*math_wg + 64*w, +64).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
         static_assert(kNumAccum == kBlockN / 2, "accumulator count");
         const u32 warp = thread / 32, lane = thread % 32;
-        const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
         const bool pair_aligned = (ldd % 2) == 0;  // then (row * ldd + even col) is 4-byte aligned
 #pragma unroll
-        for (u32 half = 0; half < 2; ++half) {
-            const u32 row = row_lo + half * 8;
-            if (row >= m) continue;
-            u16* d_row = d + static_cast<u64>(row) * ldd;
+        for (u32 w = 0; w < kWaves; ++w) {
+            const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + lane / 4;
 #pragma unroll
-            for (u32 j = 0; j < kBlockN / 8; ++j) {
-                const u32 col = n0 + j * 8 + (lane % 4) * 2;
-                const u32 packed = ptx::pack_bf16x2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
-                if (pair_aligned && col + 1 < n) {
-                    *reinterpret_cast<u32*>(d_row + col) = packed;
-                } else {
-                    if (col < n) d_row[col] = static_cast<u16>(packed & 0xffffu);
-                    if (col + 1 < n) d_row[col + 1] = static_cast<u16>(packed >> 16);
+            for (u32 half = 0; half < 2; ++half) {
+                const u32 row = row_lo + half * 8;
+                if (row >= m) continue;
+                u16* d_row = d + static_cast<u64>(row) * ldd;
+#pragma unroll
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    const u32 col = n0 + j * 8 + (lane % 4) * 2;
+                    const u32 packed = ptx::pack_bf16x2(acc[w][4 * j + 2 * half], acc[w][4 * j + 2 * half + 1]);
+                    if (pair_aligned && col + 1 < n) {
+                        *reinterpret_cast<u32*>(d_row + col) = packed;
+                    } else {
+                        if (col < n) d_row[col] = static_cast<u16>(packed & 0xffffu);
+                        if (col + 1 < n) d_row[col + 1] = static_cast<u16>(packed >> 16);
+                    }
                 }
             }
         }
