@@ -12,7 +12,7 @@ def init_dist(local_rank: int, num_local_ranks: int) -> Tuple[int, int, 'dist.Pr
 
     Reads ``MASTER_ADDR`` (default ``127.0.0.1``), ``MASTER_PORT`` (default ``8361``), ``WORLD_SIZE`` (the
     number of nodes, default 1) and ``RANK`` (this node's index, default 0). Returns
-    ``(rank, world_size, group)`` of the global group. Also makes ``cuda`` the default torch device.
+    ``(rank, world_size, group)`` of the global group. Also makes ``cuda`` the default torch device."""
     if not 0 <= local_rank < num_local_ranks:
         raise ValueError(f'init_dist: local_rank must be in [0, num_local_ranks); got {local_rank} of {num_local_ranks}')
     addr = os.getenv('MASTER_ADDR', '127.0.0.1')
