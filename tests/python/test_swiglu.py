@@ -194,17 +194,20 @@ def test_kernel_compiles_without_local_memory(tmp_path):
     if not nvcc_available() or cuobjdump is None:
         pytest.skip('needs nvcc and cuobjdump')
     code = '''
-        import json, deep_gemm
+        import json, logging, deep_gemm
+        logging.basicConfig(level=logging.INFO)
         cfgs = [dict(input='bf16', swiglu=True, group=128, sf_layout='col', round_scale=False, weights=True, clamp=True,
                      output_bf16=True, fast_math=True),
                 dict(input='fp32', swiglu=False, group=64, sf_layout='ue8m0', round_scale=True, weights=False, clamp=False,
                      output_bf16=False, fast_math=False)]
         print(json.dumps([deep_gemm._C._compile_quant_kernel(**c) for c in cfgs]))
     '''
-    r = run_python(code, DG_JIT_CACHE_DIR=str(tmp_path))
+    r = run_python(code, DG_JIT_CACHE_DIR=str(tmp_path), DG_JIT_DUMP_PTX='1', DG_JIT_PRINT_COMPILER_COMMAND='1')
     assert r.returncode == 0, r.stderr
+    assert r.stderr.count('-o kernel.cubin kernel.cu') == 2, r.stderr  # DG_JIT_PRINT_COMPILER_COMMAND: one line per config
     import json
     for entry in json.loads(r.stdout.strip().splitlines()[-1]):
+        assert os.path.exists(os.path.join(entry['dir'], 'kernel.ptx')), 'DG_JIT_DUMP_PTX=1 keeps kernel.ptx'
         cubin = os.path.join(entry['dir'], 'kernel.cubin')
         sass = subprocess.run([cuobjdump, '-sass', cubin], capture_output=True, text=True, check=True).stdout
         assert entry['symbol'] in sass

@@ -82,7 +82,7 @@ def check_outputs(y, sf, v, ref_scale, ref_q, npc, round_scale, ue8m0, fast_math
     if round_scale:
         assert torch.equal(got, ref_scale), f'{label}: power-of-two scales differ'
     else:  # exp/division approximations move amax by a few ulp at most
-        torch.testing.assert_close(got, ref_scale, rtol=4e-6 if fast_math else 1e-6, atol=0, msg=label)
+        torch.testing.assert_close(got, ref_scale, rtol=1e-5 if fast_math else 1e-6, atol=0, msg=label)
     if ue8m0 and s % 4:
         tail = sf.contiguous().view(torch.uint8).view(t, -1)[:, s:]
         assert (tail == 0).all(), f'{label}: unused UE8M0 bytes not zero'
@@ -189,6 +189,7 @@ def test_end_to_end_into_fp8_gemm_nt(m, n, h):
 
 def test_dump_ptx_and_print_compiler_command(tmp_path):
     r = run_python('''
+        import logging; logging.basicConfig(level=logging.INFO)  # the compile line is an INFO record of "deep_gemm"
         import torch, deep_gemm
         x = torch.randn(8, 256, dtype=torch.bfloat16, device='cuda')
         deep_gemm.swiglu_apply_weight_to_fp8(x, None, None, 128, True, False, False)
@@ -198,7 +199,7 @@ def test_dump_ptx_and_print_compiler_command(tmp_path):
     ptx = glob.glob(os.path.join(str(tmp_path), '**', 'kernel.swiglu_fp8_quant.*', 'kernel.ptx'), recursive=True)
     assert ptx, os.listdir(tmp_path)
     assert 'cvt.rn.satfinite.e4m3x2.f32' in open(ptx[0]).read()
-    assert 'swiglu_fp8_quant' in r.stdout + r.stderr or 'kernel.cu' in r.stdout + r.stderr
+    assert 'compiling swiglu_fp8_quant: ' in r.stderr and ('nvcc' in r.stderr or 'nvrtc' in r.stderr), r.stderr
 
 
 def test_issue_example_runs_from_another_directory(tmp_path):
