@@ -82,8 +82,9 @@ Plan check_common(const Checker& check, const at::Tensor& x, const at::Tensor* w
 
     Plan plan;
     plan.tokens = x.sym_size(0);
-    const int64_t cols = concrete(x.sym_size(1));
-    if (not known(cols)) check.value_error("x.shape[1] must be a concrete size (it selects the kernel)");
+    // The row length selects the group count and the output shapes: specialise on it (a guard under
+    // torch.compile with dynamic shapes; T stays symbolic).
+    const int64_t cols = x.sym_size(1).guard_int(__FILE__, __LINE__);
     if (swiglu) {
         if (cols % (2 * npc) != 0)
             check.value_error(fmt::format("x.shape[1] = 2H must be divisible by 2 * num_per_channels = {}; got shape {}", 2 * npc, x_shape));
@@ -209,7 +210,7 @@ at::Tensor apply_weight_to_fp8(const at::Tensor& x, const at::Tensor& out, const
     check.dtype(out, "out", at::kFloat8_e4m3fn);
     const int64_t tokens = concrete(plan.tokens);
     const bool rows_differ = out.dim() == 2 and known(tokens, concrete(out.sym_size(0))) and concrete(out.sym_size(0)) != tokens;
-    if (out.dim() != 2 or rows_differ or concrete(out.sym_size(1)) != plan.hidden)
+    if (out.dim() != 2 or rows_differ or out.sym_size(1).guard_int(__FILE__, __LINE__) != plan.hidden)
         check.value_error(fmt::format("out must have the shape of x, {}; got {}", make_view(x, "x").shape_str(),
                                       make_view(out, "out").shape_str()));
     check_vector_rows(check, out, "out");

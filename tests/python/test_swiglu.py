@@ -217,3 +217,31 @@ def test_kernel_compiles_without_local_memory(tmp_path):
         assert 'LDG.E.128.CONSTANT' in ops or 'LDG.E.128' in ops, 'x must be read with 16-byte loads'
         assert 'STG.E.128' in ops, 'y must be written with 16-byte stores'
         assert any(op.startswith('F2FP.SATFINITE.E4M3') for op in ops), 'hardware FP8 conversion'
+
+
+# ---- torch.library: opcheck on meta tensors, torch.compile traces the op ------------------------------
+
+def test_opcheck_meta():
+    x = torch.empty(7, 512, dtype=torch.bfloat16, device='meta')
+    w = torch.empty(7, device='meta')
+    for flags in [(True, False, False), (False, True, False), (True, True, True)]:
+        torch.library.opcheck(torch.ops.deep_gemm.swiglu_apply_weight_to_fp8.default, (x, w, None, 128, *flags),
+                              {'output_bf16': True})
+    out = torch.empty(7, 256, dtype=torch.float8_e4m3fn, device='meta')
+    torch.library.opcheck(torch.ops.deep_gemm.apply_weight_to_fp8.default, (torch.empty(7, 256, device='meta'), out),
+                          {'num_per_channels': 64})
+
+
+@pytest.mark.parametrize('dynamic', [False, True])
+def test_compile_fullgraph_traces(dynamic):
+    """torch.compile(fullgraph=True) records the op (no graph break); on CPU tensors it then reaches the
+    op's CPU kernel, which says it needs CUDA."""
+    torch._dynamo.reset()
+
+    def f(x, w):
+        y, sf = swiglu(x, w, None, 128, True, True, False, clamp_value=7.0)
+        return sf * 2
+
+    compiled = torch.compile(f, backend='aot_eager', fullgraph=True, dynamic=dynamic)
+    with pytest.raises(RuntimeError, match='swiglu_apply_weight_to_fp8: requires CUDA tensors'):
+        compiled(_x(8, 256), torch.ones(8))
