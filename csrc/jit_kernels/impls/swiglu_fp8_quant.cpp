@@ -53,7 +53,7 @@ jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& c) {
         "\n"
         "using InputT = " + std::string(input_type(c.input)) + ";\n"
         "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + threads + ")\n" +
+        "extern \"C\" __global__ void __launch_bounds__(" + threads + ", " + std::to_string(kQuantBlocksPerSm) + ")\n" +
         symbol + "(const InputT* __restrict__ x, long long x_stride, unsigned char* __restrict__ y, long long y_stride,\n"
         "        void* __restrict__ sf, long long sf_stride, __nv_bfloat16* __restrict__ y_bf16, long long y_bf16_stride,\n"
         "        const float* __restrict__ weights, const int* __restrict__ avail_tokens, int num_tokens, int hidden,\n"
