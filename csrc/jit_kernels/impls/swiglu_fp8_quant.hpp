@@ -55,10 +55,10 @@ struct QuantArgs {
 };
 
 inline constexpr int kQuantThreads = 256;
-// Blocks resident per SM, also the kernel's __launch_bounds__ minimum (it caps registers at 40 per
-// thread): 1536 threads x 64 bytes of loads each keep enough bytes in flight to saturate HBM, and a
-// grid of exactly num_sms * 6 blocks runs in one wave (no tail of blocks waiting for a free slot).
-inline constexpr int kQuantBlocksPerSm = 6;
+// Blocks resident per SM, also the kernel's __launch_bounds__ minimum (it caps registers at 48 per
+// thread): 1280 threads x 64 bytes of loads each keep enough bytes in flight to saturate HBM, and a
+// grid of exactly num_sms * 5 blocks runs in one wave (no tail of blocks waiting for a free slot).
+inline constexpr int kQuantBlocksPerSm = 5;
 
 // The generated translation unit for one config.
 jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& config);
