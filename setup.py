@@ -99,7 +99,8 @@ setup(
     name='deep_gemm',
     version=_read_version(),
     description='JIT-compiled FP8/BF16 GEMM kernels for NVIDIA Hopper (sm_90a), DeepGEMM-compatible API',
-    packages=find_packages(include=['deep_gemm', 'deep_gemm.*']),
+    packages=find_packages(include=['deep_gemm', 'deep_gemm.*'])
+             + find_packages(include=['third_party', 'third_party.*']),  # tilelang_ops import path
     package_data={
         'deep_gemm': ['include/**/*.cuh', 'include/**/*.h', 'include/**/*.hpp', '_C.pyi', 'py.typed'],
     },

@@ -16,6 +16,7 @@
 #include "python/jit_tools.hpp"
 #include "python/cache_tools.hpp"
 #include "python/logging_bridge.hpp"
+#include "python/swiglu_ops.hpp"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -154,4 +155,7 @@ PYBIND11_MODULE(_C, m) {
         if (fn == nullptr) throw py::error_already_set();
         m.add_object(def->ml_name, py::reinterpret_steal<py::object>(fn));
     }
+
+    // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
+    python::register_quant_entries(m);
 }

@@ -93,3 +93,15 @@ def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks_cpu: S
 def _validate_fp8_gemm_nt(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
                           recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
                           compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None: ...
+
+# ---- fused FP8 quantisation (csrc/python/swiglu_ops.cpp); the fast path always returns 3 tensors ----
+def swiglu_apply_weight_to_fp8(x: Tensor, topk_weights: Optional[Tensor], avail_tokens: Optional[Tensor], num_per_channels: int,
+                               use_col_major_scales: bool, round_scale: bool, ue8m0_scale: bool, clamp_value: Optional[float] = None,
+                               fmt: str = 'e4m3', num_sms: Optional[int] = None, output_bf16: bool = False,
+                               fast_math: bool = True) -> Tuple[Tensor, Tensor, Tensor]: ...
+def apply_weight_to_fp8(x: Tensor, out: Tensor, topk_weights: Optional[Tensor] = None, avail_tokens: Optional[Tensor] = None,
+                        num_per_channels: int = 128, use_col_major_scales: bool = True, round_scale: bool = False,
+                        ue8m0_scale: bool = False, clamp_value: Optional[float] = None, fmt: str = 'e4m3',
+                        num_sms: Optional[int] = None, fast_math: bool = True) -> Tensor: ...
+def _compile_quant_kernel(input: str, swiglu: bool, group: int, sf_layout: str, round_scale: bool, weights: bool, clamp: bool,
+                          output_bf16: bool, fast_math: bool) -> Dict[str, Any]: ...

@@ -356,6 +356,77 @@ m_grouped_fp8_fp4_gemm_nt_masked = fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_
 bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked
 
 
+# ---- fused FP8 quantisation (SwiGLU -> FP8, per-token FP8) -------------------------------------------------
+
+_c_swiglu_apply_weight_to_fp8 = _C.swiglu_apply_weight_to_fp8
+_c_apply_weight_to_fp8 = _C.apply_weight_to_fp8
+
+
+def swiglu_apply_weight_to_fp8(x: Tensor, topk_weights: Optional[Tensor], avail_tokens: Optional[Tensor],
+                               num_per_channels: int, use_col_major_scales: bool, round_scale: bool, ue8m0_scale: bool,
+                               clamp_value: Optional[float] = None, fmt: str = 'e4m3', num_sms: Optional[int] = None,
+                               output_bf16: bool = False, fast_math: bool = True):
+    """Fused ``y = silu(gate) * up * topk_weights`` and per-token FP8 quantisation, one pass over ``x``.
+
+    - ``x``: ``[T, 2H]`` (bfloat16; float16/float32 also accepted), rows 16-byte aligned with unit column
+      stride; ``gate = x[:, :H]``, ``up = x[:, H:]``. ``2H`` must be divisible by ``2 * num_per_channels``
+      and ``H`` a multiple of 16. ``T == 0`` is allowed.
+    - ``topk_weights``: float32 ``[T]`` or None (weight 1). ``avail_tokens``: an int32 one-element tensor on
+      the same GPU, or None (= ``T``). It is read by the kernel (no host sync); rows ``t >= avail_tokens``
+      of every output are left untouched.
+    - Arithmetic, in FP32 per element: with ``clamp_value`` c, ``up = clamp(up, -c, c)`` and
+      ``gate = min(gate, c)``; ``v = gate / (1 + exp(-gate)) * up * w`` (``fast_math``: hardware exp and
+      division approximations). Per token and group of ``num_per_channels`` columns (a power of two in
+      [16, 512]): ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``; ``round_scale`` rounds the scale up
+      to a power of two; ``y = float8_e4m3fn(v * (1 / scale))`` (round to nearest, saturating).
+      ``output_bf16`` also returns ``y_bf16 = bfloat16(v)``.
+    - Scales (``S = H / num_per_channels``): ``use_col_major_scales``: float32 ``[T, S]`` with strides
+      ``(1, align(T, 4))`` -- the M-major TMA-aligned layout that :func:`fp8_gemm_nt` & co. take as
+      ``sfa`` without a copy; otherwise contiguous float32 ``[T, S]``. ``ue8m0_scale`` (needs
+      ``round_scale`` and column-major scales): int32 ``[T, ceil(S/4)]`` with strides ``(1, align(T, 4))``,
+      the biased 8-bit exponents of the scales, group ``4j + i`` in byte ``i`` of word ``j`` (unused bytes 0).
+      The padding rows ``[T, align(T, 4))`` are not written.
+    - ``fmt`` must be ``'e4m3'``; ``num_sms`` caps the grid (default: :func:`get_num_sms`).
+
+    Returns ``(y, y_sf)``, or ``(y, y_sf, y_bf16)`` with ``output_bf16``; ``y`` is float8_e4m3fn ``[T, H]``.
+    """
+    if _tracing():
+        y, sf, y_bf16 = _ops.swiglu_apply_weight_to_fp8(x, topk_weights, avail_tokens, num_per_channels, use_col_major_scales,
+                                                        round_scale, ue8m0_scale, clamp_value, fmt, num_sms, output_bf16, fast_math)
+    else:
+        y, sf, y_bf16 = _c_swiglu_apply_weight_to_fp8(x, topk_weights, avail_tokens, num_per_channels, use_col_major_scales,
+                                                      round_scale, ue8m0_scale, clamp_value, fmt, num_sms, output_bf16, fast_math)
+    return (y, sf, y_bf16) if output_bf16 else (y, sf)
+
+
+def apply_weight_to_fp8(x: Tensor, out: Tensor, *, topk_weights: Optional[Tensor] = None, avail_tokens: Optional[Tensor] = None,
+                        num_per_channels: int = 128, use_col_major_scales: bool = True, round_scale: bool = False,
+                        ue8m0_scale: bool = False, clamp_value: Optional[float] = None, fmt: str = 'e4m3',
+                        num_sms: Optional[int] = None, fast_math: bool = True) -> Tensor:
+    """Per-token FP8 quantisation of ``x`` (no SwiGLU) into the caller's ``out``; returns the scales.
+
+    ``x``: float16/bfloat16/float32 ``[T, H]``, ``H`` a multiple of 16; ``out``: float8_e4m3fn ``[T, H]``
+    (unit column stride, 16-byte aligned rows, not overlapping ``x``). In FP32 per element:
+    ``v = x`` (clamped to ``[-clamp_value, clamp_value]`` when given) ``* topk_weights[t]`` (1 without
+    weights). Per token and group of ``num_per_channels`` columns -- ``ceil(H / num_per_channels)`` groups,
+    a trailing partial group getting its own scale -- ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``
+    (rounded up to a power of two with ``round_scale``), ``out = float8_e4m3fn(v * (1 / scale))``.
+
+    Returns the scales in the layouts of :func:`swiglu_apply_weight_to_fp8`: by default float32 ``[T, S]``
+    M-major with the M stride ``align(T, 4)``, ready to pass with ``out`` to :func:`fp8_gemm_nt` as
+    ``(out, scales)`` (when ``H`` is a multiple of 128 and ``num_per_channels == 128``). ``avail_tokens``
+    behaves as in :func:`swiglu_apply_weight_to_fp8` (rows past it are untouched).
+    """
+    if _tracing():
+        return _ops.apply_weight_to_fp8(x, out, topk_weights=topk_weights, avail_tokens=avail_tokens,
+                                        num_per_channels=num_per_channels, use_col_major_scales=use_col_major_scales,
+                                        round_scale=round_scale, ue8m0_scale=ue8m0_scale, clamp_value=clamp_value, fmt=fmt,
+                                        num_sms=num_sms, fast_math=fast_math)
+    return _c_apply_weight_to_fp8(x, out, topk_weights=topk_weights, avail_tokens=avail_tokens, num_per_channels=num_per_channels,
+                                  use_col_major_scales=use_col_major_scales, round_scale=round_scale, ue8m0_scale=ue8m0_scale,
+                                  clamp_value=clamp_value, fmt=fmt, num_sms=num_sms, fast_math=fast_math)
+
+
 def __getattr__(name: str):
     # `deep_gemm.legacy` (Triton kernels) is imported on first use so `import deep_gemm` stays light.
     if name == 'legacy':
@@ -391,3 +462,4 @@ __all__ = [
     # helpers
     'utils', 'testing',
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
+__all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation

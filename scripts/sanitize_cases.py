@@ -122,9 +122,37 @@ def check_m_grouped_bf16_gemm_psum() -> None:
             assert diff < 1e-5 and not out[start:end].isnan().any(), f"psum group {g} wrong: diff={diff}"
 
 
+def check_swiglu_fp8() -> None:
+    # Fused SwiGLU -> FP8: T not a multiple of 4, a 64-column group size, UE8M0 with S % 4 != 0 (zeroed tail
+    # bytes), bf16 copy, avail_tokens < T; then apply_weight_to_fp8 with a trailing partial group. The
+    # references run on the CPU.
+    t, h = 37, 192
+    x = torch.randn(t, 2 * h, dtype=torch.bfloat16)
+    w = torch.rand(t)
+    avail = torch.tensor([30], dtype=torch.int32).cuda()
+    y, sf, y_bf16 = deep_gemm.swiglu_apply_weight_to_fp8(x.cuda(), w.cuda(), avail, 64, True, True, True, clamp_value=4.0,
+                                                         output_bf16=True)
+    torch.cuda.synchronize()
+    gate, up = x[:30, :h].float(), x[:30, h:].float().clamp(-4, 4)
+    v = torch.nn.functional.silu(gate.clamp(max=4.0)) * up * w[:30, None]
+    exps = sf.cpu()[:30].contiguous().view(torch.uint8).view(30, -1)[:, :3].to(torch.int32)
+    scale = torch.ldexp(torch.ones(30, 3), exps - 127).repeat_interleave(64, dim=1)
+    diff = calc_diff(y.cpu()[:30].float() * scale, v)
+    assert diff < 1e-3, f"swiglu_apply_weight_to_fp8 wrong: diff={diff}"
+    assert calc_diff(y_bf16.cpu()[:30].float(), v) < 1e-5, "swiglu_apply_weight_to_fp8 bf16 copy wrong"
+
+    x = torch.randn(9, 208, dtype=torch.float16)
+    out = torch.empty(9, 208, dtype=torch.float8_e4m3fn, device="cuda")
+    sf = deep_gemm.apply_weight_to_fp8(x.cuda(), out, use_col_major_scales=False)
+    torch.cuda.synchronize()
+    deq = out.cpu().float() * sf.cpu().repeat_interleave(128, dim=1)[:, :208]
+    diff = calc_diff(deq, x.float())
+    assert diff < 1e-3, f"apply_weight_to_fp8 wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
-    cases = [check_layout, check_fp8_gemm, check_fp8_gemm_256, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum]
+    cases = [f for name, f in list(globals().items()) if name.startswith("check_") and callable(f)]  # in file order
     cases = [c for c in cases if len(sys.argv) < 2 or any(arg in c.__name__ for arg in sys.argv[1:])]
     failures = 0
     for case in cases:
