@@ -111,8 +111,9 @@ MnMajorScales mn_major_scales(const GemmOpSpec& spec, const View& v, const at::T
 }
 
 // The arguments every 1D1D launch shares.
-kernels::Fp8Gemm1d1dArgs fp8_1d1d_common_args(const GemmCall& call, int device) {
+kernels::Fp8Gemm1d1dArgs fp8_1d1d_common_args(const GemmOpSpec& spec, const GemmCall& call, int device) {
     kernels::Fp8Gemm1d1dArgs args;
+    args.op = spec.name;
     args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
     args.num_sms = num_sms_for_device(device);
     args.pdl = get_pdl();
@@ -127,7 +128,7 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     const MnMajorScales sfa = mn_major_scales(spec, p.sfa, *call.sfa, spec.trans_a, "sfa");
     const MnMajorScales sfb = mn_major_scales(spec, p.sfb, *call.sfb, spec.trans_b, "sfb");
 
-    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(call, device);
+    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
     args.a = call.a->const_data_ptr();
     args.b = call.b->const_data_ptr();
     args.sfa = sfa.ptr, args.sfa_stride = sfa.stride;
@@ -183,7 +184,7 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     float* d = call.d->mutable_data_ptr<float>();
     const float* c = p.has_c ? (p.c_is_d ? d : call.c->const_data_ptr<float>()) : nullptr;
 
-    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(call, device);
+    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
     args.m = static_cast<int>(m);
     args.n = static_cast<int>(n);
     args.sfa_stride = sfa_stride, args.sfb_stride = sfb_stride;

@@ -17,9 +17,7 @@ namespace deep_gemm::kernels {
 
 namespace {
 
-constexpr const char* kOpName = "fp8_gemm_nt (recipe (1, 1, 128))";
-
-[[noreturn]] void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
+[[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
 std::string make_symbol(const Sm90Fp8Gemm1d1dKernelKey& key) {
     return "sm90_fp8_gemm_1d1d_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
@@ -40,12 +38,12 @@ std::mutex g_config_mutex;
 std::unordered_map<ShapeKey, heuristics::Sm90Fp8Gemm1d1dConfig, ShapeKeyHash> g_configs;
 jit::KernelTable<Sm90Fp8Gemm1d1dKernelKey, Sm90Fp8Gemm1d1dKernelKeyHash> g_kernels;
 
-heuristics::Sm90Fp8Gemm1d1dConfig get_config(int m, int n, int k, int num_sms, int smem_limit) {
+heuristics::Sm90Fp8Gemm1d1dConfig get_config(const char* op, int m, int n, int k, int num_sms, int smem_limit) {
     std::lock_guard<std::mutex> lock(g_config_mutex);
     const ShapeKey key{m, n, k, num_sms, smem_limit};
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     const auto config = heuristics::choose_sm90_fp8_1d1d_config(m, n, k, num_sms, smem_limit);
-    log_config(kOpName, m, n, k, num_sms, heuristics::to_string(config));
+    log_config(op, m, n, k, num_sms, heuristics::to_string(config));
     g_configs.emplace(key, config);
     return config;
 }
@@ -74,10 +72,10 @@ thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
 
 PreparedLaunch prepare(const Fp8Gemm1d1dArgs& args, const CompiledDims& compiled) {
     const int m = args.m, n = args.n, k = args.k;
-    const jit::DeviceInfo& dev = sm90_device_info(kOpName, args.device);
+    const jit::DeviceInfo& dev = sm90_device_info(args.op, args.device);
     const int num_sms = usable_sms(dev, args.num_sms);
-    const auto config = get_config(m, n, k, num_sms, dev.max_smem_per_block_optin);
-    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail("not enough shared memory on this device");
+    const auto config = get_config(args.op, m, n, k, num_sms, dev.max_smem_per_block_optin);
+    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail(args.op, "not enough shared memory on this device");
 
     Sm90Fp8Gemm1d1dKernelKey key = sm90_fp8_1d1d_kernel_key(config);
     compiled.apply(key, m, n, k);
@@ -89,16 +87,16 @@ PreparedLaunch prepare(const Fp8Gemm1d1dArgs& args, const CompiledDims& compiled
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
     p.tmap_a = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m), uint64_t(args.lda),
                             heuristics::kSm90Fp8BlockK, uint32_t(config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
-                            "fp8_gemm_nt: tensor map for a");
+                            "FP8 1D1D GEMM: tensor map for a");
     p.tmap_b = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n), uint64_t(args.ldb),
                             heuristics::kSm90Fp8BlockK, uint32_t(config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
-                            "fp8_gemm_nt: tensor map for b");
+                            "FP8 1D1D GEMM: tensor map for b");
     p.tmap_sfa = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb),
                               uint64_t(args.sfa_stride) * 4, uint32_t(config.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              "fp8_gemm_nt: tensor map for sfa");
+                              "FP8 1D1D GEMM: tensor map for sfa");
     p.tmap_sfb = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfb, uint64_t(n), uint64_t(num_kb),
                               uint64_t(args.sfb_stride) * 4, uint32_t(config.block_n), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
-                              "fp8_gemm_nt: tensor map for sfb");
+                              "FP8 1D1D GEMM: tensor map for sfb");
 
     const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
@@ -147,24 +145,24 @@ GemmKernelSource sm90_fp8_gemm_1d1d_source(const Sm90Fp8Gemm1d1dKernelKey& key) 
 
 void sm90_fp8_gemm_1d1d(const Fp8Gemm1d1dArgs& args) {
     const int m = args.m, n = args.n, k = args.k;
-    if (m < 0 || n < 0 || k < 0) fail("negative problem size");
+    if (m < 0 || n < 0 || k < 0) fail(args.op, "negative problem size");
     if (m == 0 || n == 0) return;
-    if (k == 0) fail("K == 0 must be handled by the caller (D = C or zeros)");
-    if (k % 16 != 0) fail("K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
-    if (!args.a || !args.b || !args.sfa || !args.sfb || !args.d) fail("null pointer argument");
+    if (k == 0) fail(args.op, "K == 0 must be handled by the caller (D = C or zeros)");
+    if (k % 16 != 0) fail(args.op, "K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
+    if (!args.a || !args.b || !args.sfa || !args.sfb || !args.d) fail(args.op, "null pointer argument");
     if (!aligned(args.a, 16) || !aligned(args.b, 16) || !aligned(args.sfa, 16) || !aligned(args.sfb, 16))
-        fail("a, b, sfa and sfb must be 16-byte aligned");
-    if (!aligned(args.d, 4) || (args.c && !aligned(args.c, 4))) fail("d and c must be 4-byte aligned");
-    if (args.lda < k || args.lda % 16 != 0) fail("lda must be >= K and a multiple of 16");
-    if (args.ldb < k || args.ldb % 16 != 0) fail("ldb must be >= K and a multiple of 16");
-    if (args.ldd < n || (args.c && args.ldc < n)) fail("ldd and ldc must be >= N");
+        fail(args.op, "a, b, sfa and sfb must be 16-byte aligned");
+    if (!aligned(args.d, 4) || (args.c && !aligned(args.c, 4))) fail(args.op, "d and c must be 4-byte aligned");
+    if (args.lda < k || args.lda % 16 != 0) fail(args.op, "lda must be >= K and a multiple of 16");
+    if (args.ldb < k || args.ldb % 16 != 0) fail(args.op, "ldb must be >= K and a multiple of 16");
+    if (args.ldd < n || (args.c && args.ldc < n)) fail(args.op, "ldd and ldc must be >= N");
     if (args.lda >= (int64_t(1) << 32) || args.ldb >= (int64_t(1) << 32) || args.ldd >= (int64_t(1) << 32) ||
         args.ldc >= (int64_t(1) << 32))
-        fail("row strides must be < 2^32 elements");
+        fail(args.op, "row strides must be < 2^32 elements");
     if (args.sfa_stride < m || args.sfa_stride % 4 != 0 || args.sfb_stride < n || args.sfb_stride % 4 != 0)
-        fail("sfa_stride / sfb_stride must be >= M / N and multiples of 4 (TMA-aligned MN-major scales)");
+        fail(args.op, "sfa_stride / sfb_stride must be >= M / N and multiples of 4 (TMA-aligned MN-major scales)");
 
-    const CompiledDims compiled = parse_compiled_dims(kOpName, args.compiled_dims);
+    const CompiledDims compiled = parse_compiled_dims(args.op, args.compiled_dims);
 
     LaunchKey key;
     std::memset(&key, 0, sizeof(key));  // padding takes part in the hash and compare

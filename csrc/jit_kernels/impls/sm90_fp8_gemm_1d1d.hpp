@@ -26,6 +26,7 @@ struct Fp8Gemm1d1dArgs {
     int64_t lda = 0, ldb = 0, ldd = 0, ldc = 0;
     int64_t sfa_stride = 0, sfb_stride = 0;  // >= M (N) and multiples of 4 (16-byte TMA rows)
     std::string_view compiled_dims = "nk";    // must outlive the call
+    const char* op = "fp8_gemm_nt";           // the calling op, for errors and logs (a string literal)
     int num_sms = 0;                          // SMs the persistent grid may use (<= device count)
     bool pdl = false;                         // programmatic dependent launch
     int device = 0;

@@ -139,6 +139,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
         float acc[kNumAccum];
         float fin[kNumAccum];
         float sb[kBlockN / 4];  // this thread's B scales of the current K block (its BLOCK_N / 4 columns)
+#pragma unroll
+        for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;  // (every K block's first wgmma overwrites it)
 
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
