@@ -1,11 +1,10 @@
 // Compile-only checks of the SM90 FP8 1D1D kernel (no GPU needed): the heuristics' configs are valid for the
 // H200, and a few instances (both warpgroup counts, with and without C, a narrow and the widest tile) build
 // for sm_90a with FP8 wgmma (QGMMA), TMA loads, global stores, no TMA store and no local memory. Kept to
-// three NVCC builds for CI time.
+// three NVCC builds and one NVRTC build for CI time.
 #include <gtest/gtest.h>
 
 #include <string>
-#include <tuple>
 
 #include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
@@ -57,15 +56,12 @@ TEST(KernelConfigs, Sm90Fp8_1d1dSourceIsDistinctPerKey) {
 class KernelCompile1d1d : public dg_test::KernelCompileTest {
 protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
-};
 
-TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvcc) {
-    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
-    for (const auto& [bm, bn, with_c] : {std::tuple{128, 128, true}, std::tuple{64, 48, false}, std::tuple{128, 112, false}}) {
+    void build_and_check(int block_m, int block_n, bool with_c) {
         Sm90Fp8Gemm1d1dKernelKey key;
-        key.block_m = bm;
-        key.block_n = bn;
-        key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(bm, bn, kH200SmemOptin);
+        key.block_m = block_m;
+        key.block_n = block_n;
+        key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
         build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d1d_source(key), [](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
@@ -74,6 +70,18 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvcc) {
             EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
         });
     }
+};
+
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvcc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
+    build_and_check(128, 128, true);
+    build_and_check(64, 48, false);
+    build_and_check(128, 112, false);
+}
+
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvrtc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, 128, true);
 }
 
 }  // namespace
