@@ -126,7 +126,8 @@ def fp8_gemm_nt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = N
     - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
       float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
     - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; with a bfloat16 ``d`` the
-      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16). ``c`` may be ``d``.
+      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16; with recipe
+      ``(1, 1, 128)`` ``c`` is float32 and the kernel adds it in FP32 as it stores). ``c`` may be ``d``.
     - Alignment (TMA): A/B base pointers 16-byte aligned, row strides multiples of 16 bytes (K % 16 == 0
       for contiguous FP8 rows). ``d`` only needs ``stride(-1) == 1``; 16-byte aligned rows take the
       faster TMA-store epilogue.
@@ -251,6 +252,8 @@ def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks
     - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
       ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
       raises ``NotImplementedError`` on SM90.
+    - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
+      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
     """
     if _tracing():
         return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks_cpu), grouped_layout, c, list(recipe),

@@ -150,6 +150,50 @@ def check_swiglu_fp8() -> None:
     assert diff < 1e-3, f"apply_weight_to_fp8 wrong: diff={diff}"
 
 
+def dequantized(x_fp8: torch.Tensor, sf: torch.Tensor) -> torch.Tensor:
+    """x_fp8 [R, K] with per-row-per-128-K scales sf [R, ceil(K/128)], as float32."""
+    return x_fp8.float() * sf.repeat_interleave(128, dim=1)[:, :x_fp8.shape[1]]
+
+
+def check_fp8_1d1d_gemm() -> None:
+    # Recipe (1, 1, 128), FP32 d = c + A @ B^T with c added in the epilogue; M, N, K multiples of no block.
+    m, n, k = 130, 200, 400
+    a8, sfa = per_token_cast_to_fp8(torch.randn(m, k, dtype=torch.bfloat16))
+    b8, sfb = per_token_cast_to_fp8(torch.randn(n, k, dtype=torch.bfloat16))
+    c = torch.randn(m, n)
+    ref = c + dequantized(a8, sfa) @ dequantized(b8, sfb).t()
+    d = torch.full((m, n), float("nan"), device="cuda")
+    deep_gemm.fp8_gemm_nt((a8.cuda(), sfa.cuda()), (b8.cuda(), sfb.cuda()), d, c=c.cuda(), recipe=(1, 1, 128))
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt (1, 1, 128) wrong: diff={diff}"
+
+
+def check_k_grouped_fp8_gemm() -> None:
+    ks, m, n = [256, 0, 128], 70, 100  # an empty group; M, N multiples of no block size (and not of 4)
+    a_parts, b_parts, sfa_parts, sfb_parts = [], [], [], []
+    c = torch.randn(len(ks), m, n)
+    ref = c.clone()
+    for g, k in enumerate(ks):
+        if k == 0:
+            continue
+        a8, sfa = per_token_cast_to_fp8(torch.randn(m, k, dtype=torch.bfloat16))
+        b8, sfb = per_token_cast_to_fp8(torch.randn(n, k, dtype=torch.bfloat16))
+        ref[g] += dequantized(a8, sfa) @ dequantized(b8, sfb).t()
+        a_parts.append(a8.flatten())
+        b_parts.append(b8.flatten())
+        sfa_parts.append(sfa.t())
+        sfb_parts.append(sfb.t())
+    a, b = torch.cat(a_parts).cuda(), torch.cat(b_parts).cuda()
+    sfa, sfb = torch.cat(sfa_parts).contiguous().cuda(), torch.cat(sfb_parts).contiguous().cuda()
+    d = torch.full((len(ks), m, n), float("nan"), device="cuda")
+    deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, torch.tensor(ks, dtype=torch.int32).cuda(),
+                                               c=c.cuda())
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"k_grouped_fp8_gemm_nt_contiguous wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
     cases = [f for name, f in list(globals().items()) if name.startswith("check_") and callable(f)]  # in file order

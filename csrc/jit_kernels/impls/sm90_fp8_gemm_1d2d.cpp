@@ -152,16 +152,6 @@ heuristics::Sm90Fp8GemmConfig get_config(int m, int n, int k, int num_sms, int s
 
 void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
 
-// 2-D tiled tensor map: dims/box given innermost first, `row_stride_bytes` between rows.
-CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
-                         uint64_t row_stride_bytes, uint32_t box_inner, uint32_t box_outer,
-                         CUtensorMapSwizzle swizzle, const char* what) {
-    const uint64_t dims[2] = {inner, outer};
-    const uint64_t strides[1] = {row_stride_bytes};
-    const uint32_t box[2] = {box_inner, box_outer};
-    return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
-}
-
 }  // namespace
 
 Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
 #include "../epilogue/bf16_tma_store.cuh"
@@ -59,10 +60,6 @@ struct Sm90Fp8Gemm1d2dLayout {
                   "128B-swizzled tiles must stay 1024-byte aligned");
     static_assert(kSmemSfa % 128 == 0, "TMA destinations are 128-byte aligned");
 };
-
-// Register split: the producer warpgroup gives registers back, the math warpgroups take them.
-constexpr u32 kSm90ProducerRegs = 40;
-constexpr u32 kSm90MathRegs = 232;
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN,
           u32 kCompiledK, typename Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>,
