@@ -99,13 +99,15 @@ setup(
     name='deep_gemm',
     version=_read_version(),
     description='JIT-compiled FP8/BF16 GEMM kernels for NVIDIA Hopper (sm_90a), DeepGEMM-compatible API',
-    packages=find_packages(include=['deep_gemm', 'deep_gemm.*']),
+    packages=find_packages(include=['deep_gemm', 'deep_gemm.*'])
+             + find_packages(include=['third_party', 'third_party.*']),  # tilelang_ops import path
     package_data={
         'deep_gemm': ['include/**/*.cuh', 'include/**/*.h', 'include/**/*.hpp', '_C.pyi', 'py.typed'],
     },
     include_package_data=True,
     ext_modules=[_extension()],
     cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
-    python_requires='>=3.9',
+    python_requires='>=3.10',  # torch 2.11 needs 3.10
+    install_requires=['torch'],  # the extension is built against the torch already installed (README)
     zip_safe=False,
 )

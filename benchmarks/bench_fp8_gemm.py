@@ -1,11 +1,11 @@
-"""Benchmark: deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D, BF16 out) against the baselines of TARGETS.md.
+"""Benchmark: deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D, BF16 out) against baselines timed in the same run.
 
 Per shape: ours, torch._scaled_mm with block-wise scales (cuBLASLt, 1x128 A / 128x128 B), row-wise
 _scaled_mm, and torch.mm in BF16, all measured in this run, in turns (one call of each per round). CUDA
 events around each call, L2 flushed (256 MB write) before each call, median of N rounds. Also the host time per cached call (calls enqueued
 while the GPU is busy, CPU time divided by the count). The summary table is printed last.
 
-    python3 benchmarks/bench_fp8_gemm.py [--runs 20] [--shapes 128x2112x7168,...]
+    python3 benchmarks/bench_fp8_gemm.py [--runs 20] [--shapes 128x2112x7168,...] [--small-n]
 """
 import argparse
 import inspect
@@ -23,6 +23,8 @@ from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 TARGET_SHAPES = [(m, n, k) for m in (128, 4096)
                  for n, k in ((2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168),
                               (7168, 2048))]
+# Few N tiles: where a persistent grid of one row of tiles leaves SMs idle (M = 128) or one tile column short.
+SMALL_N_SHAPES = [(m, n, 7168) for m in (128, 4096) for n in (256, 512, 1024, 1536)]
 
 def host_time_per_call(fn, calls=200):
     """CPU microseconds per call while the GPU is kept busy (calls only enqueue)."""
@@ -110,10 +112,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=20)
     parser.add_argument('--shapes', type=str, default='')
+    parser.add_argument('--small-n', action='store_true', help='add N in {256, 512, 1024, 1536} at M in {128, 4096}')
     args = parser.parse_args()
     shapes = TARGET_SHAPES
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split('x')) for s in args.shapes.split(',')]
+    if args.small_n:
+        shapes = list(shapes) + SMALL_N_SHAPES
 
     print(f'device: {torch.cuda.get_device_name()}, SMs {torch.cuda.get_device_properties(0).multi_processor_count}, '
           f'torch {torch.__version__}', flush=True)

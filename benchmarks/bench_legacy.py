@@ -4,7 +4,7 @@
     python3 benchmarks/bench_legacy.py --iters 30
     TRITON_INTERPRET=1 python3 benchmarks/bench_legacy.py --smoke   # CPU dry run of the script, tiny shapes
 
-Timing (DESIGN.md §6): CUDA events around each call, L2 flushed (a 256 MiB buffer zeroed) before each
+Timing (as in every benchmark here, see docs/architecture.md): CUDA events around each call, L2 flushed (a 256 MiB buffer zeroed) before each
 call, median of >= 15 runs after warm-up (the first call autotunes). Host time per call is measured
 separately: 100 calls queued while the GPU is kept busy by a sleep kernel. TFLOPS count 2*M*N*K over
 the valid rows only (padding rows of the grouped layout are not work).

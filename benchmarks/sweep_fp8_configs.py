@@ -1,10 +1,11 @@
 """Config sweep for deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D): times candidate kernel configs per shape.
 
 Each candidate is forced through DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]"
-(stages 0 = as many as fit; pipelined 1 = two scratch accumulators with the promotion overlapped with the
-next K block's wgmmas, BLOCK_N <= 128; multicast 0 = off, 1 = 2-CTA cluster sharing B (M-block pairs),
-2 = sharing A (N-block pairs)). The host reads the variable on every call and keys its config memo on it,
-so one process sweeps everything. "default" = the heuristics' choice.
+(block_m 64, 128 or 256 (two math warpgroups of 128 rows, block_n <= 128, pipelined 0); stages 0 = as many as
+fit (<= 16); pipelined 1 = two scratch accumulators with the promotion overlapped with the next K block's
+wgmmas, BLOCK_N <= 128; multicast 0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A
+(N-block pairs)). The host reads the variable on every call and keys its config memo on it, so one process
+sweeps everything. "default" = the config model's choice, "rules" = the previous round's rules.
 
 Per candidate: one call (JIT compile), a correctness check (calc_diff vs the dequantized FP32 reference
 < 1e-3, output poisoned with NaN; a broken variant is flagged BAD and not timed), then CUDA-event timing
@@ -12,7 +13,8 @@ with an L2 flush (median of --runs). The block-wise torch._scaled_mm (cuBLASLt) 
 for the ratio. Before the sweep, every variant runs on edge shapes (odd M/N block counts, one K block,
 unaligned N) for correctness only. Keeps to --budget seconds (stops sweeping, still prints the tables).
 
-    DG_JIT_USE_NVRTC=1 python3 benchmarks/sweep_fp8_configs.py [--runs 10] [--budget 170] [--shapes ...]
+    DG_JIT_USE_NVRTC=1 python3 benchmarks/sweep_fp8_configs.py [--runs 10] [--budget 330] [--shapes ...]
+        [--small-n]   (also N in {256, 512, 1024, 1536} at M in {128, 4096}, K = 7168)
 """
 import argparse
 import math
@@ -27,25 +29,32 @@ import deep_gemm
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _sweep import cfg_str, checked_diff, set_cfg  # noqa: E402
 from _timing import time_fn  # noqa: E402
-from bench_fp8_gemm import TARGET_SHAPES, make_inputs  # noqa: E402
+from bench_fp8_gemm import SMALL_N_SHAPES, TARGET_SHAPES, make_inputs  # noqa: E402
 
 ENV = 'DG_FP8_GEMM_CONFIG'
 
-# (block_m, block_n, stages, pipelined, multicast); None = heuristics default; 'legacy' = the first
-# version's heuristics (no pipelined promotion, no multicast).
-LARGE_M = [None, 'legacy',
-           (128, 192, 0, 0, 1), (128, 160, 0, 0, 1), (128, 128, 0, 1, 0), (128, 128, 0, 1, 1), (128, 128, 0, 1, 2),
-           (128, 112, 0, 1, 1), (128, 96, 0, 1, 1)]
-SMALL_M = [None, 'legacy',
-           (128, 32, 0, 1, 2), (128, 64, 0, 1, 2), (128, 96, 0, 1, 2), (128, 128, 0, 1, 2), (128, 192, 0, 0, 2),
-           (128, 64, 0, 1, 0), (64, 48, 0, 1, 1), (64, 64, 0, 1, 1), (64, 96, 0, 1, 1)]
+# (block_m, block_n, stages, pipelined, multicast); None = the config model's choice; 'rules' = the previous
+# round's measured rules. Most telling first (the budget cuts the tail): 256-row tiles with and without
+# multicast (DeepGEMM's pick at M=4096 is 256x128 sharing A), the previous default, wide tiles whose B scales
+# straddle 128-column blocks (compile-time promotion), 64-row tiles that put one CTA on every SM at small M.
+LARGE_M = [None, 'rules',
+           (256, 128, 0, 0, 2), (256, 128, 0, 0, 0), (256, 128, 0, 0, 1), (128, 128, 0, 1, 2), (128, 192, 0, 0, 1),
+           (256, 96, 0, 0, 2), (256, 112, 0, 0, 2), (128, 144, 0, 0, 1), (128, 160, 0, 0, 1), (128, 128, 0, 1, 0)]
+SMALL_M = [None, 'rules',
+           (64, 32, 0, 1, 0), (64, 64, 0, 1, 0), (64, 112, 0, 1, 0), (64, 112, 0, 0, 0), (64, 48, 0, 1, 0),
+           (128, 192, 0, 0, 0), (128, 128, 0, 1, 2), (128, 32, 0, 1, 2), (64, 128, 0, 1, 0), (64, 16, 0, 1, 0)]
+# Shapes with few N tiles (small N): fewer candidates, the ones that spread them over the SMs.
+SMALL_N_LARGE_M = [None, 'rules', (256, 128, 0, 0, 0), (256, 64, 0, 0, 0), (128, 128, 0, 1, 0), (128, 64, 0, 1, 0),
+                   (128, 96, 0, 1, 0)]
+SMALL_N_SMALL_M = [None, 'rules', (64, 16, 0, 1, 0), (64, 32, 0, 1, 0), (128, 32, 0, 1, 2), (64, 64, 0, 1, 0)]
 # Correctness-only edge shapes run with every distinct variant (kernel paths: pipelined x multicast x
 # block_m, odd M/N block counts for the pair schedulers, a single K block, unaligned N, direct-store D).
 EDGE_SHAPES = [(100, 576, 192), (1000, 2112, 512), (129, 129280 // 8 + 40, 640), (4096 + 64, 4096 + 48, 384),
                (64, 7168, 256), (1, 576, 1536)]
 EDGE_VARIANTS = [(128, 128, 0, 1, 0), (128, 128, 0, 1, 1), (128, 128, 0, 1, 2), (128, 192, 0, 0, 1),
                  (128, 192, 0, 0, 2), (64, 64, 0, 1, 1), (64, 96, 0, 1, 2), (128, 112, 0, 1, 2),
-                 (128, 64, 3, 1, 1), (64, 128, 0, 0, 2)]
+                 (128, 64, 3, 1, 1), (64, 128, 0, 0, 2), (256, 128, 0, 0, 2), (256, 128, 3, 0, 1),
+                 (256, 112, 0, 0, 0), (256, 80, 0, 0, 2), (128, 144, 0, 0, 2), (64, 16, 16, 1, 0)]
 
 
 def reference(a_fp8, sfa, b_fp8, sfb):
@@ -94,7 +103,8 @@ def edge_checks(deadline):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
-    parser.add_argument('--budget', type=float, default=170.0, help='seconds for the whole sweep')
+    parser.add_argument('--budget', type=float, default=330.0, help='seconds for the whole sweep')
+    parser.add_argument('--small-n', action='store_true', help='add N in {256, 512, 1024, 1536} at M in {128, 4096}')
     parser.add_argument('--shapes', type=str, default='')
     parser.add_argument('--no-edges', action='store_true')
     args = parser.parse_args()
@@ -103,6 +113,8 @@ def main():
     shapes = TARGET_SHAPES
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split('x')) for s in args.shapes.split(',')]
+    if args.small_n:
+        shapes = list(shapes) + SMALL_N_SHAPES
     # Large-M shapes first: they carry the 1,400 TFLOPS bar.
     shapes = sorted(shapes, key=lambda s: -s[0])
     print(f'device: {torch.cuda.get_device_name()}, NVRTC={os.environ.get("DG_JIT_USE_NVRTC", "")}', flush=True)
@@ -123,7 +135,11 @@ def main():
         except Exception:  # noqa: BLE001
             blk[(m, n, k)] = None
         rows = []
-        for c in (LARGE_M if m > 256 else SMALL_M):
+        if n <= 1536:
+            candidates = SMALL_N_LARGE_M if m > 256 else SMALL_N_SMALL_M
+        else:
+            candidates = LARGE_M if m > 256 else SMALL_M
+        for c in candidates:
             if time.time() > deadline:
                 print('budget reached, stopping the sweep', flush=True)
                 break

@@ -14,7 +14,9 @@
 #include "python/fast_args.hpp"
 #include "python/fast_entries.hpp"
 #include "python/jit_tools.hpp"
+#include "python/cache_tools.hpp"
 #include "python/logging_bridge.hpp"
+#include "python/swiglu_ops.hpp"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -43,6 +45,52 @@ using python::uninstall_python_logging;
 // deep_gemm/__init__.py exports the fast-path functions and registers torch.compile substitutes that
 // call the torch.ops form.
 
+namespace {
+
+// set_block_size_multiple_of(int) or ((block_m_multiple, block_n_multiple)).
+void set_block_size_multiple_of_entry(const py::object& value) {
+    if (py::isinstance<py::int_>(value) and not py::isinstance<py::bool_>(value)) {
+        const int v = value.cast<int>();
+        api::set_block_size_multiple_of(v, v);
+        return;
+    }
+    if (py::isinstance<py::tuple>(value) or py::isinstance<py::list>(value)) {
+        const auto seq = value.cast<py::sequence>();
+        if (seq.size() == 2 and py::isinstance<py::int_>(seq[0]) and py::isinstance<py::int_>(seq[1])) {
+            api::set_block_size_multiple_of(seq[0].cast<int>(), seq[1].cast<int>());
+            return;
+        }
+    }
+    api::throw_type_error(fmt::format("set_block_size_multiple_of: expected an int or a pair of ints (block_m, block_n); got {}",
+                                      std::string(py::repr(value))));
+}
+
+// On SM90 the grouped kernels' BLOCK_M (and so the alignment) does not depend on the expected M: it is
+// checked (positive) and otherwise unused.
+int theoretical_mk_alignment_entry(std::optional<int> expected_m) {
+    if (expected_m and *expected_m <= 0)
+        api::throw_value_error(
+            fmt::format("get_theoretical_mk_alignment_for_contiguous_layout: expected_m must be positive or None; got {}", *expected_m));
+    return api::get_theoretical_mk_alignment_for_contiguous_layout();
+}
+
+// DeepGEMM's transform_sf_into_required_layout: `recipe` may also be (mn_gran, k_gran) for the operand
+// named by is_sfa (None = B); psum_layout only changes the packed UE8M0 layouts of SM100 (the SM90 FP32
+// layouts pack all groups the same way), so it is accepted and unused.
+at::Tensor transform_sf_compat_entry(const at::Tensor& sf, int64_t mn, int64_t k, const py::object& recipe,
+                                     std::optional<int64_t> num_groups, std::optional<bool> is_sfa, bool disable_ue8m0_cast,
+                                     const py::object& /*psum_layout*/) {
+    const bool sfa = is_sfa.value_or(false);
+    py::object r = recipe;
+    if ((py::isinstance<py::tuple>(recipe) or py::isinstance<py::list>(recipe)) and py::len(recipe) == 2) {
+        const auto seq = recipe.cast<py::sequence>();
+        r = sfa ? py::make_tuple(seq[0], 128, seq[1]) : py::make_tuple(1, seq[0], seq[1]);
+    }
+    return transform_sf_entry(sf, mn, k, r, num_groups, sfa, disable_ue8m0_cast);
+}
+
+}  // namespace
+
 // ---- the Python module ----------------------------------------------------------------------------
 
 PYBIND11_MODULE(_C, m) {
@@ -65,6 +113,7 @@ PYBIND11_MODULE(_C, m) {
     m.def("compile_only", &compile_only, py::arg("kernel"), py::arg("arch") = "sm_90a",
           "Build (or find in the cache) a shipped kernel for `arch` without a GPU; returns the cache entry.");
     m.def("device_info", &device_info, py::arg("device"));
+    python::register_cache_tools(m);  // cache_list/stats/prune, compiler_info (python -m deep_gemm)
     m.def("_install_python_logging", &install_python_logging);
     m.def("_uninstall_python_logging", &uninstall_python_logging);
     m.def("_log", [](int level, const std::string& message) { jit::log(static_cast<jit::LogLevel>(level), message); },
@@ -74,19 +123,31 @@ PYBIND11_MODULE(_C, m) {
     // ---- runtime knobs ----
     m.def("set_num_sms", &api::set_num_sms, py::arg("new_num_sms"));
     m.def("get_num_sms", &api::get_num_sms);
-    m.def("set_pdl", &api::set_pdl, py::arg("enable_pdl"));
+    m.def("set_pdl", &api::set_pdl, py::arg("new_enable_pdl"));
     m.def("get_pdl", &api::get_pdl);
     m.def("set_ignore_compile_dims", &api::set_ignore_compile_dims, py::arg("new_value"));
     m.def("get_ignore_compile_dims", &api::get_ignore_compile_dims);
-    m.def("set_mk_alignment_for_contiguous_layout", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
+    m.def("set_tc_util", &api::set_tc_util, py::arg("new_tc_util"));
+    m.def("get_tc_util", &api::get_tc_util);
+    m.def("set_block_size_multiple_of", &set_block_size_multiple_of_entry, py::arg("new_value"));
+    m.def("get_block_size_multiple_of", &api::get_block_size_multiple_of);
+    // DeepGEMM's form: the alignment follows from an expected M per group (the grouped kernels' BLOCK_M).
+    m.def("set_mk_alignment_for_contiguous_layout",
+          [](std::optional<int> expected_m) {
+              api::set_mk_alignment_for_contiguous_layout(theoretical_mk_alignment_entry(expected_m));
+          },
+          py::arg("expected_m") = py::none());
+    // An explicit alignment (any positive multiple of the theoretical one), e.g. to test larger paddings.
+    m.def("_set_mk_alignment_value", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
     m.def("get_mk_alignment_for_contiguous_layout", &api::get_mk_alignment_for_contiguous_layout);
-    m.def("get_theoretical_mk_alignment_for_contiguous_layout", &api::get_theoretical_mk_alignment_for_contiguous_layout);
+    m.def("get_theoretical_mk_alignment_for_contiguous_layout", &theoretical_mk_alignment_entry, py::arg("expected_m") = py::none());
 
     // ---- layout ----
     m.def("get_tma_aligned_size", &api::get_tma_aligned_size, py::arg("x"), py::arg("element_size"));
     m.def("get_mn_major_tma_aligned_tensor", &mn_major_entry, py::arg("sf"));
-    m.def("transform_sf_into_required_layout", &transform_sf_entry, py::arg("sf"), py::arg("mn"), py::arg("k"), py::arg("recipe"),
-          py::arg("num_groups") = py::none(), py::arg("is_sfa") = false, py::arg("disable_ue8m0_cast") = false);
+    m.def("transform_sf_into_required_layout", &transform_sf_compat_entry, py::arg("sf"), py::arg("mn"), py::arg("k"), py::arg("recipe"),
+          py::arg("num_groups") = py::none(), py::arg("is_sfa") = py::none(), py::arg("disable_ue8m0_cast") = false,
+          py::arg("psum_layout") = py::none());
 
     // ---- GEMMs (DeepGEMM signatures; METH_FASTCALL functions) ----
     for (PyMethodDef* def = g_fast_methods; def->ml_name != nullptr; ++def) {
@@ -94,4 +155,7 @@ PYBIND11_MODULE(_C, m) {
         if (fn == nullptr) throw py::error_already_set();
         m.add_object(def->ml_name, py::reinterpret_steal<py::object>(fn));
     }
+
+    // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
+    python::register_quant_entries(m);
 }

@@ -33,24 +33,38 @@ from . import _C
 
 _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'include'))
 _atexit.register(_C._uninstall_python_logging)
+from ._log_setup import make_debug_output_visible as _make_debug_output_visible  # noqa: E402
+_make_debug_output_visible()  # DG_PRINT_CONFIGS etc. print to stderr without any logging set-up
+from ._warmup import warmup  # noqa: E402,F401  (compile recorded kernels ahead of a job: python -m deep_gemm warmup)
 
 from . import testing, utils  # noqa: E402
-from .utils import align, ceil_div, per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402,F401
+from .utils import *  # noqa: E402,F401,F403  (DeepGEMM re-exports all of deep_gemm.utils)
+from .utils import __all__ as _utils_all  # noqa: E402
+from ._compat import (  # noqa: E402,F401
+    _resolve_recipe,
+    cublaslt_gemm_nn, cublaslt_gemm_nt, cublaslt_gemm_tn, cublaslt_gemm_tt,
+    einsum, fp8_einsum, fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, fp8_gemm_nt_skip_head_mid, fp8_mqa_logits,
+    fp8_paged_mqa_logits, get_paged_mqa_logits_metadata, k_grouped_fp8_gemm_tn_contiguous, tf32_hc_prenorm_gemm,
+)
 
 # Runtime knobs and JIT tools (plain C++ functions)
 from ._C import (  # noqa: E402,F401
     compile_only,
     get_ignore_compile_dims,
+    get_block_size_multiple_of,
     get_mk_alignment_for_contiguous_layout,
     get_num_sms,
     get_pdl,
     get_settings,
+    get_tc_util,
     get_theoretical_mk_alignment_for_contiguous_layout,
     reload_settings,
+    set_block_size_multiple_of,
     set_ignore_compile_dims,
     set_mk_alignment_for_contiguous_layout,
     set_num_sms,
     set_pdl,
+    set_tc_util,
 )
 
 Tensor = torch.Tensor
@@ -64,7 +78,6 @@ _tracing = torch.compiler.is_dynamo_compiling
 _ops = torch.ops.deep_gemm
 
 # The C entries, bound to module globals so an eager call costs one lookup.
-_c_get_mn_major_tma_aligned_tensor = _C.get_mn_major_tma_aligned_tensor
 _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
 _c_fp8_gemm_nt = _C.fp8_gemm_nt
 _c_fp8_gemm_nn = _C.fp8_gemm_nn
@@ -84,47 +97,28 @@ _c_k_grouped_bf16_gemm_tn_contiguous = _C.k_grouped_bf16_gemm_tn_contiguous
 
 # ---- layout utilities ---------------------------------------------------------------------------------
 
-def get_tma_aligned_size(x: int, element_size: int) -> int:
-    """``x`` rounded up to whole 16-byte TMA units of ``element_size``-byte elements
-    (e.g. ``get_tma_aligned_size(130, 4) == 132``)."""
-    if element_size <= 0 or 16 % element_size != 0:
-        raise ValueError(f'get_tma_aligned_size: element_size must divide 16 (1, 2, 4, 8 or 16 bytes); got {element_size}')
-    if x < 0:
-        raise ValueError(f'get_tma_aligned_size: x must be non-negative; got {x}')
-    unit = 16 // element_size
-    return (x + unit - 1) // unit * unit
-
-
-def get_mn_major_tma_aligned_tensor(sf: Tensor) -> Tensor:
-    """FP32 scales ``sf`` (``[M, K']`` or ``[G, M, K']``) in the layout the SM90 kernels read: same
-    shape, M-major (``stride(-2) == 1``), ``stride(-1) == align(M, 4)``, groups packed
-    (``stride(0) == align(M, 4) * K'``), padding rows zero.
-
-    Returns ``sf`` itself when it already has that layout (free), else a new tensor written by a JIT
-    CUDA kernel on the current stream (CPU tensors: a torch fallback)."""
-    if _tracing():
-        return _ops.get_mn_major_tma_aligned_tensor(sf)
-    return _c_get_mn_major_tma_aligned_tensor(sf)
-
-
 def transform_sf_into_required_layout(sf: Tensor, mn: int, k: int, recipe: Sequence[int], num_groups: Optional[int] = None,
-                                      is_sfa: bool = False, disable_ue8m0_cast: bool = False) -> Tensor:
+                                      is_sfa: Optional[bool] = None, disable_ue8m0_cast: bool = False, psum_layout=None) -> Tensor:
     """Checks scales against the problem and returns them in the kernel layout.
 
     ``sf`` is ``[ceil(mn/g_mn), ceil(k/g_k)]`` (``[num_groups, ...]`` when grouped) float32, where
     ``g_mn = recipe[0]`` for ``is_sfa`` else ``recipe[1]`` and ``g_k = recipe[2]``. Granularity
     ``(1, 128)`` -> :func:`get_mn_major_tma_aligned_tensor`; ``(128, 128)`` -> contiguous. Input already
-    in that layout is returned as is. ``disable_ue8m0_cast`` is accepted for DeepGEMM compatibility
-    (SM90 keeps FP32 scales)."""
+    in that layout is returned as is. ``recipe`` may also be the operand's own ``(g_mn, g_k)``.
+    ``disable_ue8m0_cast`` and ``psum_layout`` are accepted for DeepGEMM compatibility: SM90 keeps FP32
+    scales, whose layout does not depend on the grouping. ``is_sfa=None`` means ``False``."""
     if _tracing():
-        return _ops.transform_sf_into_required_layout(sf, mn, k, list(recipe), num_groups, is_sfa, disable_ue8m0_cast)
-    return _c_transform_sf_into_required_layout(sf, mn, k, recipe, num_groups, is_sfa, disable_ue8m0_cast)
+        if len(recipe) == 2:
+            recipe = (recipe[0], 128, recipe[1]) if is_sfa else (1, recipe[0], recipe[1])
+        return _ops.transform_sf_into_required_layout(sf, mn, k, list(recipe), num_groups, bool(is_sfa), disable_ue8m0_cast)
+    return _c_transform_sf_into_required_layout(sf, mn, k, recipe, num_groups, is_sfa, disable_ue8m0_cast, psum_layout)
 
 
 # ---- FP8 GEMMs ----------------------------------------------------------------------------------------
 
 def fp8_gemm_nt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None:
+                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
+                disable_ue8m0_cast: bool = False) -> None:
     """``d = c + a @ b.T`` with FP8 operands, written into ``d`` in place.
 
     - ``a = (A float8_e4m3fn [M, K] K-major, sfa float32 [M, ceil(K/128)])``
@@ -132,49 +126,61 @@ def fp8_gemm_nt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = N
     - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
       float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
     - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; with a bfloat16 ``d`` the
-      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16). ``c`` may be ``d``.
+      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16; with recipe
+      ``(1, 1, 128)`` ``c`` is float32 and the kernel adds it in FP32 as it stores). ``c`` may be ``d``.
     - Alignment (TMA): A/B base pointers 16-byte aligned, row strides multiples of 16 bytes (K % 16 == 0
       for contiguous FP8 rows). ``d`` only needs ``stride(-1) == 1``; 16-byte aligned rows take the
       faster TMA-store epilogue.
+    - ``recipe_a`` / ``recipe_b``: DeepGEMM's per-operand form ``(g_mn, g_k)`` of the scale granularity;
+      given (both), they define the recipe ``(g_mn_a, g_mn_b, g_k)``; a ``recipe`` passed as well must agree
+      (``ValueError`` otherwise).
     - ``compiled_dims``: which of ``m``, ``n``, ``k`` are compile-time constants of the kernel.
     - Empty problems: ``M == 0`` or ``N == 0`` returns; ``K == 0`` sets ``d = c`` (or zeros).
     """
     if _tracing():
-        return _ops.fp8_gemm_nt(a[0], a[1], b[0], b[1], d, c, recipe, compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_nt(a, b, d, c, recipe, compiled_dims, disable_ue8m0_cast)
+        return _ops.fp8_gemm_nt(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_nt', recipe, recipe_a, recipe_b),
+                                   compiled_dims, disable_ue8m0_cast)
+    _c_fp8_gemm_nt(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
 
 
 def fp8_gemm_nn(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None:
+                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
+                disable_ue8m0_cast: bool = False) -> None:
     """``d = c + a @ b`` with ``b = (B [K, N], sfb [ceil(K/128), ceil(N/128)])``. ``B`` must still be
     K-major in memory (``B.stride(0) == 1``, e.g. ``W.t()`` of a row-major ``W [N, K]``). See
     :func:`fp8_gemm_nt`."""
     if _tracing():
-        return _ops.fp8_gemm_nn(a[0], a[1], b[0], b[1], d, c, recipe, compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_nn(a, b, d, c, recipe, compiled_dims, disable_ue8m0_cast)
+        return _ops.fp8_gemm_nn(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_nn', recipe, recipe_a, recipe_b),
+                                   compiled_dims, disable_ue8m0_cast)
+    _c_fp8_gemm_nn(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
 
 
 def fp8_gemm_tn(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                compiled_dims: str = 'mn', disable_ue8m0_cast: bool = False) -> None:
+                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'mn',
+                disable_ue8m0_cast: bool = False) -> None:
     """``d = c + a.T @ b`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` and ``b = (B [K, N], sfb
     [ceil(K/128), ceil(N/128)])``; both K-major in memory (``stride(0) == 1``). See :func:`fp8_gemm_nt`."""
     if _tracing():
-        return _ops.fp8_gemm_tn(a[0], a[1], b[0], b[1], d, c, recipe, compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_tn(a, b, d, c, recipe, compiled_dims, disable_ue8m0_cast)
+        return _ops.fp8_gemm_tn(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_tn', recipe, recipe_a, recipe_b),
+                                   compiled_dims, disable_ue8m0_cast)
+    _c_fp8_gemm_tn(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
 
 
 def fp8_gemm_tt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                compiled_dims: str = 'mn', disable_ue8m0_cast: bool = False) -> None:
+                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'mn',
+                disable_ue8m0_cast: bool = False) -> None:
     """``d = c + a.T @ b.T`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` (K-major in memory:
     ``A.stride(0) == 1``) and ``b`` as in :func:`fp8_gemm_nt`."""
     if _tracing():
-        return _ops.fp8_gemm_tt(a[0], a[1], b[0], b[1], d, c, recipe, compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_tt(a, b, d, c, recipe, compiled_dims, disable_ue8m0_cast)
+        return _ops.fp8_gemm_tt(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_tt', recipe, recipe_a, recipe_b),
+                                   compiled_dims, disable_ue8m0_cast)
+    _c_fp8_gemm_tt(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
 
 
 def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, grouped_layout: Tensor, recipe: Recipe = None,
-                                     compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False,
-                                     use_psum_layout: bool = False) -> None:
+                                     recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
+                                     disable_ue8m0_cast: bool = False, use_psum_layout: bool = False,
+                                     ensure_zero_padding: bool = True, expected_m_for_psum_layout: Optional[int] = None) -> None:
     """Grouped GEMM over row blocks: ``d[rows of g] = a[rows of g] @ b[g].T``.
 
     - ``a = (float8_e4m3fn [ΣM, K], sfa float32 [ΣM, ceil(K/128)])``,
@@ -187,18 +193,39 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
       start).
     - Padding rows (rows outside every group: ``grouped_layout == -1``, or with the psum layout the rows
       between a group's end and the next aligned start and those past the last end): with
-      ``ensure_zero_padding=True`` (the default) their ``d`` rows are written as zeros; with ``False`` they
-      are never written (keep what ``d`` held). A row block whose first row is padding counts as all
-      padding.
+      ``ensure_zero_padding=True`` (the default, as DeepGEMM) their ``d`` rows are written as zeros; with
+      ``False`` they are never written (keep what ``d`` held). A row block whose first row is padding
+      counts as all padding.
+    - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
+      (positive or ``None``); validated, but the config choice does not use it yet.
+    - ``recipe_a`` / ``recipe_b``: as in :func:`fp8_gemm_nt`.
     """
     if _tracing():
-        return _ops.m_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, grouped_layout, recipe, compiled_dims,
-                                                     disable_ue8m0_cast, use_psum_layout)
-    _c_m_grouped_fp8_gemm_nt_contiguous(a, b, d, grouped_layout, recipe, compiled_dims, disable_ue8m0_cast, use_psum_layout)
+        return _ops.m_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, grouped_layout,
+                                                     _resolve_recipe('m_grouped_fp8_gemm_nt_contiguous', recipe, recipe_a, recipe_b),
+                                                     compiled_dims, disable_ue8m0_cast, use_psum_layout, ensure_zero_padding,
+                                                     expected_m_for_psum_layout)
+    _c_m_grouped_fp8_gemm_nt_contiguous(a, b, d, grouped_layout, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast,
+                                        use_psum_layout, ensure_zero_padding, expected_m_for_psum_layout)
+
+
+def m_grouped_fp8_gemm_nn_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, grouped_layout: Tensor, recipe: Recipe = None,
+                                     recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
+                                     disable_ue8m0_cast: bool = False, use_psum_layout: bool = False,
+                                     ensure_zero_padding: bool = True) -> None:
+    """:func:`m_grouped_fp8_gemm_nt_contiguous` with ``b = (B [G, K, N], sfb [G, ceil(K/128), ceil(N/128)])``:
+    ``d[rows of g] = a[rows of g] @ b[g]``. On SM90 the FP8 kernel reads B K-major, so ``B`` must have
+    ``stride(1) == 1`` (e.g. the ``.transpose(1, 2)`` view of a ``[G, N, K]`` tensor); the call runs the
+    "nt" kernel on the transposed views (no copy)."""
+    if not (isinstance(b, (tuple, list)) and len(b) == 2):
+        raise TypeError(f'm_grouped_fp8_gemm_nn_contiguous: b must be a (tensor, scales) pair; got {type(b).__name__}')
+    m_grouped_fp8_gemm_nt_contiguous(a, (b[0].transpose(-2, -1), b[1].transpose(-2, -1)), d, grouped_layout, recipe, recipe_a,
+                                     recipe_b, compiled_dims, disable_ue8m0_cast, use_psum_layout, ensure_zero_padding)
 
 
 def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked_m: Tensor, expected_m: int,
-                                 recipe: Recipe = None, compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None:
+                                 recipe: Recipe = None, recipe_a: Recipe = None, recipe_b: Recipe = None,
+                                 compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None:
     """Batched GEMM where group ``g`` uses only its first ``masked_m[g]`` rows:
     ``d[g, :masked_m[g]] = a[g, :masked_m[g]] @ b[g].T``.
 
@@ -210,26 +237,30 @@ def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked
     - Rows ``d[g, masked_m[g]:]`` are never written.
     """
     if _tracing():
-        return _ops.m_grouped_fp8_gemm_nt_masked(a[0], a[1], b[0], b[1], d, masked_m, expected_m, recipe, compiled_dims,
-                                                 disable_ue8m0_cast)
-    _c_m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m, recipe, compiled_dims, disable_ue8m0_cast)
+        return _ops.m_grouped_fp8_gemm_nt_masked(a[0], a[1], b[0], b[1], d, masked_m, expected_m,
+                                                 _resolve_recipe('m_grouped_fp8_gemm_nt_masked', recipe, recipe_a, recipe_b),
+                                                 compiled_dims, disable_ue8m0_cast)
+    _c_m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
 
 
-def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks: Sequence[int], ks_tensor: Tensor,
+def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
                                      c: Optional[Tensor] = None, recipe: Sequence[int] = (1, 1, 128),
-                                     compiled_dims: str = 'mn') -> None:
+                                     compiled_dims: str = 'mn', use_psum_layout: bool = False) -> None:
     """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
 
     - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
       back to back; sfa float32 [Σ k_g/128, M])``, ``b`` likewise with N.
     - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
-    - ``ks``: the K of each group (host ints, multiples of 128); ``ks_tensor``: the same as int32 ``[G]``
-      on the GPU. ``recipe`` must be ``(1, 1, 128)``.
+    - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
+      ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
+      raises ``NotImplementedError`` on SM90.
+    - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
+      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
     """
     if _tracing():
-        return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks), ks_tensor, c, list(recipe),
-                                                     compiled_dims)
-    _c_k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks, ks_tensor, c, recipe, compiled_dims)
+        return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks_cpu), grouped_layout, c, list(recipe),
+                                                     compiled_dims, use_psum_layout)
+    _c_k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks_cpu, grouped_layout, c, recipe, compiled_dims, use_psum_layout)
 
 
 # ---- BF16 GEMMs ---------------------------------------------------------------------------------------
@@ -268,11 +299,26 @@ def bf16_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, co
 
 
 def m_grouped_bf16_gemm_nt_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
-                                      use_psum_layout: bool = False) -> None:
-    """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]``, ``d [ΣM, N]``."""
+                                      use_psum_layout: bool = False, ensure_zero_padding: bool = True,
+                                      expected_m_for_psum_layout: Optional[int] = None) -> None:
+    """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
+    MN-major), ``d [ΣM, N]``; ``ensure_zero_padding`` and ``expected_m_for_psum_layout`` are validated as there,
+    but the BF16 kernel does not use them yet: its padding rows' ``d`` content is unspecified."""
     if _tracing():
-        return _ops.m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout)
-    _c_m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout)
+        return _ops.m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding,
+                                                      expected_m_for_psum_layout)
+    _c_m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding,
+                                         expected_m_for_psum_layout)
+
+
+def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
+                                      use_psum_layout: bool = False, ensure_zero_padding: bool = True) -> None:
+    """:func:`m_grouped_bf16_gemm_nt_contiguous` with ``b`` stored ``[G, K, N]``: ``d[rows of g] = a[rows of g] @ b[g]``.
+    ``b`` may be N-major (contiguous ``[G, K, N]``) or K-major; the call runs the "nt" kernel on
+    ``b.transpose(1, 2)`` (no copy)."""
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f'm_grouped_bf16_gemm_nn_contiguous: b must be a tensor; got {type(b).__name__}')
+    m_grouped_bf16_gemm_nt_contiguous(a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding)
 
 
 def m_grouped_bf16_gemm_nt_masked(a: Tensor, b: Tensor, d: Tensor, masked_m: Tensor, expected_m: int,
@@ -283,27 +329,108 @@ def m_grouped_bf16_gemm_nt_masked(a: Tensor, b: Tensor, d: Tensor, masked_m: Ten
     _c_m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m, compiled_dims)
 
 
-def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks: Sequence[int], ks_tensor: Tensor,
-                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn') -> None:
+def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
+                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn', use_psum_layout: bool = False) -> None:
     """Grouped GEMM over K blocks (weight gradients of a grouped linear layer), in place into ``d``:
     ``d[g] = c[g] + a[K_g].T @ b[K_g]`` for each group ``g``, where ``K_g`` is the row range
-    ``[ks[0] + ... + ks[g-1], + ks[g])``; without ``c``, ``d[g] = a[K_g].T @ b[K_g]``.
+    ``[ks_cpu[0] + ... + ks_cpu[g-1], + ks_cpu[g])``; without ``c``, ``d[g] = a[K_g].T @ b[K_g]``.
 
     - ``a``: bfloat16 ``[sum(ks), M]``, contiguous (the groups' rows back to back); ``b``: bfloat16
       ``[sum(ks), N]``, contiguous. ``M`` and ``N`` must be multiples of 8 (TMA reads 16-byte rows); base
       pointers 16-byte aligned.
     - ``d``: float32 ``[G, M, N]``, contiguous. ``c``: optional float32 ``[G, M, N]``, contiguous; it may be
       ``d`` itself (accumulate in place).
-    - ``ks``: the K of each group, ``G`` host ints, each a non-negative multiple of 128; ``ks[g] == 0``
-      gives ``d[g] = c[g]`` (or zeros). ``ks_tensor``: the same values as an int32 ``[G]`` tensor on the GPU
-      (read by the kernel; it is not compared with ``ks``, which would need a device sync).
+    - ``ks_cpu``: the K of each group, ``G`` host ints, each a non-negative multiple of 128; ``ks_cpu[g] == 0``
+      gives ``d[g] = c[g]`` (or zeros). ``grouped_layout``: the same values as an int32 ``[G]`` tensor on the
+      GPU (read by the kernel; it is not compared with ``ks_cpu``, which would need a device sync).
+    - ``use_psum_layout=True`` (cumulative K ends) raises ``NotImplementedError`` on SM90.
     - ``compiled_dims``: which of ``m``, ``n`` are compile-time constants (K never is: it varies per group).
     - The kernel config depends on ``M``, ``N``, ``G`` and the average K rounded up to a power of two, so
-      changing ``ks`` rarely compiles a new kernel.
+      changing ``ks_cpu`` rarely compiles a new kernel.
     """
     if _tracing():
-        return _ops.k_grouped_bf16_gemm_tn_contiguous(a, b, d, list(ks), ks_tensor, c, compiled_dims)
-    _c_k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks, ks_tensor, c, compiled_dims)
+        return _ops.k_grouped_bf16_gemm_tn_contiguous(a, b, d, list(ks_cpu), grouped_layout, c, compiled_dims, use_psum_layout)
+    _c_k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c, compiled_dims, use_psum_layout)
+
+
+# ---- DeepGEMM's alternative names (the same function objects) ------------------------------------------
+
+fp8_fp4_gemm_nt, fp8_fp4_gemm_nn, fp8_fp4_gemm_tn, fp8_fp4_gemm_tt = fp8_gemm_nt, fp8_gemm_nn, fp8_gemm_tn, fp8_gemm_tt
+m_grouped_fp8_fp4_gemm_nt_contiguous = m_grouped_fp8_gemm_nt_contiguous
+m_grouped_fp8_fp4_gemm_nn_contiguous = m_grouped_fp8_gemm_nn_contiguous
+m_grouped_fp8_fp4_gemm_nt_masked = fp8_m_grouped_gemm_nt_masked = m_grouped_fp8_gemm_nt_masked
+bf16_m_grouped_gemm_nt_masked = m_grouped_bf16_gemm_nt_masked
+
+
+# ---- fused FP8 quantisation (SwiGLU -> FP8, per-token FP8) -------------------------------------------------
+
+_c_swiglu_apply_weight_to_fp8 = _C.swiglu_apply_weight_to_fp8
+_c_apply_weight_to_fp8 = _C.apply_weight_to_fp8
+
+
+def swiglu_apply_weight_to_fp8(x: Tensor, topk_weights: Optional[Tensor], avail_tokens: Optional[Tensor],
+                               num_per_channels: int, use_col_major_scales: bool, round_scale: bool, ue8m0_scale: bool,
+                               clamp_value: Optional[float] = None, fmt: str = 'e4m3', num_sms: Optional[int] = None,
+                               output_bf16: bool = False, fast_math: bool = True):
+    """Fused ``y = silu(gate) * up * topk_weights`` and per-token FP8 quantisation, one pass over ``x``.
+
+    - ``x``: ``[T, 2H]`` (bfloat16; float16/float32 also accepted), rows 16-byte aligned with unit column
+      stride; ``gate = x[:, :H]``, ``up = x[:, H:]``. ``2H`` must be divisible by ``2 * num_per_channels``
+      and ``H`` a multiple of 16. ``T == 0`` is allowed.
+    - ``topk_weights``: float32 ``[T]`` or None (weight 1). ``avail_tokens``: an int32 one-element tensor on
+      the same GPU, or None (= ``T``). It is read by the kernel (no host sync); rows ``t >= avail_tokens``
+      of every output are left untouched.
+    - Arithmetic, in FP32 per element: with ``clamp_value`` c, ``up = clamp(up, -c, c)`` and
+      ``gate = min(gate, c)``; ``v = gate / (1 + exp(-gate)) * up * w`` (``fast_math``: hardware exp and
+      division approximations). Per token and group of ``num_per_channels`` columns (a power of two in
+      [16, 512]): ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``; ``round_scale`` rounds the scale up
+      to a power of two; ``y = float8_e4m3fn(v * (1 / scale))`` (round to nearest, saturating).
+      ``output_bf16`` also returns ``y_bf16 = bfloat16(v)``.
+    - Scales (``S = H / num_per_channels``): ``use_col_major_scales``: float32 ``[T, S]`` with strides
+      ``(1, align(T, 4))`` -- the M-major TMA-aligned layout that :func:`fp8_gemm_nt` & co. take as
+      ``sfa`` without a copy; otherwise contiguous float32 ``[T, S]``. ``ue8m0_scale`` (needs
+      ``round_scale`` and column-major scales): int32 ``[T, ceil(S/4)]`` with strides ``(1, align(T, 4))``,
+      the biased 8-bit exponents of the scales, group ``4j + i`` in byte ``i`` of word ``j`` (unused bytes 0).
+      The padding rows ``[T, align(T, 4))`` are not written.
+    - ``fmt`` must be ``'e4m3'``; ``num_sms`` caps the grid (default: :func:`get_num_sms`).
+
+    Returns ``(y, y_sf)``, or ``(y, y_sf, y_bf16)`` with ``output_bf16``; ``y`` is float8_e4m3fn ``[T, H]``.
+    """
+    if _tracing():
+        y, sf, y_bf16 = _ops.swiglu_apply_weight_to_fp8(x, topk_weights, avail_tokens, num_per_channels, use_col_major_scales,
+                                                        round_scale, ue8m0_scale, clamp_value, fmt, num_sms, output_bf16, fast_math)
+    else:
+        y, sf, y_bf16 = _c_swiglu_apply_weight_to_fp8(x, topk_weights, avail_tokens, num_per_channels, use_col_major_scales,
+                                                      round_scale, ue8m0_scale, clamp_value, fmt, num_sms, output_bf16, fast_math)
+    return (y, sf, y_bf16) if output_bf16 else (y, sf)
+
+
+def apply_weight_to_fp8(x: Tensor, out: Tensor, *, topk_weights: Optional[Tensor] = None, avail_tokens: Optional[Tensor] = None,
+                        num_per_channels: int = 128, use_col_major_scales: bool = True, round_scale: bool = False,
+                        ue8m0_scale: bool = False, clamp_value: Optional[float] = None, fmt: str = 'e4m3',
+                        num_sms: Optional[int] = None, fast_math: bool = True) -> Tensor:
+    """Per-token FP8 quantisation of ``x`` (no SwiGLU) into the caller's ``out``; returns the scales.
+
+    ``x``: float16/bfloat16/float32 ``[T, H]``, ``H`` a multiple of 16; ``out``: float8_e4m3fn ``[T, H]``
+    (unit column stride, 16-byte aligned rows, not overlapping ``x``). In FP32 per element:
+    ``v = x`` (clamped to ``[-clamp_value, clamp_value]`` when given) ``* topk_weights[t]`` (1 without
+    weights). Per token and group of ``num_per_channels`` columns -- ``ceil(H / num_per_channels)`` groups,
+    a trailing partial group getting its own scale -- ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``
+    (rounded up to a power of two with ``round_scale``), ``out = float8_e4m3fn(v * (1 / scale))``.
+
+    Returns the scales in the layouts of :func:`swiglu_apply_weight_to_fp8`: by default float32 ``[T, S]``
+    M-major with the M stride ``align(T, 4)``, ready to pass with ``out`` to :func:`fp8_gemm_nt` as
+    ``(out, scales)`` (when ``H`` is a multiple of 128 and ``num_per_channels == 128``). ``avail_tokens``
+    behaves as in :func:`swiglu_apply_weight_to_fp8` (rows past it are untouched).
+    """
+    if _tracing():
+        return _ops.apply_weight_to_fp8(x, out, topk_weights=topk_weights, avail_tokens=avail_tokens,
+                                        num_per_channels=num_per_channels, use_col_major_scales=use_col_major_scales,
+                                        round_scale=round_scale, ue8m0_scale=ue8m0_scale, clamp_value=clamp_value, fmt=fmt,
+                                        num_sms=num_sms, fast_math=fast_math)
+    return _c_apply_weight_to_fp8(x, out, topk_weights=topk_weights, avail_tokens=avail_tokens, num_per_channels=num_per_channels,
+                                  use_col_major_scales=use_col_major_scales, round_scale=round_scale, ue8m0_scale=ue8m0_scale,
+                                  clamp_value=clamp_value, fmt=fmt, num_sms=num_sms, fast_math=fast_math)
 
 
 def __getattr__(name: str):
@@ -318,15 +445,27 @@ __all__ = [
     '__version__',
     # GEMMs
     'fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt',
-    'm_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous',
+    'm_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_fp8_gemm_nt_masked',
+    'k_grouped_fp8_gemm_nt_contiguous',
     'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
-    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nt_masked', 'k_grouped_bf16_gemm_tn_contiguous',
+    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nt_masked',
+    'k_grouped_bf16_gemm_tn_contiguous',
+    # aliases
+    'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
+    'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
+    'bf16_m_grouped_gemm_nt_masked',
+    # names that exist for compatibility but are not implemented on SM90 here (NotImplementedError)
+    'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid', 'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn',
+    'cublaslt_gemm_tt', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
+    'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
     # layout
     'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
     # knobs and JIT
-    'set_num_sms', 'get_num_sms', 'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
+    'set_num_sms', 'get_num_sms', 'set_tc_util', 'get_tc_util', 'set_block_size_multiple_of', 'get_block_size_multiple_of',
+    'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
     'set_mk_alignment_for_contiguous_layout', 'get_mk_alignment_for_contiguous_layout',
-    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only',
+    'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only', 'warmup',
     # helpers
-    'utils', 'testing', 'ceil_div', 'align', 'per_token_cast_to_fp8', 'per_block_cast_to_fp8',
-]
+    'utils', 'testing',
+] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
+__all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation

@@ -26,15 +26,33 @@ def check_layout() -> None:
 def check_fp8_gemm() -> None:
     # (1000, 2112, 8192): the heuristics choose A multicast over 2-CTA clusters (K >= 8192), odd N pairs.
     for m, n, k in [(1, 576, 512), (100, 2112, 7168), (257, 100, 192), (1000, 2112, 8192)]:
-        a = torch.randn(m, k, dtype=torch.bfloat16)
-        b = torch.randn(n, k, dtype=torch.bfloat16)
-        a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
-        b8 = tuple(t.cuda() for t in per_block_cast_to_fp8(b))
-        d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        deep_gemm.fp8_gemm_nt(a8, b8, d)
-        torch.cuda.synchronize()
-        diff = calc_diff(d.cpu(), a.float() @ b.float().t())
-        assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+        fp8_case(m, n, k)
+
+
+def check_fp8_gemm_256() -> None:
+    # 256-row tiles (two math warpgroups of two 64-row waves): A multicast with an odd number of N blocks and
+    # an M tail, B multicast with an odd number of M blocks, B scales straddling 128-column blocks (every
+    # n0 % 128 case of BLOCK_N 112), the direct-store epilogue (D rows not 16-byte aligned).
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,2"):
+        fp8_case(1000, 2112, 1536)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,1"):
+        fp8_case(1100, 576, 512)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,112,0,0,0"):
+        fp8_case(300, 1000, 384)
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,64,0,0,0"):
+        fp8_case(300, 520, 256, d_row_pad=2)
+
+
+def fp8_case(m: int, n: int, k: int, d_row_pad: int = 0) -> None:
+    a = torch.randn(m, k, dtype=torch.bfloat16)
+    b = torch.randn(n, k, dtype=torch.bfloat16)
+    a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
+    b8 = tuple(t.cuda() for t in per_block_cast_to_fp8(b))
+    d = torch.full((m, n + d_row_pad), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :n]
+    deep_gemm.fp8_gemm_nt(a8, b8, d)
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), a.float() @ b.float().t())
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 
 @contextlib.contextmanager
@@ -181,10 +199,81 @@ def check_m_grouped_fp8_gemm_masked() -> None:
         assert out[g, rows:].isnan().all(), f"masked group {g}: rows past masked_m written"
 
 
+def check_swiglu_fp8() -> None:
+    # Fused SwiGLU -> FP8: T not a multiple of 4, a 64-column group size, UE8M0 with S % 4 != 0 (zeroed tail
+    # bytes), bf16 copy, avail_tokens < T; then apply_weight_to_fp8 with a trailing partial group. The
+    # references run on the CPU.
+    t, h = 37, 192
+    x = torch.randn(t, 2 * h, dtype=torch.bfloat16)
+    w = torch.rand(t)
+    avail = torch.tensor([30], dtype=torch.int32).cuda()
+    y, sf, y_bf16 = deep_gemm.swiglu_apply_weight_to_fp8(x.cuda(), w.cuda(), avail, 64, True, True, True, clamp_value=4.0,
+                                                         output_bf16=True)
+    torch.cuda.synchronize()
+    gate, up = x[:30, :h].float(), x[:30, h:].float().clamp(-4, 4)
+    v = torch.nn.functional.silu(gate.clamp(max=4.0)) * up * w[:30, None]
+    exps = sf.cpu()[:30].contiguous().view(torch.uint8).view(30, -1)[:, :3].to(torch.int32)
+    scale = torch.ldexp(torch.ones(30, 3), exps - 127).repeat_interleave(64, dim=1)
+    diff = calc_diff(y.cpu()[:30].float() * scale, v)
+    assert diff < 1e-3, f"swiglu_apply_weight_to_fp8 wrong: diff={diff}"
+    assert calc_diff(y_bf16.cpu()[:30].float(), v) < 1e-5, "swiglu_apply_weight_to_fp8 bf16 copy wrong"
+
+    x = torch.randn(9, 208, dtype=torch.float16)
+    out = torch.empty(9, 208, dtype=torch.float8_e4m3fn, device="cuda")
+    sf = deep_gemm.apply_weight_to_fp8(x.cuda(), out, use_col_major_scales=False)
+    torch.cuda.synchronize()
+    deq = out.cpu().float() * sf.cpu().repeat_interleave(128, dim=1)[:, :208]
+    diff = calc_diff(deq, x.float())
+    assert diff < 1e-3, f"apply_weight_to_fp8 wrong: diff={diff}"
+
+
+def dequantized(x_fp8: torch.Tensor, sf: torch.Tensor) -> torch.Tensor:
+    """x_fp8 [R, K] with per-row-per-128-K scales sf [R, ceil(K/128)], as float32."""
+    return x_fp8.float() * sf.repeat_interleave(128, dim=1)[:, :x_fp8.shape[1]]
+
+
+def check_fp8_1d1d_gemm() -> None:
+    # Recipe (1, 1, 128), FP32 d = c + A @ B^T with c added in the epilogue; M, N, K multiples of no block.
+    m, n, k = 130, 200, 400
+    a8, sfa = per_token_cast_to_fp8(torch.randn(m, k, dtype=torch.bfloat16))
+    b8, sfb = per_token_cast_to_fp8(torch.randn(n, k, dtype=torch.bfloat16))
+    c = torch.randn(m, n)
+    ref = c + dequantized(a8, sfa) @ dequantized(b8, sfb).t()
+    d = torch.full((m, n), float("nan"), device="cuda")
+    deep_gemm.fp8_gemm_nt((a8.cuda(), sfa.cuda()), (b8.cuda(), sfb.cuda()), d, c=c.cuda(), recipe=(1, 1, 128))
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt (1, 1, 128) wrong: diff={diff}"
+
+
+def check_k_grouped_fp8_gemm() -> None:
+    ks, m, n = [256, 0, 128], 70, 100  # an empty group; M, N multiples of no block size (and not of 4)
+    a_parts, b_parts, sfa_parts, sfb_parts = [], [], [], []
+    c = torch.randn(len(ks), m, n)
+    ref = c.clone()
+    for g, k in enumerate(ks):
+        if k == 0:
+            continue
+        a8, sfa = per_token_cast_to_fp8(torch.randn(m, k, dtype=torch.bfloat16))
+        b8, sfb = per_token_cast_to_fp8(torch.randn(n, k, dtype=torch.bfloat16))
+        ref[g] += dequantized(a8, sfa) @ dequantized(b8, sfb).t()
+        a_parts.append(a8.flatten())
+        b_parts.append(b8.flatten())
+        sfa_parts.append(sfa.t())
+        sfb_parts.append(sfb.t())
+    a, b = torch.cat(a_parts).cuda(), torch.cat(b_parts).cuda()
+    sfa, sfb = torch.cat(sfa_parts).contiguous().cuda(), torch.cat(sfb_parts).contiguous().cuda()
+    d = torch.full((len(ks), m, n), float("nan"), device="cuda")
+    deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, torch.tensor(ks, dtype=torch.int32).cuda(),
+                                               c=c.cuda())
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-3 and not d.cpu().isnan().any(), f"k_grouped_fp8_gemm_nt_contiguous wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
-    cases = [check_layout, check_fp8_gemm, check_bf16_gemm, check_k_grouped_bf16_gemm, check_m_grouped_bf16_gemm_psum,
-             check_m_grouped_fp8_gemm_contiguous, check_m_grouped_fp8_gemm_masked]
+    cases = [f for name, f in list(globals().items()) if name.startswith("check_") and callable(f)]  # in file order
     cases = [c for c in cases if len(sys.argv) < 2 or any(arg in c.__name__ for arg in sys.argv[1:])]
     failures = 0
     for case in cases:

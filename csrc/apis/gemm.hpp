@@ -1,4 +1,4 @@
-// The GEMM ops of the public API (DESIGN.md section 3), described by one table (GemmOpSpec) and served
+// The GEMM ops of the public API (documented in deep_gemm/__init__.py), described by one table (GemmOpSpec) and served
 // by one validation routine and one runner, so the rules (dtypes, shapes, K-major, TMA alignment,
 // devices, overlap, empty problems) are written once for every op.
 #pragma once
@@ -50,9 +50,10 @@ struct GemmCall {
     std::string_view compiled_dims;
     bool disable_ue8m0_cast = false;
     bool use_psum_layout = false;
-    // M-grouped contiguous FP8: padding rows (rows of no group) are written as zeros (true) or never
-    // written (false).
+    // M-contiguous: padding rows (outside every group) of d are written as zeros when true (DeepGEMM's
+    // default), never written when false.
     bool ensure_zero_padding = true;
+    std::optional<int64_t> expected_m_for_psum_layout;  // M-contiguous psum layout: a config hint only
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
 };

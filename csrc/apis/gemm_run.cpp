@@ -1,6 +1,6 @@
 // GEMM execution: run_gemm (validate, device and empty-problem handling, kernel dispatch) and the
-// per-kernel runners that turn a validated Problem into kernel arguments (FP8 1D2D; BF16 dense,
-// M-grouped and K-grouped).
+// per-kernel runners that turn a validated Problem into kernel arguments (FP8 1D2D; FP8 1D1D dense and
+// K-grouped; BF16 dense, M-grouped and K-grouped).
 #include "gemm_internal.hpp"
 
 #include <ATen/ATen.h>
@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "../jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "../jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
 #include "../jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "layout.hpp"
 #include "runtime.hpp"
 
 namespace deep_gemm::api {
@@ -120,6 +122,133 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     }
 
     if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
+}
+
+// 1x128 scales as the FP8 kernels read them: MN-major with a TMA-aligned stride (element (mn, kb) at
+// ptr[kb * stride + mn]); `holder` keeps a converted copy alive for the call.
+struct MnMajorScales {
+    at::Tensor holder;
+    const float* ptr = nullptr;
+    int64_t stride = 0;
+};
+
+// `v` is the [MN, ceil(K/128)] view of `sf` in the kernel's orientation (`trans`: sf is its transpose).
+MnMajorScales mn_major_scales(const GemmOpSpec& spec, const View& v, const at::Tensor& sf, bool trans, const char* name) {
+    MnMajorScales s;
+    if (is_mn_major_tma_aligned(v, CheckMode::kReal)) {
+        s.ptr = sf.const_data_ptr<float>();
+        s.stride = v.stride[1];
+    } else {
+        s.holder = get_mn_major_tma_aligned_tensor(trans ? sf.transpose(0, 1) : sf, false, spec.name, name);
+        s.ptr = s.holder.const_data_ptr<float>();
+        s.stride = s.holder.stride(1);
+    }
+    return s;
+}
+
+// The arguments every 1D1D launch shares.
+kernels::Fp8Gemm1d1dArgs fp8_1d1d_common_args(const GemmOpSpec& spec, const GemmCall& call, int device) {
+    kernels::Fp8Gemm1d1dArgs args;
+    args.op = spec.name;
+    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
+    args.num_sms = num_sms_for_device(device);
+    args.pdl = get_pdl();
+    args.device = device;
+    args.stream = current_stream(device);
+    return args;
+}
+
+// fp8_gemm_{nt,nn,tn,tt} with recipe (1, 1, 128): d (float32) = c + A @ B^T, C added in the kernel's epilogue
+// (c may be d). Validation has mapped every variant onto K-major A and B views.
+void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
+    const MnMajorScales sfa = mn_major_scales(spec, p.sfa, *call.sfa, spec.trans_a, "sfa");
+    const MnMajorScales sfb = mn_major_scales(spec, p.sfb, *call.sfb, spec.trans_b, "sfb");
+
+    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
+    args.a = call.a->const_data_ptr();
+    args.b = call.b->const_data_ptr();
+    args.sfa = sfa.ptr, args.sfa_stride = sfa.stride;
+    args.sfb = sfb.ptr, args.sfb_stride = sfb.stride;
+    args.d = call.d->mutable_data_ptr<float>();
+    args.m = static_cast<int>(p.m);
+    args.n = static_cast<int>(p.n);
+    args.k = static_cast<int>(p.k);
+    // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
+    args.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
+    args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
+    args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 4);
+    // C: read by the epilogue with unit column stride and rows of at least N elements; convert anything else.
+    at::Tensor c_converted;
+    if (p.has_c) {
+        if (p.c_is_d) {
+            args.c = args.d, args.ldc = args.ldd;
+        } else {
+            const bool usable = (p.c.stride[1] == 1 or p.n <= 1) and (p.m <= 1 or p.c.stride[0] >= p.n);
+            const at::Tensor& c = usable ? *call.c : (c_converted = call.c->contiguous());
+            args.c = c.const_data_ptr<float>();
+            args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
+        }
+    }
+    kernels::sm90_fp8_gemm_1d1d(args);
+}
+
+// k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
+// [N, K_g] K-major, stored back to back in a and b; sfa [sum(K_g)/128, M] and sfb [sum(K_g)/128, N].
+// One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (the K_g are on
+// the host, so this is exact and needs nothing device-side); empty groups get d[g] = c[g] or zeros. Cost:
+// G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and the tail wave of
+// one group does not overlap the next group's tiles; a single launch with per-group maps in the kernel
+// parameters would remove both, at the price of a grouped scheduler in the kernel.
+void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
+    const int64_t m = p.m, n = p.n;
+    // Scales: a group's rows start at its K prefix / 128; TMA needs 16-byte rows, so pad M and N to 4.
+    const auto scales = [&](const at::Tensor& sf, int64_t mn, at::Tensor& holder) -> std::pair<const float*, int64_t> {
+        const int64_t padded = align_up(mn, 4);
+        const bool usable = sf.stride(1) == 1 and (sf.size(0) <= 1 or sf.stride(0) == padded) and
+                            reinterpret_cast<uintptr_t>(sf.const_data_ptr()) % 16 == 0;
+        if (usable) return {sf.const_data_ptr<float>(), padded};
+        holder = at::empty({sf.size(0), padded}, sf.options());
+        holder.narrow(1, 0, mn).copy_(sf);  // the padding columns are never read (TMA bounds are M / N)
+        return {holder.const_data_ptr<float>(), padded};
+    };
+    at::Tensor sfa_holder, sfb_holder;
+    const auto [sfa, sfa_stride] = scales(*call.sfa, m, sfa_holder);
+    const auto [sfb, sfb_stride] = scales(*call.sfb, n, sfb_holder);
+
+    const auto* a = static_cast<const uint8_t*>(call.a->const_data_ptr());
+    const auto* b = static_cast<const uint8_t*>(call.b->const_data_ptr());
+    float* d = call.d->mutable_data_ptr<float>();
+    const float* c = p.has_c ? (p.c_is_d ? d : call.c->const_data_ptr<float>()) : nullptr;
+
+    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
+    args.m = static_cast<int>(m);
+    args.n = static_cast<int>(n);
+    args.sfa_stride = sfa_stride, args.sfb_stride = sfb_stride;
+    args.ldd = n, args.ldc = n;
+    int64_t k_prefix = 0;
+    for (int64_t g = 0; g < p.groups; ++g) {
+        const int64_t kg = call.ks[static_cast<size_t>(g)];
+        if (kg == 0) {
+            // d[g] = c[g] (nothing to do when c is d) or zeros.
+            at::Tensor dg = call.d->select(0, g);
+            if (not p.has_c) {
+                dg.zero_();
+            } else if (not p.c_is_d) {
+                dg.copy_(call.c->select(0, g));
+            }
+            continue;
+        }
+        args.a = a + m * k_prefix;
+        args.b = b + n * k_prefix;
+        args.lda = kg, args.ldb = kg;
+        args.k = static_cast<int>(kg);
+        args.sfa = sfa + (k_prefix / 128) * sfa_stride;
+        args.sfb = sfb + (k_prefix / 128) * sfb_stride;
+        args.d = d + g * m * n;
+        args.c = c != nullptr ? c + g * m * n : nullptr;
+        kernels::sm90_fp8_gemm_1d1d(args);
+        k_prefix += kg;
+    }
 }
 
 // Memory order and leading dimension of an operand view [.., MN, K] as the BF16 kernel wants them.
@@ -247,6 +376,8 @@ void run_gemm(GemmOp op, const GemmCall& call) {
         case Kernel::kFp8_1D2D:
             if (spec.grouping != G::kKContiguous) return run_fp8_1d2d(spec, p, call, device);
             break;
+        case Kernel::kFp8_1D1D:
+            return spec.grouping == G::kKContiguous ? run_fp8_k_grouped(spec, p, call, device) : run_fp8_1d1d(spec, p, call, device);
         case Kernel::kBf16:
             return run_bf16(spec, check, p, call, device);
         default:

@@ -164,7 +164,7 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     if (p.has_layout) {
         const char* layout_name = spec.grouping == G::kMContiguous ? "grouped_layout"
                                   : spec.grouping == G::kMMasked   ? "masked_m"
-                                                                   : "ks_tensor";
+                                                                   : "grouped_layout";
         p.layout = make_view(*call.layout, layout_name);
     }
 
@@ -242,6 +242,8 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             check_same(check, p.d, 1, p.b, 0, "N");
             break;
         case G::kMContiguous:
+            if (call.expected_m_for_psum_layout and *call.expected_m_for_psum_layout <= 0)
+                check.value_error(fmt::format("expected_m_for_psum_layout must be positive or None; got {}", *call.expected_m_for_psum_layout));
             check_rank(check, p.a, 2, {"M", "K"});
             check_rank(check, p.b, 3, {"G", "N", "K"});
             check_rank(check, p.d, 2, {"M", "N"});
@@ -276,17 +278,20 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 check.value_error(fmt::format("expected_m must be positive (a hint of the typical rows per group); got {}", call.expected_m));
             break;
         case G::kKContiguous: {
+            if (call.use_psum_layout)
+                throw_not_implemented(fmt::format("{}: use_psum_layout=True is not implemented for the K-grouped ops on SM90 in deep_gemm; "
+                                                  "pass grouped_layout as the K of each group", spec.name));
             check_rank(check, p.d, 3, {"G", "M", "N"});
             p.groups = p.d.size[0], p.m = p.d.size[1], p.n = p.d.size[2];
             check_rank(check, p.layout, 1, {"G"});
             check_same(check, p.layout, 0, p.d, 0, "G");
             if (known(p.groups) and static_cast<int64_t>(call.ks.size()) != p.groups)
-                check.value_error(fmt::format("ks must have one K per group (G = d.shape[0] = {}); got {} values", p.groups, call.ks.size()));
+                check.value_error(fmt::format("ks_cpu must have one K per group (G = d.shape[0] = {}); got {} values", p.groups, call.ks.size()));
             int64_t sum_k = 0;
             for (size_t i = 0; i < call.ks.size(); ++i) {
                 const int64_t ki = call.ks[i];
                 if (ki < 0 or ki % kKGroupAlignment != 0)
-                    check.value_error(fmt::format("ks[{}] must be a non-negative multiple of {}; got {}", i, kKGroupAlignment, ki));
+                    check.value_error(fmt::format("ks_cpu[{}] must be a non-negative multiple of {}; got {}", i, kKGroupAlignment, ki));
                 sum_k += ki;
             }
             p.k = sum_k;

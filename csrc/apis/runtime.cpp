@@ -40,7 +40,11 @@ CUstream current_stream(int device) {
 }
 
 void set_num_sms(int n) {
-    if (n <= 0) throw_value_error(fmt::format("set_num_sms: the SM count must be positive; got {}", n));
+    if (n < 0) throw_value_error(fmt::format("set_num_sms: the SM count must be positive, or 0 for all SMs; got {}", n));
+    if (n == 0) {  // DeepGEMM's "no cap": every SM of the device
+        g_num_sms.store(0);
+        return;
+    }
     const int device = current_device_or_throw("set_num_sms");
     const int available = jit::device_info(device).sm_count;
     if (n > available)
@@ -58,6 +62,32 @@ int num_sms_for_device(int device) {
     const int available = jit::device_info(device).sm_count;
     const int n = g_num_sms.load(std::memory_order_relaxed);
     return (n > 0 and n < available) ? n : available;
+}
+
+namespace {
+std::atomic<int> g_tc_util{100};
+std::atomic<int> g_block_m_multiple{1}, g_block_n_multiple{1};
+}  // namespace
+
+void set_tc_util(int percent) {
+    if (percent <= 0 or percent > 100)
+        throw_value_error(fmt::format("set_tc_util: the tensor-core utilisation is a percentage in 1..100; got {}", percent));
+    g_tc_util.store(percent);
+}
+int get_tc_util() { return g_tc_util.load(std::memory_order_relaxed); }
+
+void set_block_size_multiple_of(int block_m_multiple, int block_n_multiple) {
+    if (block_m_multiple <= 0 or block_n_multiple <= 0)
+        throw_value_error(fmt::format("set_block_size_multiple_of: the multiples must be positive; got ({}, {})", block_m_multiple,
+                                      block_n_multiple));
+    g_block_m_multiple.store(block_m_multiple), g_block_n_multiple.store(block_n_multiple);
+}
+std::pair<int, int> get_block_size_multiple_of() {
+    return {g_block_m_multiple.load(std::memory_order_relaxed), g_block_n_multiple.load(std::memory_order_relaxed)};
+}
+bool block_size_allowed(int block_m, int block_n) {
+    const auto [mm, mn] = get_block_size_multiple_of();
+    return block_m % mm == 0 and block_n % mn == 0;
 }
 
 void set_pdl(bool enabled) { g_pdl.store(enabled); }

@@ -4,6 +4,8 @@
 
 #include <cuda.h>
 
+#include <utility>
+
 #include "../jit/jit.hpp"
 #include "common.hpp"
 
@@ -12,12 +14,23 @@ namespace deep_gemm::api {
 // ---- knobs ----------------------------------------------------------------------------------------
 
 // Caps the persistent grid of every kernel; 0 < n <= the current device's SM count (ValueError
-// otherwise; RuntimeError without a CUDA device).
+// otherwise; RuntimeError without a CUDA device). 0 removes the cap (all SMs), as in DeepGEMM.
 void set_num_sms(int n);
 // The cap set by set_num_sms, else the current device's SM count.
 int get_num_sms();
 // The value to pass to a kernel on `device`: min(cap, device SM count).
 int num_sms_for_device(int device);
+
+// DeepGEMM's tensor-core utilisation percentage (1..100, default 100). Only DeepGEMM's SM100 BF16
+// kernels read it; it is stored and returned here but has no effect on the SM90 kernels.
+void set_tc_util(int percent);
+int get_tc_util();
+
+// Restricts the kernel configs to BLOCK_M % m == 0 and BLOCK_N % n == 0 (default 1, 1: no restriction).
+// block_size_allowed() is the filter the FP8/BF16 heuristics apply to their candidates.
+void set_block_size_multiple_of(int block_m_multiple, int block_n_multiple);
+std::pair<int, int> get_block_size_multiple_of();
+bool block_size_allowed(int block_m, int block_n);
 
 void set_pdl(bool enabled);  // programmatic dependent launch (default off)
 bool get_pdl();

@@ -14,11 +14,13 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "cache_lock.hpp"
 #include "compiler.hpp"
 #include "errors.hpp"
 #include "files.hpp"
 #include "jit.hpp"
 #include "log.hpp"
+#include "record.hpp"
 #include "sha256.hpp"
 
 namespace deep_gemm::jit {
@@ -35,31 +37,6 @@ std::string join(const std::vector<std::string>& items, char separator) {
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
-
-class FileLock {
-public:
-    explicit FileLock(const std::filesystem::path& path) {
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) {
-            throw ConfigError("cannot open lock file " + path.string() + ": " + errno_text(errno) +
-                              "; set DG_JIT_CACHE_DIR to a writable directory");
-        }
-        while (::flock(fd_, LOCK_EX) != 0) {
-            if (errno == EINTR) continue;
-            const int err = errno;
-            ::close(fd_);
-            throw ConfigError("cannot lock " + path.string() + ": " + errno_text(err));
-        }
-    }
-    ~FileLock() {
-        if (fd_ >= 0) ::close(fd_);  // closing releases the lock
-    }
-    FileLock(const FileLock&) = delete;
-    FileLock& operator=(const FileLock&) = delete;
-
-private:
-    int fd_ = -1;
-};
 
 // Removes the build directory unless it was moved into the cache.
 struct TmpDir {
@@ -104,6 +81,11 @@ void remove_stale_build_dirs(const std::filesystem::path& tmp_root) noexcept {
         if (!time_ec && now - modified > std::chrono::hours(24)) remove_tree(it->path());
     }
 }
+
+// Cache maintenance orders entries by last use, which is the entry directory's mtime: set by the rename
+// that published it, refreshed here on every disk hit (once per process and kernel, the memo absorbs the
+// rest). Best effort: a read-only shared cache simply keeps its publication times.
+void mark_used(const std::filesystem::path& entry) noexcept { ::utimensat(AT_FDCWD, entry.c_str(), nullptr, 0); }
 
 // In-process memo: a second build() of the same inputs reads no file.
 std::mutex g_memo_mutex;
@@ -328,6 +310,7 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     const std::filesystem::path entry = root / "cache" / entry_dir_name(src.name, key);
 
     auto remember = [&](CachedKernel kernel) {
+        if (!s.record_path.empty()) append_record(s.record_path, src, arch);  // DG_JIT_RECORD: first use here
         std::lock_guard<std::mutex> lock(g_memo_mutex);
         g_memo[memo_key] = kernel;
         return kernel;
@@ -336,14 +319,16 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     std::string why;
     if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
         if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + ": " + entry.string());
+        mark_used(entry);
         return remember({entry, std::move(*cubin), false});
     }
 
-    FileLock lock(root / "locks" / (key + ".lock"));
+    FileLock lock(key_lock_path(root, key));
     struct stat entry_stat;
     if (::stat(entry.c_str(), &entry_stat) == 0) {
         if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
             if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + " after waiting: " + entry.string());
+            mark_used(entry);
             return remember({entry, std::move(*cubin), false});
         }
         quarantine(root, entry, why);
@@ -353,7 +338,8 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     remove_stale_build_dirs(root / "tmp");
 
     // Compile into a private directory, then move it into place in one rename.
-    std::string tmpl = (root / "tmp" / ("build." + entry_dir_name(src.name, key).substr(7, 24) + ".XXXXXX")).string();
+    // Named after the key: cache maintenance (cache_admin) tells an orphan from a live build by the key lock.
+    std::string tmpl = (root / "tmp" / ("build." + key + ".XXXXXX")).string();
     if (::mkdtemp(tmpl.data()) == nullptr) {
         throw ConfigError("cannot create a build directory under " + (root / "tmp").string() + ": " +
                           errno_text(errno) + "; set DG_JIT_CACHE_DIR to a writable directory");

@@ -69,6 +69,11 @@ std::unique_ptr<Settings> read_environment() {
     s->dump_sass = env_bool("DG_JIT_DUMP_SASS", false) || dump_asm;
     s->print_configs = env_bool("DG_PRINT_CONFIGS", false);
     if (const char* cuobjdump = env("DG_JIT_CUOBJDUMP")) s->cuobjdump = cuobjdump;
+    if (const char* record = env("DG_JIT_RECORD")) {
+        std::error_code ec;
+        std::filesystem::path path = std::filesystem::absolute(record, ec);
+        s->record_path = ec ? std::filesystem::path(record) : path;
+    }
     if (const char* config = env("DG_FP8_GEMM_CONFIG")) s->fp8_gemm_config = config;
     if (const char* config = env("DG_BF16_GEMM_CONFIG")) s->bf16_gemm_config = config;
     // Build-time only (read by setup.py), but a malformed value is still reported.
@@ -112,9 +117,13 @@ const std::vector<SettingInfo>& setting_registry() {
         {"DG_JIT_CUOBJDUMP", "path", "",
          "cuobjdump for DG_JIT_DUMP_SASS; else beside nvcc, $CUDA_HOME/bin, PATH, /usr/local/cuda/bin"},
         {"DG_JIT_USE_RUNTIME_API", "bool", "0", "read by setup.py at build time: load through the Runtime API"},
+        {"DG_JIT_RECORD", "path", "",
+         "append every kernel this process builds or finds in the cache to this file (JSON lines), "
+         "for `python -m deep_gemm warmup`"},
         {"DG_PRINT_CONFIGS", "bool", "0", "log the config chosen for each new shape"},
         {"DG_FP8_GEMM_CONFIG", "string", "",
-         "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast]]\" or \"legacy\" (tuning)"},
+         "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast]]\" (block_m 64/128/256), or "
+         "\"rules\" / \"legacy\" instead of the config model (tuning)"},
         {"DG_BF16_GEMM_CONFIG", "string", "",
          "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
          "\"block_m,block_n,stages[,multicast]\", stages 0 = as many as fit, multicast 0 = off, "

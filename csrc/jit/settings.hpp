@@ -1,4 +1,4 @@
-// The typed registry of every DG_* environment variable (DESIGN.md section 2).
+// The typed registry of every DG_* environment variable (documented in docs/env_vars.md).
 // Values are read once, when the JIT first needs them (not at import), so a program may set
 // os.environ before its first kernel call. The per-call hot path never calls getenv.
 #pragma once
@@ -26,6 +26,7 @@ struct Settings {
     std::string fp8_gemm_config;      // DG_FP8_GEMM_CONFIG: forced FP8 GEMM config for tuning (parsed by the kernel)
     std::string bf16_gemm_config;     // DG_BF16_GEMM_CONFIG: forced dense BF16 GEMM config for tuning (parsed by the kernel)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
+    std::filesystem::path record_path;  // DG_JIT_RECORD: append each kernel this process builds (JSON lines)
 };
 
 // Parsed on the first call (thread safe), then cached. Throws ConfigError naming the variable, the

@@ -2,6 +2,9 @@
 // entries and the pybind11 translator) and the argument helpers that are off the per-call hot path.
 #include "python/fast_args.hpp"
 
+#include <algorithm>
+#include <array>
+
 #include "jit/errors.hpp"
 
 namespace deep_gemm::python {
@@ -87,6 +90,38 @@ std::optional<api::Recipe> parse_recipe_object(const char* op, const py::handle&
         values.push_back(item.cast<int64_t>());
     }
     return api::parse_recipe(op, values);
+}
+
+namespace {
+
+// A recipe_a / recipe_b argument: None or two ints (mn granularity, k granularity).
+std::optional<std::array<int64_t, 2>> parse_half_recipe(const char* op, const char* name, PyObject* o) {
+    if (o == nullptr or o == Py_None) return std::nullopt;
+    const std::vector<int64_t> v = PySequence_Check(o) and not PyUnicode_Check(o) ? int_list_arg(op, name, o) : std::vector<int64_t>{};
+    if (v.size() != 2)
+        api::throw_type_error(fmt::format("{}: {} must be None or a pair of ints (mn granularity, k granularity); got {}", op, name,
+                                          std::string(py::repr(o))));
+    return std::array<int64_t, 2>{v[0], v[1]};
+}
+
+}  // namespace
+
+std::optional<api::Recipe> resolve_recipe_objects(const char* op, PyObject* recipe, PyObject* recipe_a, PyObject* recipe_b) {
+    std::optional<api::Recipe> r = recipe ? parse_recipe_object(op, py::handle(recipe)) : std::nullopt;
+    const auto ra = parse_half_recipe(op, "recipe_a", recipe_a), rb = parse_half_recipe(op, "recipe_b", recipe_b);
+    if (not ra and not rb) return r;
+    if (not ra or not rb)
+        api::throw_value_error(fmt::format("{}: recipe_a and recipe_b must be given together; got recipe_a={}, recipe_b={}", op,
+                                           ra ? fmt::format("({}, {})", (*ra)[0], (*ra)[1]) : "None",
+                                           rb ? fmt::format("({}, {})", (*rb)[0], (*rb)[1]) : "None"));
+    if ((*ra)[1] != (*rb)[1])
+        api::throw_value_error(fmt::format("{}: recipe_a and recipe_b must have the same k granularity; got {} and {}", op, (*ra)[1],
+                                           (*rb)[1]));
+    const std::vector<int64_t> merged{(*ra)[0], (*rb)[0], (*ra)[1]};
+    if (r and not std::equal(r->begin(), r->end(), merged.begin()))
+        api::throw_value_error(fmt::format("{}: recipe ({}, {}, {}) conflicts with recipe_a/recipe_b, which give ({}, {}, {})", op, (*r)[0],
+                                           (*r)[1], (*r)[2], merged[0], merged[1], merged[2]));
+    return api::parse_recipe(op, merged);
 }
 
 }  // namespace deep_gemm::python

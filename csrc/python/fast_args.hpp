@@ -150,4 +150,16 @@ inline OptTensor to_optional(const at::Tensor* t) { return t ? OptTensor(*t) : O
 // A recipe argument: None, or a sequence of 3 ints (api::parse_recipe checks the values).
 std::optional<api::Recipe> parse_recipe_object(const char* op, const py::handle& obj);
 
+// DeepGEMM's recipe / recipe_a / recipe_b triple as one recipe. recipe_a = (mn_gran_a, k_gran) and
+// recipe_b = (mn_gran_b, k_gran) name the A and B scale granularities separately; given, they define
+// (mn_gran_a, mn_gran_b, k_gran), and a recipe passed as well must say the same (else ValueError).
+// Null pointers are absent arguments. deep_gemm/__init__.py has the same rule for the traced path.
+std::optional<api::Recipe> resolve_recipe_objects(const char* op, PyObject* recipe, PyObject* recipe_a, PyObject* recipe_b);
+
+// An optional int argument: absent or None -> nullopt.
+inline std::optional<int64_t> opt_int_arg(const char* op, const char* name, PyObject* o) {
+    if (o == nullptr or o == Py_None) return std::nullopt;
+    return int_arg(op, name, o);
+}
+
 }  // namespace deep_gemm::python

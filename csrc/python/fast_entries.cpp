@@ -73,13 +73,14 @@ PyObject* fp8_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject*
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "c", "recipe", "compiled_dims", "disable_ue8m0_cast"}, 3, argv, nargs, kwnames);
+        const FastArgs args(op, {"a", "b", "d", "c", "recipe", "recipe_a", "recipe_b", "compiled_dims", "disable_ue8m0_cast"}, 3, argv,
+                            nargs, kwnames);
         GemmCall call;
         fp8_operands(op, args, call);
         call.c = opt_tensor_arg(op, "c", args[3]);
-        if (args[4] != nullptr) call.recipe = parse_recipe_object(op, args[4]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[5], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[6], false);
+        call.recipe = resolve_recipe_objects(op, args[4], args[5], args[6]);
+        call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
+        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[8], false);
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
         } else {
@@ -99,21 +100,25 @@ PyObject* fp8_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nar
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "grouped_layout", "recipe", "compiled_dims", "disable_ue8m0_cast", "use_psum_layout"}, 4,
-                            argv, nargs, kwnames);
+        const FastArgs args(op,
+                            {"a", "b", "d", "grouped_layout", "recipe", "recipe_a", "recipe_b", "compiled_dims", "disable_ue8m0_cast",
+                             "use_psum_layout", "ensure_zero_padding", "expected_m_for_psum_layout"},
+                            4, argv, nargs, kwnames);
         GemmCall call;
         fp8_operands(op, args, call);
         call.layout = &tensor_arg(op, "grouped_layout", args[3]);
-        if (args[4] != nullptr) call.recipe = parse_recipe_object(op, args[4]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[5], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[6], false);
-        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[7], false);
+        call.recipe = resolve_recipe_objects(op, args[4], args[5], args[6]);
+        call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
+        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[8], false);
+        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[9], false);
+        call.ensure_zero_padding = bool_arg(op, "ensure_zero_padding", args[10], true);
+        call.expected_m_for_psum_layout = opt_int_arg(op, "expected_m_for_psum_layout", args[11]);
         run_or_dispatch(kOp, call, [&] {
             op_handle(kOp)
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, at::OptionalIntArrayRef, std::string_view, bool, bool)>()
+                            const at::Tensor&, at::OptionalIntArrayRef, std::string_view, bool, bool, bool, std::optional<int64_t>)>()
                 .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, *call.layout, recipe_ref(call.recipe), call.compiled_dims,
-                      call.disable_ue8m0_cast, call.use_psum_layout);
+                      call.disable_ue8m0_cast, call.use_psum_layout, call.ensure_zero_padding, call.expected_m_for_psum_layout);
         });
     });
 }
@@ -123,15 +128,16 @@ PyObject* fp8_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, Py
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "recipe", "compiled_dims", "disable_ue8m0_cast"}, 5, argv,
-                            nargs, kwnames);
+        const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "recipe", "recipe_a", "recipe_b", "compiled_dims",
+                                 "disable_ue8m0_cast"},
+                            5, argv, nargs, kwnames);
         GemmCall call;
         fp8_operands(op, args, call);
         call.layout = &tensor_arg(op, "masked_m", args[3]);
         call.expected_m = int_arg(op, "expected_m", args[4]);
-        if (args[5] != nullptr) call.recipe = parse_recipe_object(op, args[5]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[6], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[7], false);
+        call.recipe = resolve_recipe_objects(op, args[5], args[6], args[7]);
+        call.compiled_dims = str_arg(op, "compiled_dims", args[8], spec.default_compiled_dims);
+        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[9], false);
         run_or_dispatch(kOp, call, [&] {
             op_handle(kOp)
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
@@ -147,22 +153,25 @@ PyObject* fp8_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs,
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "ks", "ks_tensor", "c", "recipe", "compiled_dims"}, 5, argv, nargs, kwnames);
+        const FastArgs args(op, {"a", "b", "d", "ks_cpu", "grouped_layout", "c", "recipe", "compiled_dims", "use_psum_layout"}, 5, argv,
+                            nargs, kwnames);
         GemmCall call;
         fp8_operands(op, args, call);
-        const std::vector<int64_t> ks = int_list_arg(op, "ks", args[3]);
+        const std::vector<int64_t> ks = int_list_arg(op, "ks_cpu", args[3]);
         call.ks = ks;
-        call.layout = &tensor_arg(op, "ks_tensor", args[4]);
+        call.layout = &tensor_arg(op, "grouped_layout", args[4]);
         call.c = opt_tensor_arg(op, "c", args[5]);
         if (args[6] != nullptr and args[6] != Py_None) call.recipe = parse_recipe_object(op, args[6]);
         call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
+        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[8], false);
         run_or_dispatch(kOp, call, [&] {
             const std::vector<int64_t> r =
                 call.recipe ? std::vector<int64_t>(call.recipe->begin(), call.recipe->end()) : std::vector<int64_t>{1, 1, 128};
             op_handle(kOp)
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            at::IntArrayRef, const at::Tensor&, const OptTensor&, at::IntArrayRef, std::string_view)>()
-                .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, ks, *call.layout, to_optional(call.c), r, call.compiled_dims);
+                            at::IntArrayRef, const at::Tensor&, const OptTensor&, at::IntArrayRef, std::string_view, bool)>()
+                .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, ks, *call.layout, to_optional(call.c), r, call.compiled_dims,
+                      call.use_psum_layout);
         });
     });
 }
@@ -192,7 +201,10 @@ PyObject* bf16_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t na
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "grouped_layout", "compiled_dims", "use_psum_layout"}, 4, argv, nargs, kwnames);
+        const FastArgs args(op,
+                            {"a", "b", "d", "grouped_layout", "compiled_dims", "use_psum_layout", "ensure_zero_padding",
+                             "expected_m_for_psum_layout"},
+                            4, argv, nargs, kwnames);
         GemmCall call;
         call.a = &tensor_arg(op, "a", args[0]);
         call.b = &tensor_arg(op, "b", args[1]);
@@ -200,10 +212,14 @@ PyObject* bf16_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t na
         call.layout = &tensor_arg(op, "grouped_layout", args[3]);
         call.compiled_dims = str_arg(op, "compiled_dims", args[4], spec.default_compiled_dims);
         call.use_psum_layout = bool_arg(op, "use_psum_layout", args[5], false);
+        call.ensure_zero_padding = bool_arg(op, "ensure_zero_padding", args[6], true);
+        call.expected_m_for_psum_layout = opt_int_arg(op, "expected_m_for_psum_layout", args[7]);
         run_or_dispatch(kOp, call, [&] {
             op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::string_view, bool)>()
-                .call(*call.a, *call.b, *call.d, *call.layout, call.compiled_dims, call.use_psum_layout);
+                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::string_view, bool, bool,
+                            std::optional<int64_t>)>()
+                .call(*call.a, *call.b, *call.d, *call.layout, call.compiled_dims, call.use_psum_layout, call.ensure_zero_padding,
+                      call.expected_m_for_psum_layout);
         });
     });
 }
@@ -234,21 +250,23 @@ PyObject* bf16_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs
     return guarded([&] {
         const auto& spec = api::gemm_op_spec(kOp);
         const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "ks", "ks_tensor", "c", "compiled_dims"}, 5, argv, nargs, kwnames);
+        const FastArgs args(op, {"a", "b", "d", "ks_cpu", "grouped_layout", "c", "compiled_dims", "use_psum_layout"}, 5, argv, nargs,
+                            kwnames);
         GemmCall call;
         call.a = &tensor_arg(op, "a", args[0]);
         call.b = &tensor_arg(op, "b", args[1]);
         call.d = &tensor_arg(op, "d", args[2]);
-        const std::vector<int64_t> ks = int_list_arg(op, "ks", args[3]);
+        const std::vector<int64_t> ks = int_list_arg(op, "ks_cpu", args[3]);
         call.ks = ks;
-        call.layout = &tensor_arg(op, "ks_tensor", args[4]);
+        call.layout = &tensor_arg(op, "grouped_layout", args[4]);
         call.c = opt_tensor_arg(op, "c", args[5]);
         call.compiled_dims = str_arg(op, "compiled_dims", args[6], spec.default_compiled_dims);
+        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[7], false);
         run_or_dispatch(kOp, call, [&] {
             op_handle(kOp)
                 .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, const at::Tensor&, const OptTensor&,
-                            std::string_view)>()
-                .call(*call.a, *call.b, *call.d, ks, *call.layout, to_optional(call.c), call.compiled_dims);
+                            std::string_view, bool)>()
+                .call(*call.a, *call.b, *call.d, ks, *call.layout, to_optional(call.c), call.compiled_dims, call.use_psum_layout);
         });
     });
 }
@@ -258,7 +276,7 @@ PyObject* bf16_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs
 #define DG_FASTCALL(name, fn, sig, doc) \
     PyMethodDef { name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fn)), METH_FASTCALL | METH_KEYWORDS, name sig "\n--\n\n" doc }
 
-#define DG_FP8_SIG(dims) "(a, b, d, c=None, recipe=None, compiled_dims='" dims "', disable_ue8m0_cast=False)"
+#define DG_FP8_SIG(dims) "(a, b, d, c=None, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='" dims "', disable_ue8m0_cast=False)"
 #define DG_BF16_SIG(dims) "(a, b, d, c=None, compiled_dims='" dims "')"
 
 PyMethodDef g_fast_methods[] = {
@@ -267,24 +285,26 @@ PyMethodDef g_fast_methods[] = {
     DG_FASTCALL("fp8_gemm_tn", (fp8_fast<GemmOp::kFp8Tn>), DG_FP8_SIG("mn"), "d = c + a.T @ b (FP8); see deep_gemm.fp8_gemm_tn."),
     DG_FASTCALL("fp8_gemm_tt", (fp8_fast<GemmOp::kFp8Tt>), DG_FP8_SIG("mn"), "d = c + a.T @ b.T (FP8); see deep_gemm.fp8_gemm_tt."),
     DG_FASTCALL("m_grouped_fp8_gemm_nt_contiguous", (fp8_m_contiguous_fast<GemmOp::kMGroupedFp8NtContiguous>),
-                "(a, b, d, grouped_layout, recipe=None, compiled_dims='nk', disable_ue8m0_cast=False, use_psum_layout=False)",
+                "(a, b, d, grouped_layout, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False, "
+                "use_psum_layout=False, ensure_zero_padding=True, expected_m_for_psum_layout=None)",
                 "See deep_gemm.m_grouped_fp8_gemm_nt_contiguous."),
     DG_FASTCALL("m_grouped_fp8_gemm_nt_masked", (fp8_masked_fast<GemmOp::kMGroupedFp8NtMasked>),
-                "(a, b, d, masked_m, expected_m, recipe=None, compiled_dims='nk', disable_ue8m0_cast=False)",
+                "(a, b, d, masked_m, expected_m, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False)",
                 "See deep_gemm.m_grouped_fp8_gemm_nt_masked."),
     DG_FASTCALL("k_grouped_fp8_gemm_nt_contiguous", (fp8_k_grouped_fast<GemmOp::kKGroupedFp8NtContiguous>),
-                "(a, b, d, ks, ks_tensor, c=None, recipe=(1, 1, 128), compiled_dims='mn')",
+                "(a, b, d, ks_cpu, grouped_layout, c=None, recipe=(1, 1, 128), compiled_dims='mn', use_psum_layout=False)",
                 "See deep_gemm.k_grouped_fp8_gemm_nt_contiguous."),
     DG_FASTCALL("bf16_gemm_nt", (bf16_fast<GemmOp::kBf16Nt>), DG_BF16_SIG("nk"), "d = c + a @ b.T (BF16); see deep_gemm.bf16_gemm_nt."),
     DG_FASTCALL("bf16_gemm_nn", (bf16_fast<GemmOp::kBf16Nn>), DG_BF16_SIG("nk"), "d = c + a @ b (BF16); see deep_gemm.bf16_gemm_nn."),
     DG_FASTCALL("bf16_gemm_tn", (bf16_fast<GemmOp::kBf16Tn>), DG_BF16_SIG("mn"), "d = c + a.T @ b (BF16); see deep_gemm.bf16_gemm_tn."),
     DG_FASTCALL("bf16_gemm_tt", (bf16_fast<GemmOp::kBf16Tt>), DG_BF16_SIG("mn"), "d = c + a.T @ b.T (BF16); see deep_gemm.bf16_gemm_tt."),
     DG_FASTCALL("m_grouped_bf16_gemm_nt_contiguous", (bf16_m_contiguous_fast<GemmOp::kMGroupedBf16NtContiguous>),
-                "(a, b, d, grouped_layout, compiled_dims='nk', use_psum_layout=False)", "See deep_gemm.m_grouped_bf16_gemm_nt_contiguous."),
+                "(a, b, d, grouped_layout, compiled_dims='nk', use_psum_layout=False, ensure_zero_padding=True, "
+                "expected_m_for_psum_layout=None)", "See deep_gemm.m_grouped_bf16_gemm_nt_contiguous."),
     DG_FASTCALL("m_grouped_bf16_gemm_nt_masked", (bf16_masked_fast<GemmOp::kMGroupedBf16NtMasked>),
                 "(a, b, d, masked_m, expected_m, compiled_dims='nk')", "See deep_gemm.m_grouped_bf16_gemm_nt_masked."),
     DG_FASTCALL("k_grouped_bf16_gemm_tn_contiguous", (bf16_k_grouped_fast<GemmOp::kKGroupedBf16TnContiguous>),
-                "(a, b, d, ks, ks_tensor, c=None, compiled_dims='mn')", "See deep_gemm.k_grouped_bf16_gemm_tn_contiguous."),
+                "(a, b, d, ks_cpu, grouped_layout, c=None, compiled_dims='mn', use_psum_layout=False)", "See deep_gemm.k_grouped_bf16_gemm_tn_contiguous."),
     DG_FASTCALL("_validate_fp8_gemm_nt", (fp8_fast<GemmOp::kFp8Nt, Entry::kValidateOnly>), DG_FP8_SIG("nk"),
                 "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark)."),
     {nullptr, nullptr, 0, nullptr},

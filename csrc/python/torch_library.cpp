@@ -45,13 +45,16 @@ void fp8_kernel(const at::Tensor& a, const at::Tensor& sfa, const at::Tensor& b,
 template <GemmOp kOp, bool kFake>
 void fp8_m_contiguous_kernel(const at::Tensor& a, const at::Tensor& sfa, const at::Tensor& b, const at::Tensor& sfb,
                              const at::Tensor& d, const at::Tensor& grouped_layout, at::OptionalIntArrayRef recipe,
-                             std::string_view compiled_dims, bool disable_ue8m0_cast, bool use_psum_layout) {
+                             std::string_view compiled_dims, bool disable_ue8m0_cast, bool use_psum_layout, bool ensure_zero_padding,
+                             std::optional<int64_t> expected_m_for_psum_layout) {
     GemmCall call;
     call.a = &a, call.sfa = &sfa, call.b = &b, call.sfb = &sfb, call.d = &d, call.layout = &grouped_layout;
     if (recipe.has_value()) call.recipe = api::parse_recipe(api::gemm_op_spec(kOp).name, *recipe);
     call.compiled_dims = compiled_dims;
     call.disable_ue8m0_cast = disable_ue8m0_cast;
     call.use_psum_layout = use_psum_layout;
+    call.ensure_zero_padding = ensure_zero_padding;
+    call.expected_m_for_psum_layout = expected_m_for_psum_layout;
     gemm_kernel<kOp, kFake>(call);
 }
 
@@ -71,12 +74,13 @@ void fp8_masked_kernel(const at::Tensor& a, const at::Tensor& sfa, const at::Ten
 template <GemmOp kOp, bool kFake>
 void fp8_k_grouped_kernel(const at::Tensor& a, const at::Tensor& sfa, const at::Tensor& b, const at::Tensor& sfb, const at::Tensor& d,
                           at::IntArrayRef ks, const at::Tensor& ks_tensor, const std::optional<at::Tensor>& c, at::IntArrayRef recipe,
-                          std::string_view compiled_dims) {
+                          std::string_view compiled_dims, bool use_psum_layout) {
     GemmCall call;
     call.a = &a, call.sfa = &sfa, call.b = &b, call.sfb = &sfb, call.d = &d, call.layout = &ks_tensor, call.c = opt_ptr(c);
     call.ks = ks;
     call.recipe = api::parse_recipe(api::gemm_op_spec(kOp).name, recipe);
     call.compiled_dims = compiled_dims;
+    call.use_psum_layout = use_psum_layout;
     gemm_kernel<kOp, kFake>(call);
 }
 
@@ -91,11 +95,14 @@ void bf16_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, 
 
 template <GemmOp kOp, bool kFake>
 void bf16_m_contiguous_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const at::Tensor& grouped_layout,
-                              std::string_view compiled_dims, bool use_psum_layout) {
+                              std::string_view compiled_dims, bool use_psum_layout, bool ensure_zero_padding,
+                              std::optional<int64_t> expected_m_for_psum_layout) {
     GemmCall call;
     call.a = &a, call.b = &b, call.d = &d, call.layout = &grouped_layout;
     call.compiled_dims = compiled_dims;
     call.use_psum_layout = use_psum_layout;
+    call.ensure_zero_padding = ensure_zero_padding;
+    call.expected_m_for_psum_layout = expected_m_for_psum_layout;
     gemm_kernel<kOp, kFake>(call);
 }
 
@@ -111,11 +118,12 @@ void bf16_masked_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tens
 
 template <GemmOp kOp, bool kFake>
 void bf16_k_grouped_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, at::IntArrayRef ks, const at::Tensor& ks_tensor,
-                           const std::optional<at::Tensor>& c, std::string_view compiled_dims) {
+                           const std::optional<at::Tensor>& c, std::string_view compiled_dims, bool use_psum_layout) {
     GemmCall call;
     call.a = &a, call.b = &b, call.d = &d, call.layout = &ks_tensor, call.c = opt_ptr(c);
     call.ks = ks;
     call.compiled_dims = compiled_dims;
+    call.use_psum_layout = use_psum_layout;
     gemm_kernel<kOp, kFake>(call);
 }
 
@@ -134,8 +142,9 @@ std::string gemm_schema(GemmOp op) {
             break;
         case api::Grouping::kMContiguous:
             rest = fp8 ? fmt::format("Tensor grouped_layout, int[]? recipe=None, str compiled_dims=\"{}\", bool disable_ue8m0_cast=False, "
-                                     "bool use_psum_layout=False", dims)
-                       : fmt::format("Tensor grouped_layout, str compiled_dims=\"{}\", bool use_psum_layout=False", dims);
+                                     "bool use_psum_layout=False, bool ensure_zero_padding=True, int? expected_m_for_psum_layout=None", dims)
+                       : fmt::format("Tensor grouped_layout, str compiled_dims=\"{}\", bool use_psum_layout=False, "
+                                     "bool ensure_zero_padding=True, int? expected_m_for_psum_layout=None", dims);
             break;
         case api::Grouping::kMMasked:
             rest = fp8 ? fmt::format("Tensor masked_m, int expected_m, int[]? recipe=None, str compiled_dims=\"{}\", "
@@ -143,8 +152,10 @@ std::string gemm_schema(GemmOp op) {
                        : fmt::format("Tensor masked_m, int expected_m, str compiled_dims=\"{}\"", dims);
             break;
         case api::Grouping::kKContiguous:
-            rest = fp8 ? fmt::format("int[] ks, Tensor ks_tensor, Tensor? c=None, int[] recipe=[1, 1, 128], str compiled_dims=\"{}\"", dims)
-                       : fmt::format("int[] ks, Tensor ks_tensor, Tensor? c=None, str compiled_dims=\"{}\"", dims);
+            rest = fp8 ? fmt::format("int[] ks_cpu, Tensor grouped_layout, Tensor? c=None, int[] recipe=[1, 1, 128], "
+                                     "str compiled_dims=\"{}\", bool use_psum_layout=False", dims)
+                       : fmt::format("int[] ks_cpu, Tensor grouped_layout, Tensor? c=None, str compiled_dims=\"{}\", "
+                                     "bool use_psum_layout=False", dims);
             break;
     }
     return fmt::format("{}({}, {}) -> ()", spec.name, ab, rest);

@@ -3,7 +3,7 @@
 Nothing here imports Triton or ``deep_gemm._C`` at module import time, so ``import deep_gemm.legacy``
 works on machines without Triton; the kernels module (``_kernels``) is imported on first use.
 
-Checks follow DESIGN.md §4: wrong dtype -> ``TypeError``; wrong shape, stride or overlap -> ``ValueError``;
+Checks follow the library's error rules (docs/architecture.md, "Errors and accuracy"): wrong dtype -> ``TypeError``; wrong shape, stride or overlap -> ``ValueError``;
 wrong or mixed device -> ``RuntimeError``; a GPU too old for BF16 ``tl.dot`` -> ``NotImplementedError``.
 Messages read ``"<op>: <what> must ...; got ..."``.
 """

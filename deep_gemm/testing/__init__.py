@@ -1,7 +1,11 @@
-"""Test and benchmark helpers: accuracy (:func:`calc_diff`), traffic (:func:`count_bytes`) and timing
-(:func:`bench` with CUDA events and L2 flushes, :func:`bench_kineto` with the torch profiler)."""
+"""Test and benchmark helpers: accuracy (:func:`calc_diff`), traffic (:func:`count_bytes`), timing
+(:func:`bench` with CUDA events and L2 flushes, :func:`bench_kineto` with the torch profiler) and test
+utilities (:func:`get_arch_major`, :func:`test_filter`, :func:`ignore_env`, :func:`assert_bitwise_equal`).
+Submodules as in DeepGEMM: ``bench``, ``numeric``, ``utils``."""
 
 from .bench import bench, bench_kineto, flush_l2
 from .numeric import calc_diff, count_bytes
+from .utils import assert_bitwise_equal, get_arch_major, ignore_env, test_filter
 
-__all__ = ['bench', 'bench_kineto', 'calc_diff', 'count_bytes', 'flush_l2']
+__all__ = ['bench', 'bench_kineto', 'calc_diff', 'count_bytes', 'flush_l2', 'assert_bitwise_equal', 'get_arch_major',
+           'ignore_env', 'test_filter']

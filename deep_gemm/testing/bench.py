@@ -24,12 +24,16 @@ def flush_l2() -> None:
     _l2_flush_buffer().zero_()
 
 
-def bench(fn: Callable[[], object], num_warmups: int = 5, num_tests: int = 15, flush_l2_cache: bool = True,
-          return_all: bool = False) -> Union[float, Tuple[float, list]]:
+_flush_l2 = flush_l2  # bench_kineto's argument of the same name hides it there
+
+
+def bench(fn: Callable[[], object], num_warmups: int = 5, num_tests: int = 10, high_precision: bool = False,
+          flush_l2_cache: bool = True, return_all: bool = False) -> Union[float, Tuple[float, list]]:
     """Median GPU time of ``fn()`` in seconds, each run timed with its own CUDA events and (by default)
     preceded by an L2 flush, so every run starts cold like in a real model.
 
     ``num_tests`` >= 15 is recommended. With ``return_all``, returns ``(median, all_times)``.
+    ``high_precision`` (DeepGEMM's argument) is accepted; every run is timed separately here anyway.
     """
     if num_tests < 1:
         raise ValueError(f'bench: num_tests must be positive; got {num_tests}')
@@ -73,14 +77,18 @@ class _SuppressStdoutStderr:
 
 
 def bench_kineto(fn: Callable[[], object], kernel_names: Union[str, Sequence[str]], num_tests: int = 30,
-                 suppress_kineto_output: bool = False, trace_path: Optional[str] = None, flush_l2_cache: bool = True,
-                 with_multiple_kernels: bool = False) -> Union[float, Tuple[float, ...]]:
+                 suppress_kineto_output: bool = False, trace_path: Optional[str] = None, flush_l2: bool = True,
+                 with_multiple_kernels: bool = False, barrier: Optional[Callable[[], object]] = None
+                 ) -> Union[float, Tuple[float, ...]]:
     """Average device time in seconds per ``fn()`` call of the kernels whose name contains each of
     ``kernel_names``, measured with the torch profiler (CUPTI): kernel time only, no launch gaps.
 
     Unless ``with_multiple_kernels``, each name must match exactly one kernel launch per call.
     Returns a float for a single name, a tuple for a sequence. ``trace_path`` saves a Chrome trace.
+    ``flush_l2`` flushes the L2 cache before each call; ``barrier`` (e.g. a distributed barrier) is called
+    before each measured round.
     """
+    flush_l2_cache = flush_l2
     single = isinstance(kernel_names, str)
     names = (kernel_names,) if single else tuple(kernel_names)
     if flush_l2_cache:
@@ -93,9 +101,11 @@ def bench_kineto(fn: Callable[[], object], kernel_names: Union[str, Sequence[str
     with context:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], schedule=schedule) as prof:
             for _ in range(2):
+                if barrier is not None:
+                    barrier()
                 for _ in range(num_tests):
                     if flush_l2_cache:
-                        flush_l2()
+                        _flush_l2()
                     fn()
                 torch.cuda.synchronize()
                 prof.step()

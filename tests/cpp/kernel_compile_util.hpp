@@ -130,6 +130,17 @@ protected:
         EXPECT_EQ(count_op(sass, "STL"), 0) << "local-memory store in SASS";
     }
 
+    // Programmatic dependent launch: a kernel launched with the PDL attribute may start while the previous
+    // one still writes its inputs, so it must wait (griddepcontrol.wait = ACQBULK) before its first TMA load,
+    // and it signals its dependents (griddepcontrol.launch_dependents = PREEXIT). The instructions are in
+    // every kernel (no-ops without the attribute), so this checks the one variant that serves both launches.
+    static void expect_pdl_hooks(const std::string& sass) {
+        EXPECT_GT(count_op(sass, "ACQBULK"), 0) << "no griddepcontrol.wait (PDL) in SASS";
+        EXPECT_GT(count_op(sass, "PREEXIT"), 0) << "no griddepcontrol.launch_dependents (PDL) in SASS";
+        const size_t wait = sass.find("ACQBULK"), first_load = sass.find("UTMALDG");
+        EXPECT_LT(wait, first_load) << "the PDL wait comes after a TMA load in the SASS";
+    }
+
     std::filesystem::path cache_dir_;
 
 private:

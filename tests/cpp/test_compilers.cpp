@@ -116,6 +116,14 @@ TEST_P(Compilers, PtxasCheckRejectsLocalMemory) {
         EXPECT_NE(what.find("stack frame"), std::string::npos) << what;
     }
     EXPECT_TRUE(dg_test::list_dir(cache_.path() / "tmp").empty()) << "failed builds leave nothing in tmp/";
+    // The rejected compile was announced, and never reported as a success.
+    bool started = false, succeeded = false;
+    for (const auto& m : infos) {
+        started = started || m.rfind("compiling kernel dg_test_spill", 0) == 0;
+        succeeded = succeeded || m.rfind("compiled kernel dg_test_spill", 0) == 0;
+    }
+    EXPECT_TRUE(started);
+    EXPECT_FALSE(succeeded);
     // A clean kernel passes the check.
     EXPECT_NO_THROW(build(dg_test::wgmma_source("checked"), "sm_90a"));
 }

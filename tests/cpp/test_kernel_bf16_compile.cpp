@@ -171,6 +171,7 @@ protected:
         build_and_check_sass(deep_gemm::kernels::sm90_bf16_gemm_source(key), [&](const std::string& sass) {
             EXPECT_EQ(count_op(sass, "HGMMA"), 4) << "expected four BF16 wgmmas (HGMMA) per stage";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            expect_pdl_hooks(sass);
             if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
             } else {

@@ -23,7 +23,7 @@ using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
 
-// The shapes the library is tuned and tested for (TARGETS.md, the GPU tests, typical LLM projections).
+// The shapes the library is tuned and tested for (the benchmark shapes of benchmarks/bench_fp8_gemm.py, the GPU tests, typical LLM projections).
 std::vector<std::tuple<int, int, int>> representative_shapes() {
     const int ms[] = {1, 64, 100, 128, 256, 512, 1000, 2048, 4096, 8192};
     const int nks[][2] = {{2112, 7168}, {24576, 1536}, {32768, 512}, {7168, 16384}, {4096, 7168}, {7168, 2048},
@@ -31,25 +31,35 @@ std::vector<std::tuple<int, int, int>> representative_shapes() {
     return dg_test::shape_grid(ms, nks);
 }
 
+using deep_gemm::heuristics::Sm90Fp8Chooser;
+
 // The kernel key of the config the heuristics choose for (m, n, k), all dims at run time.
-Sm90Fp8GemmKernelKey heuristic_key(int m, int n, int k, bool legacy = false) {
+Sm90Fp8GemmKernelKey heuristic_key(int m, int n, int k, Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
     return deep_gemm::kernels::sm90_fp8_kernel_key(
-        deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, legacy));
+        deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, chooser));
 }
 
-// Every distinct config the heuristics pick for those shapes (all dims at run time) plus a few
+// What decides whether a config compiles cleanly (registers, code paths): tile rows, promotion mode,
+// multicast, D swizzle width, B scales straddling 128-column blocks, more than 128 columns. Stage counts and
+// other widths of the same kind share all code paths (keeps CI's compile time bounded).
+std::tuple<int, int, int, int, int, int> kernel_kind(const Sm90Fp8GemmKernelKey& key) {
+    return {key.block_m, key.pipelined, key.multicast, deep_gemm::heuristics::sm90_fp8_d_swizzle_bytes(key.block_n),
+            int(128 % key.block_n != 0), int(key.block_n > 128)};
+}
+
+// One config of each kind the heuristics pick for those shapes (all dims at run time) plus a few
 // instances with N and K compiled in (the default `compiled_dims='nk'`).
 std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
     std::set<std::tuple<int, int, int, int>> seen;
+    std::set<std::tuple<int, int, int, int, int, int>> kinds;
     std::vector<Sm90Fp8GemmKernelKey> keys;
-    // The default heuristics and the legacy ones (DG_FP8_GEMM_CONFIG=legacy) over the shape set.
-    for (const bool legacy : {false, true}) {
+    // The config model (default), the previous rules and the legacy choice (DG_FP8_GEMM_CONFIG=rules /
+    // legacy) over the shape set.
+    for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
         for (const auto& [m, n, k] : representative_shapes()) {
-            const Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k, legacy);
-            if (!seen.insert({key.block_m, key.block_n, key.num_stages,
-                              key.group_n + 100 * key.pipelined + 1000 * key.multicast})
-                     .second)
-                continue;
+            const Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k, chooser);
+            if (!kinds.insert(kernel_kind(key)).second) continue;
+            seen.insert({key.block_m, key.block_n, key.num_stages, key.group_n + 100 * key.pipelined + 1000 * key.multicast});
             keys.push_back(key);
         }
     }
@@ -71,10 +81,12 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
         if (!seen.insert({bm, bn, key.num_stages, key.group_n + 100}).second) continue;
         keys.push_back(key);
     }
-    // 2-CTA cluster multicast of B (M pairs) and of A (N pairs), with and without pipelined promotion.
+    // 2-CTA cluster multicast of B (M pairs) and of A (N pairs), with and without pipelined promotion; 256-row
+    // tiles (two waves per math warpgroup) sharing A or B, and with straddling B scales.
     for (const auto& [bm, bn, pp, mc] : {std::tuple{128, 192, 0, 1}, std::tuple{128, 128, 1, 1},
                                          std::tuple{128, 128, 1, 2}, std::tuple{64, 96, 1, 2},
-                                         std::tuple{128, 112, 0, 2}}) {
+                                         std::tuple{128, 112, 0, 2}, std::tuple{256, 128, 0, 2},
+                                         std::tuple{256, 128, 0, 1}, std::tuple{256, 112, 0, 0}}) {
         Sm90Fp8GemmKernelKey key;
         key.block_m = bm;
         key.block_n = bn;
@@ -85,7 +97,7 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
         keys.push_back(key);
     }
     // Direct-store epilogue (outputs TMA cannot address, e.g. N = 100 contiguous).
-    for (const auto& [m, n, k] : {std::tuple{128, 100, 512}, std::tuple{4096, 100, 7168}}) {
+    for (const auto& [m, n, k] : {std::tuple{128, 100, 512}, std::tuple{4096, 100, 7168}, std::tuple{4096, 7168, 7168}}) {
         Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k);
         key.direct_store = true;
         if (!seen.insert({key.block_m, key.block_n, key.num_stages, key.group_n + 100 * key.pipelined + 10000}).second)
@@ -128,6 +140,7 @@ protected:
         build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key), [&](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            expect_pdl_hooks(sass);
             if (key.direct_store) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogue uses no TMA store";
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
@@ -147,9 +160,13 @@ TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
         const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin);
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
                      deep_gemm::heuristics::to_string(c));
-        EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
+        EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 256);
         if (m <= 64) {
             EXPECT_EQ(c.block_m, 64);
+        }
+        if (c.block_m == 256) {
+            EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockN256);
+            EXPECT_EQ(c.pipelined, 0);
         }
         EXPECT_EQ(c.block_n % 16, 0);
         EXPECT_GE(c.block_n, 16);
@@ -160,22 +177,26 @@ TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
 }
 
 TEST(KernelConfigs, Sm90Fp8GroupedHeuristicsAreValid) {
+    using deep_gemm::heuristics::Sm90Fp8Chooser;
     for (const auto& [m, n, k] : representative_shapes()) {
         for (const int rows_per_group : {0, 1, 48, 64, 65, 192, 1024}) {
-            const Sm90Fp8GemmConfig c =
-                deep_gemm::heuristics::choose_sm90_fp8_grouped_config(m, n, k, kH200Sms, kH200SmemOptin, rows_per_group);
-            SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
-                         std::to_string(rows_per_group) + ": " + deep_gemm::heuristics::to_string(c));
-            // BLOCK_M must divide the contiguous layout's 128-row alignment; grouped schedulers pair no CTAs.
-            EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
-            EXPECT_EQ(c.multicast, 0);
-            if (rows_per_group > 0) {
-                EXPECT_EQ(c.block_m, rows_per_group <= 64 ? 64 : 128);
-            }
-            EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
-            EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
-            if (c.pipelined) {
-                EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined);
+            for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
+                const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
+                    m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, chooser);
+                SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
+                             std::to_string(rows_per_group) + " chooser " + std::to_string(int(chooser)) + ": " +
+                             deep_gemm::heuristics::to_string(c));
+                // BLOCK_M must divide the contiguous layout's 128-row alignment; grouped schedulers pair no CTAs.
+                EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
+                EXPECT_EQ(c.multicast, 0);
+                if (rows_per_group > 0) {
+                    EXPECT_EQ(c.block_m, rows_per_group <= 64 ? 64 : 128);
+                }
+                EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
+                EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
+                if (c.pipelined) {
+                    EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined);
+                }
             }
         }
     }
@@ -192,6 +213,13 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
               std::string::npos);
     EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[2]).code.find("MaskedGroupedScheduler<64u"),
               std::string::npos);
+}
+
+// With too little shared memory for any tile, the model returns a stage count below the minimum (the op then
+// raises "not enough shared memory") rather than a config that does not fit.
+TEST(KernelConfigs, Sm90Fp8ModelReportsNoFit) {
+    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(4096, 4096, 4096, kH200Sms, 20000);
+    EXPECT_LT(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
 }
 
 TEST(KernelConfigs, Sm90Fp8SourceIsDistinctPerKey) {

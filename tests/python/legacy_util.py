@@ -26,7 +26,7 @@ def load_legacy():
 
 
 def calc_diff(x, y) -> float:
-    """DESIGN.md metric, in float64: 1 - 2*sum(x*y) / sum(x*x + y*y)."""
+    """The calc_diff metric of docs/architecture.md, in float64: 1 - 2*sum(x*y) / sum(x*x + y*y)."""
     x, y = x.double(), y.double()
     denominator = (x * x + y * y).sum()
     if denominator == 0:

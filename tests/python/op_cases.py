@@ -146,13 +146,13 @@ def _k_grouped() -> Case:
         return dict(a=torch.empty(sum_k * M, dtype=FP8, device=device), sfa=scales(sum_k // 128, M, device, False),
                     b=torch.empty(sum_k * N, dtype=FP8, device=device), sfb=scales(sum_k // 128, N, device, False),
                     d=torch.empty(G, M, N, dtype=F32, device=device), ks=ks,
-                    ks_tensor=torch.tensor(ks, dtype=I32).to(device), c=None)
+                    grouped_layout=torch.tensor(ks, dtype=I32).to(device), c=None)
 
     def assemble(t):
-        return ((t['a'], t['sfa']), (t['b'], t['sfb']), t['d'], t['ks'], t['ks_tensor']), dict(c=t['c'])
+        return ((t['a'], t['sfa']), (t['b'], t['sfb']), t['d'], t['ks'], t['grouped_layout']), dict(c=t['c'])
 
     return Case('k_grouped_fp8_gemm_nt_contiguous', deep_gemm.k_grouped_fp8_gemm_nt_contiguous, make, assemble,
-                dict(a=[FP8], b=[FP8], sfa=[F32], sfb=[F32], d=[F32], ks_tensor=[I32]))
+                dict(a=[FP8], b=[FP8], sfa=[F32], sfb=[F32], d=[F32], grouped_layout=[I32]))
 
 
 def _k_grouped_bf16() -> Case:
@@ -161,14 +161,14 @@ def _k_grouped_bf16() -> Case:
         ks = [128 * (i + 1) for i in range(G)]
         sum_k = sum(ks)
         return dict(a=torch.empty(sum_k, M, dtype=BF16, device=device), b=torch.empty(sum_k, N, dtype=BF16, device=device),
-                    d=torch.empty(G, M, N, dtype=F32, device=device), ks=ks, ks_tensor=torch.tensor(ks, dtype=I32).to(device),
+                    d=torch.empty(G, M, N, dtype=F32, device=device), ks=ks, grouped_layout=torch.tensor(ks, dtype=I32).to(device),
                     c=None, compiled_dims='mn')
 
     def assemble(t):
-        return (t['a'], t['b'], t['d'], t['ks'], t['ks_tensor']), dict(c=t['c'], compiled_dims=t['compiled_dims'])
+        return (t['a'], t['b'], t['d'], t['ks'], t['grouped_layout']), dict(c=t['c'], compiled_dims=t['compiled_dims'])
 
     return Case('k_grouped_bf16_gemm_tn_contiguous', deep_gemm.k_grouped_bf16_gemm_tn_contiguous, make, assemble,
-                dict(a=[BF16], b=[BF16], d=[F32], ks_tensor=[I32]))
+                dict(a=[BF16], b=[BF16], d=[F32], grouped_layout=[I32]))
 
 
 CASES = ([_fp8_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(True), _m_grouped_masked(True), _k_grouped()]

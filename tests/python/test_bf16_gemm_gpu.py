@@ -167,7 +167,7 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail):
     """use_psum_layout=True: grouped_layout = group ends; group g starts at end[g-1] rounded up to the
     contiguous alignment. Rows of every group are checked; padding rows are unspecified."""
     old_align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    deep_gemm.set_mk_alignment_for_contiguous_layout(align)
+    deep_gemm._C._set_mk_alignment_value(align)
     try:
         starts, ends, end = [], [], 0
         for gm in group_ms:
@@ -191,7 +191,7 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail):
         d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
         _diff_ok(d_valid, ref, f'contiguous psum {group_ms} n={n} k={k} align={align}')
     finally:
-        deep_gemm.set_mk_alignment_for_contiguous_layout(old_align)
+        deep_gemm._C._set_mk_alignment_value(old_align)
 
 
 @pytest.mark.parametrize('num_groups,max_m,expected_m,n,k', [

@@ -139,7 +139,12 @@ def test_fp8_gemm_nt_rows_do_not_leak():
 # ("block_m,block_n,stages,pipelined,multicast"): multicast of B, of A with straddling B scales and with one
 # math warpgroup, no promotion overlap, explicit stages; the shapes have odd M/N block counts, K tails and a
 # single K block.
-_FORCED = ['128,128,0,1,1', '128,192,0,0,2', '64,96,0,1,2', '128,112,3,1,0', '128,32,0,1,2']
+# 256-row tiles (two 64-row waves per math warpgroup): A multicast, B multicast, straddling B scales (BLOCK_N 112
+# and 80: the promotion picks its compile-time scale columns by n0 % 128), 64-wide. 128x144 with A multicast:
+# straddling scales with a third scale block.
+_FORCED = ['128,128,0,1,1', '128,192,0,0,2', '64,96,0,1,2', '128,112,3,1,0', '128,32,0,1,2',
+           '256,128,0,0,2', '256,128,3,0,1', '256,112,0,0,0', '256,80,0,0,2', '256,64,0,0,0', '128,144,0,0,2',
+           '128,176,0,0,0', '64,16,16,1,0']
 _FORCED_SHAPES = [(1000, 2112, 1536), (4160, 4144, 384), (129, 7168, 128), (257, 576, 8320)]
 
 
@@ -157,4 +162,20 @@ def forced_config(monkeypatch):
 @pytest.mark.parametrize('m,n,k', _FORCED_SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _FORCED_SHAPES])
 def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):
     forced_config(config)
-    _check(m, n, k, seed=m + n + k)
+    # M, N and K at run time: one kernel per config serves all the shapes (keeps the JIT time of the grid small).
+    _check(m, n, k, seed=m + n + k, compiled_dims='')
+
+
+@pytest.mark.parametrize('config', ['256,128,0,0,2', '256,112,0,0,0', '128,144,0,0,0'])
+def test_fp8_gemm_nt_forced_direct_store(forced_config, config):
+    """D rows not 16-byte aligned (the direct-store epilogue) with the forced tile; nothing written past N."""
+    forced_config(config)
+    m, n, k = 600, 1000, 640
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(m, n, k, 11)
+    d_wide = torch.full((m, n + 3), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, :n]
+    deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d, compiled_dims='')
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
+    assert calc_diff(d.float(), _reference(a_fp8, sfa, b_fp8, sfb)) < 1e-3

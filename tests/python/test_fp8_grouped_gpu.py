@@ -7,7 +7,6 @@ inputs, calc_diff < 1e-3 and no NaN in the rows that must be written. Rows that 
 (padding rows with ensure_zero_padding=False, masked rows at or past masked_m) must keep their NaN;
 padding rows with ensure_zero_padding=True must be exactly zero. Skipped without a Hopper GPU.
 """
-import inspect
 import random
 
 import pytest
@@ -25,7 +24,6 @@ from deep_gemm.utils import (dequantize_per_block, dequantize_per_token, per_blo
                              per_token_cast_to_fp8)
 
 _TOL = 1e-3
-_HAS_ZERO_PADDING_ARG = 'ensure_zero_padding' in inspect.signature(deep_gemm.m_grouped_fp8_gemm_nt_contiguous).parameters
 
 
 def _gen(seed):
@@ -127,10 +125,9 @@ _CONTIGUOUS_CASES = [
                          ids=[f'G{len(c[0])}-{c[1]}x{c[2]}' for c in _CONTIGUOUS_CASES])
 def test_contiguous_zero_padding(group_ms, n, k, tail, psum):
     """The default (ensure_zero_padding=True): padding rows are written as zeros."""
-    _run_contiguous(group_ms, n, k, psum, None if not _HAS_ZERO_PADDING_ARG else True, tail)
+    _run_contiguous(group_ms, n, k, psum, None, tail)
 
 
-@pytest.mark.skipif(not _HAS_ZERO_PADDING_ARG, reason='this build has no ensure_zero_padding argument')
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('group_ms,n,k,tail', _CONTIGUOUS_CASES,
                          ids=[f'G{len(c[0])}-{c[1]}x{c[2]}' for c in _CONTIGUOUS_CASES])
@@ -143,14 +140,13 @@ def test_contiguous_padding_untouched(group_ms, n, k, tail, psum):
 def test_contiguous_psum_alignment_above_block(align):
     """A group alignment of 256 rows: 128-row blocks of pure padding between groups."""
     old = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    deep_gemm.set_mk_alignment_for_contiguous_layout(align)
+    deep_gemm._C._set_mk_alignment_value(align)
     try:
         for psum in (False, True):
-            _run_contiguous([130, 5, 0, 256], 576, 1536, psum, None if not _HAS_ZERO_PADDING_ARG else True, tail=64)
-            if _HAS_ZERO_PADDING_ARG:
-                _run_contiguous([130, 5, 0, 256], 576, 1536, psum, False, tail=64)
+            _run_contiguous([130, 5, 0, 256], 576, 1536, psum, True, tail=64)
+            _run_contiguous([130, 5, 0, 256], 576, 1536, psum, False, tail=64)
     finally:
-        deep_gemm.set_mk_alignment_for_contiguous_layout(old)
+        deep_gemm._C._set_mk_alignment_value(old)
 
 
 def _masked_inputs(num_groups, max_m, n, k, seed, masked_values):
@@ -218,3 +214,39 @@ def test_masked_cuda_graph():
         graph.replay()
         torch.cuda.synchronize()
         _check_masked(d, a_deq, b_deq, values, max_m, f'masked graph replay {values}')
+
+
+@pytest.fixture
+def forced_config(monkeypatch):
+    def force(value):
+        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
+        deep_gemm.reload_settings()
+    yield force
+    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
+    deep_gemm.reload_settings()
+
+
+# Grouped kernels that the config model may not pick: 64-row tiles with straddling B scales (pipelined), a
+# 128x192 tile (not pipelined), and the previous rules' choice. Multicast fields are dropped for grouped ops.
+@pytest.mark.parametrize('value', ['64,112,0,1,0', '128,192,0,0,2', 'rules'])
+def test_forced_configs(forced_config, value):
+    forced_config(value)
+    _run_contiguous([100, 0, 300, 129], 2112, 512, False, True, tail=128)
+    _run_contiguous([100, 0, 300, 129], 2112, 512, True, False, tail=128)
+    masked_values = [0, 1, 77, 200]
+    a, b, a_deq, b_deq, masked_m = _masked_inputs(4, 200, 576, 1536, 7, masked_values)
+    d = torch.full((4, 200, 576), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 100)
+    torch.cuda.synchronize()
+    _check_masked(d, a_deq, b_deq, masked_values, 200, f'masked forced {value}')
+
+
+def test_forced_256_row_tiles_rejected(forced_config):
+    """256-row tiles are for the dense GEMM only: a grouped call with them forced raises before any launch."""
+    forced_config('256,128,0,0,0')
+    a, b, _, _, masked_m = _masked_inputs(2, 128, 256, 256, 3, [5, 128])
+    d = torch.full((2, 128, 256), float('nan'), device='cuda', dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match='block_m 256 is for the dense GEMM only'):
+        deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 64)
+    torch.cuda.synchronize()
+    assert torch.isnan(d).all()

@@ -96,19 +96,26 @@ def test_log_from_thread_without_gil(caplog):
     assert sum(r.getMessage() == 'from a thread' for r in caplog.records) == 4
 
 
-@pytest.mark.filterwarnings('ignore::pytest.PytestUnraisableExceptionWarning')
-def test_log_sink_survives_a_raising_handler():
+def test_log_sink_survives_a_raising_handler(caplog, monkeypatch):
+    """A handler that raises is reported through sys.unraisablehook (never raised into C++), and the sink
+    keeps delivering records afterwards."""
     class Boom(logging.Handler):
         def emit(self, record):
             raise RuntimeError('handler failure')
 
+    reported = []
+    monkeypatch.setattr('sys.unraisablehook', lambda unraisable: reported.append(unraisable.exc_value))
     logger = logging.getLogger('deep_gemm')
     handler = Boom()
     logger.addHandler(handler)
     try:
-        _C._log(logging.ERROR, 'still fine')  # reported as an unraisable exception; never raised into C++
+        _C._log(logging.ERROR, 'first')
     finally:
         logger.removeHandler(handler)
+    assert len(reported) == 1 and isinstance(reported[0], RuntimeError) and str(reported[0]) == 'handler failure'
+    with caplog.at_level(logging.INFO, logger='deep_gemm'):
+        _C._log(logging.ERROR, 'second')
+    assert [r.getMessage() for r in caplog.records] == ['second']
 
 
 _FAILING_NVCC = """#!/bin/sh

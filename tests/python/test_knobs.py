@@ -9,10 +9,13 @@ import deep_gemm
 @pytest.fixture(autouse=True)
 def restore_knobs():
     pdl, ignore, alignment = deep_gemm.get_pdl(), deep_gemm.get_ignore_compile_dims(), deep_gemm.get_mk_alignment_for_contiguous_layout()
+    tc_util, multiples = deep_gemm.get_tc_util(), deep_gemm.get_block_size_multiple_of()
     yield
     deep_gemm.set_pdl(pdl)
     deep_gemm.set_ignore_compile_dims(ignore)
-    deep_gemm.set_mk_alignment_for_contiguous_layout(alignment)
+    deep_gemm._C._set_mk_alignment_value(alignment)
+    deep_gemm.set_tc_util(tc_util)
+    deep_gemm.set_block_size_multiple_of(multiples)
 
 
 def test_pdl():
@@ -32,18 +35,63 @@ def test_mk_alignment():
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 128
     base = deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout()
     assert base > 0 and 128 % base == 0
-    deep_gemm.set_mk_alignment_for_contiguous_layout(256)
+    # An explicit larger alignment (the private form; DeepGEMM's setter takes an expected M).
+    deep_gemm._C._set_mk_alignment_value(256)
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 256
     for bad in (0, -128, base + 1):
         with pytest.raises(ValueError, match='positive multiple'):
-            deep_gemm.set_mk_alignment_for_contiguous_layout(bad)
+            deep_gemm._C._set_mk_alignment_value(bad)
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 256
 
 
-def test_num_sms_rejects_non_positive():
-    for bad in (0, -1):
-        with pytest.raises(ValueError, match='must be positive'):
-            deep_gemm.set_num_sms(bad)
+def test_mk_alignment_from_expected_m():
+    # SM90: the grouped kernels' BLOCK_M does not depend on the expected M, so neither does the alignment.
+    base = deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout()
+    for expected_m in (None, 1, 100, 4096):
+        assert deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout(expected_m) == base
+    deep_gemm._C._set_mk_alignment_value(256)
+    deep_gemm.set_mk_alignment_for_contiguous_layout()  # back to the theoretical alignment
+    assert deep_gemm.get_mk_alignment_for_contiguous_layout() == base
+    deep_gemm._C._set_mk_alignment_value(256)
+    deep_gemm.set_mk_alignment_for_contiguous_layout(expected_m=512)
+    assert deep_gemm.get_mk_alignment_for_contiguous_layout() == base
+    for bad in (0, -4):
+        with pytest.raises(ValueError, match='expected_m must be positive'):
+            deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout(bad)
+        with pytest.raises(ValueError, match='expected_m must be positive'):
+            deep_gemm.set_mk_alignment_for_contiguous_layout(bad)
+    assert deep_gemm.utils.get_m_alignment_for_contiguous_layout is deep_gemm.get_mk_alignment_for_contiguous_layout
+    assert deep_gemm.get_k_alignment_for_contiguous_layout() == base
+
+
+def test_num_sms_rejects_negative_and_zero_means_all():
+    with pytest.raises(ValueError, match='must be positive, or 0 for all SMs'):
+        deep_gemm.set_num_sms(-1)
+    deep_gemm.set_num_sms(0)  # DeepGEMM: no cap (needs no device)
+
+
+def test_tc_util_is_stored():
+    assert deep_gemm.get_tc_util() == 100
+    deep_gemm.set_tc_util(60)
+    assert deep_gemm.get_tc_util() == 60
+    for bad in (0, 101, -5):
+        with pytest.raises(ValueError, match='percentage'):
+            deep_gemm.set_tc_util(bad)
+    assert deep_gemm.get_tc_util() == 60
+
+
+def test_block_size_multiple_of():
+    assert deep_gemm.get_block_size_multiple_of() == (1, 1)
+    deep_gemm.set_block_size_multiple_of(64)
+    assert deep_gemm.get_block_size_multiple_of() == (64, 64)
+    deep_gemm.set_block_size_multiple_of((128, 32))
+    assert deep_gemm.get_block_size_multiple_of() == (128, 32)
+    with pytest.raises(ValueError, match='must be positive'):
+        deep_gemm.set_block_size_multiple_of(0)
+    for bad in ('64', (1, 2, 3), 1.5):
+        with pytest.raises(TypeError, match='an int or a pair of ints'):
+            deep_gemm.set_block_size_multiple_of(bad)
+    assert deep_gemm.get_block_size_multiple_of() == (128, 32)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason='checks the behaviour without a GPU')

@@ -121,7 +121,10 @@ def test_transform_sf_errors():
     with pytest.raises(TypeError, match=r'float32'):
         deep_gemm.transform_sf_into_required_layout(sfa.int(), 130, 1000, (1, 128, 128), is_sfa=True)
     with pytest.raises(ValueError, match=r'recipe must be 3 ints'):
-        deep_gemm.transform_sf_into_required_layout(sfa, 130, 1000, (1, 128), is_sfa=True)
+        deep_gemm.transform_sf_into_required_layout(sfa, 130, 1000, (1, 128, 128, 1), is_sfa=True)
+    # DeepGEMM's 2-int form names the operand's own (mn, k) granularity.
+    assert torch.equal(deep_gemm.transform_sf_into_required_layout(sfa, 130, 1000, (1, 128), is_sfa=True),
+                       deep_gemm.transform_sf_into_required_layout(sfa, 130, 1000, (1, 128, 128), is_sfa=True))
 
 
 def test_transform_sf_meta():

@@ -199,7 +199,7 @@ def test_m_grouped_device_error_on_cpu(legacy, no_interpreter):
 
 
 def test_exact_call_shapes_pass_validation(legacy, no_interpreter):
-    """The issue's call (b [1, 256, 1024] with K = 256, N = 1024) is accepted: it gets past every shape
+    """A user's reported call (b [1, 256, 1024] with K = 256, N = 1024) is accepted: it gets past every shape
     check to the device check (CPU tensors here)."""
     A = torch.empty(1024, 256, dtype=torch.bfloat16)
     B = torch.empty(1, 256, 1024, dtype=torch.bfloat16)

@@ -6,7 +6,7 @@ the variable set); pytest only reads back one JSON result per case. No GPU is ne
 
 Notes on the interpreter (Triton 3.6): BF16 ``tl.dot`` is computed on raw bit patterns there, so the kernels
 upcast BF16 tiles to FP32 in interpreter mode only (see ``deep_gemm/legacy/_kernels.py``); inputs and
-outputs here are still BF16 tensors, and the accuracy bar is the BF16 one of DESIGN.md (calc_diff < 1e-5).
+outputs here are still BF16 tensors, and the accuracy bar is the BF16 one of docs/architecture.md (calc_diff < 1e-5).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _run_k_grouped(legacy, torch, ks, m, n, with_c=False, c_is_d=False, use_ks_t
 
 
 def _case_exact_call(legacy, torch):
-    # The call from the issue, as written (CPU tensors under the interpreter): b [1, 256, 1024] is read
+    # A user's reported call, as written (CPU tensors under the interpreter): b [1, 256, 1024] is read
     # as [G, K, N] because K = 256 (from a) and N = 1024 (from d).
     torch.manual_seed(0)
     A = torch.randn(1024, 256, dtype=torch.bfloat16)

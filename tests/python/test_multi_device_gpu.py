@@ -1,4 +1,4 @@
-"""Many processes on one JIT cache, and one process on two GPUs (issue 6).
+"""Many processes on one JIT cache, and one process on two GPUs.
 
 The cache part needs one GPU: several processes start together on one empty DG_JIT_CACHE_DIR, each
 compiles and runs the same kernels; every kernel must be compiled exactly once in total, every result

@@ -1,6 +1,6 @@
 """The torch-facing layer on a GPU: empty problems, device errors, opcheck and torch.compile on CUDA,
-CUDA-graph capture. Kernel correctness is tested in test_fp8_gemm_gpu.py; ops whose kernel is not in
-this build must say so with NotImplementedError."""
+CUDA-graph capture. Kernel correctness is tested in test_fp8_gemm_gpu.py and test_bf16_gemm_gpu.py; only the
+ops of MAY_BE_UNAVAILABLE may answer that their kernel is not in this build."""
 
 import pytest
 import torch
@@ -13,34 +13,70 @@ pytestmark = pytest.mark.gpu
 ids = [c.name for c in CASES]
 
 
-def call_or_not_available(fn):
-    """Runs fn; returns False when the op's kernel is not in this build (NotImplementedError)."""
+# Ops whose kernels are still being written. For these alone a NotImplementedError saying "not available in
+# this build yet" is accepted, and the test reports XFAIL (visible in the summary, never a pass). Any other op
+# that raises it fails the test: an implemented op must not quietly become unavailable. When one of these
+# ops lands it simply runs and is checked like the others (then take it out of this set).
+MAY_BE_UNAVAILABLE = {'m_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous'}
+
+
+def call_or_xfail_if_not_available(name, fn):
+    """Runs fn; an op of MAY_BE_UNAVAILABLE that says it is not in this build marks the test XFAIL."""
     try:
         fn()
-        return True
     except NotImplementedError as e:
+        if name not in MAY_BE_UNAVAILABLE:
+            raise
         assert 'not available in this build yet' in str(e)
-        return False
+        pytest.xfail(f'{name}: kernel not in this build yet')
+
+
+def written_rows(t):
+    """Index of the output elements an op must write (masked ops: the first masked_m[g] rows of group g)."""
+    if 'masked_m' not in t:
+        return (Ellipsis,)
+    rows = torch.arange(t['d'].shape[1], device=t['d'].device)
+    return (rows[None, :] < t['masked_m'][:, None],)
 
 
 @pytest.mark.parametrize('case', CASES, ids=ids)
 def test_valid_call_runs_or_says_not_available(case, hopper):
+    """Zero operands (unit scales) give exact zeros in every element the op must write (outputs NaN first)."""
     args, kwargs, t = case.build('cuda')
-    if t['a'].dtype == torch.float8_e4m3fn:
-        t['a'].view(torch.uint8).zero_()
-        t['b'].view(torch.uint8).zero_()
-    else:
-        t['a'].zero_()
-        t['b'].zero_()
-    if call_or_not_available(lambda: case.fn(*args, **kwargs)):
-        torch.cuda.synchronize()
+    for name in ('a', 'b'):
+        (t[name].view(torch.uint8) if t[name].dtype == torch.float8_e4m3fn else t[name]).zero_()
+    if 'masked_m' in t:  # group 0 partly, group 1 fully
+        t['masked_m'].copy_(torch.tensor([5, t['d'].shape[1]], dtype=torch.int32))
+    t['d'].fill_(float('nan'))
+    call_or_xfail_if_not_available(case.name, lambda: case.fn(*args, **kwargs))
+    torch.cuda.synchronize()
+    written = t['d'][written_rows(t)]
+    assert written.numel() > 0
+    assert torch.all(written == 0), f'{case.name}: {int(written.isnan().sum())} of {written.numel()} elements not written'
 
 
 @pytest.mark.parametrize('case', CASES, ids=ids)
-def test_empty_m_or_n_returns_without_writing(case, hopper):
-    for dim in ('M', 'N'):
-        args, kwargs, t = case.build('cuda', dims={dim: 0})
-        case.fn(*args, **kwargs)  # nothing to compute, no kernel needed
+def test_empty_m_or_n_returns_without_writing(case, hopper, monkeypatch, tmp_path):
+    """M = 0 or N = 0 returns before any compile or launch: with an empty cache and a compiler that cannot
+    run, the call succeeds, leaves the cache empty and puts no kernel on the GPU."""
+    monkeypatch.setenv('DG_JIT_CACHE_DIR', str(tmp_path))
+    monkeypatch.setenv('DG_JIT_USE_NVRTC', '0')
+    monkeypatch.setenv('DG_JIT_NVCC_COMPILER', str(tmp_path / 'no-such-nvcc'))
+    deep_gemm.reload_settings()
+    try:
+        for dim in ('M', 'N'):
+            args, kwargs, t = case.build('cuda', dims={dim: 0})
+            torch.cuda.synchronize()
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+                case.fn(*args, **kwargs)
+                torch.cuda.synchronize()
+            kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+            assert kernels == [], f'{case.name} with {dim} = 0 ran {kernels}'
+        cache = tmp_path / 'cache'
+        assert not cache.exists() or list(cache.iterdir()) == []
+    finally:
+        monkeypatch.undo()
+        deep_gemm.reload_settings()
 
 
 @pytest.mark.parametrize('name', ['fp8_gemm_nt', 'fp8_gemm_tn', 'bf16_gemm_nt'])
@@ -87,8 +123,7 @@ def fp8_problem(m, n, k):
 def test_fp8_gemm_nt_opcheck_cuda(hopper):
     (a, sfa), (b, sfb), _ = fp8_problem(256, 512, 384)
     d = torch.empty(256, 512, device='cuda', dtype=BF16)
-    if not call_or_not_available(lambda: deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d)):
-        pytest.skip('fp8_gemm_nt kernel not in this build')
+    deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d)  # implemented: a NotImplementedError fails the test
     # test_schema is left out on CUDA: torch's SchemaCheckMode compares inputs before and after with
     # arithmetic that has no float8 CUDA kernel ("mul_cuda" not implemented for Float8_e4m3fn, seen on
     # torch 2.11). The schema itself is checked by opcheck on meta tensors in test_torch_library.py.
@@ -99,8 +134,7 @@ def test_fp8_gemm_nt_opcheck_cuda(hopper):
 def test_fp8_gemm_nt_compile_and_graph(hopper):
     (a, sfa), (b, sfb), ref = fp8_problem(128, 256, 512)
     d = torch.empty(128, 256, device='cuda', dtype=BF16)
-    if not call_or_not_available(lambda: deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d)):
-        pytest.skip('fp8_gemm_nt kernel not in this build')
+    deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d)
     assert float(calc_diff(d, ref)) < 1e-3
 
     def f(a, sfa, b, sfb):
@@ -126,8 +160,7 @@ def test_fp8_gemm_nt_accumulates_c(hopper):
     (a, sfa), (b, sfb), ref = fp8_problem(128, 256, 512)
     c = torch.randn(128, 256, device='cuda', dtype=F32)
     d = torch.empty(128, 256, device='cuda', dtype=BF16)
-    if not call_or_not_available(lambda: deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d, c=c)):
-        pytest.skip('fp8_gemm_nt kernel not in this build')
+    deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d, c=c)
     assert float(calc_diff(d, ref + c)) < 1e-3
     d2 = c.to(BF16)
     deep_gemm.fp8_gemm_nt((a, sfa), (b, sfb), d2, c=d2)  # c is d: accumulate in place

@@ -55,19 +55,27 @@ def test_fake_tensor_mode_runs_validation():
                                   'bf16_gemm_nt', 'k_grouped_bf16_gemm_tn_contiguous'])
 @pytest.mark.parametrize('dynamic', [False, True])
 def test_compile_fullgraph_traces(name, dynamic):
-    """torch.compile(fullgraph=True) records the op (no graph break); running it on CPU tensors then
-    reaches the op's CPU kernel, which says it needs CUDA."""
+    """torch.compile(fullgraph=True) records the op in the graph (no graph break); running it on CPU tensors
+    then reaches the op's CPU kernel, which says it needs CUDA."""
     torch._dynamo.reset()
     case = CASES_BY_NAME[name]
     args, kwargs, _ = case.build('cpu')
+    graphs = []
+
+    def recording_backend(gm, example_inputs):
+        graphs.append(gm)
+        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
 
     def f(*a):
         case.fn(*a, **kwargs)
-        return a[2] if isinstance(a[0], tuple) else a[2]
+        return a[2]  # d
 
-    compiled = torch.compile(f, backend='aot_eager', fullgraph=True, dynamic=dynamic)
+    compiled = torch.compile(f, backend=recording_backend, fullgraph=True, dynamic=dynamic)
     with pytest.raises(RuntimeError, match=f'{name}: requires CUDA tensors'):
         compiled(*args)
+    assert len(graphs) == 1
+    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == 'call_function']
+    assert any(f'deep_gemm.{name}' in target for target in targets), targets
 
 
 def test_compile_fullgraph_layout_utils():

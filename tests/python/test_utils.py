@@ -1,5 +1,5 @@
-"""deep_gemm.utils (FP8 casts, integer helpers) and deep_gemm.testing (calc_diff, count_bytes): pure
-PyTorch, checked on CPU."""
+"""deep_gemm.utils (FP8 casts, integer helpers) and deep_gemm.testing (calc_diff, count_bytes, the timers):
+pure PyTorch, checked on CPU (the timers on a GPU)."""
 
 import pytest
 import torch
@@ -95,5 +95,21 @@ def test_count_bytes():
         count_bytes(3)
 
 
-def test_bench_helpers_exist():
-    assert callable(deep_gemm.testing.bench) and callable(deep_gemm.testing.bench_kineto)
+def test_bench_rejects_no_runs():
+    with pytest.raises(ValueError, match=r'^bench: num_tests must be positive; got 0'):
+        deep_gemm.testing.bench(lambda: None, num_tests=0)
+
+
+@pytest.mark.gpu
+def test_bench_and_bench_kineto_time_a_kernel_of_known_length():
+    """torch.cuda._sleep spins for a number of cycles: four times the cycles must take clearly longer, and
+    both timers must agree on the order of magnitude (each run flushes L2 first: that is not counted)."""
+    from deep_gemm.testing import bench, bench_kineto
+    short, times = bench(lambda: torch.cuda._sleep(200_000), num_tests=5, return_all=True)
+    long = bench(lambda: torch.cuda._sleep(800_000), num_tests=5)
+    assert len(times) == 5 and all(t > 0 for t in times)
+    assert 2.5 * short < long < 6 * short
+    kineto = bench_kineto(lambda: torch.cuda._sleep(200_000), 'spin_kernel', num_tests=5)
+    assert 0.5 * short < kineto < 2 * short
+    with pytest.raises(RuntimeError, match='no kernel whose name contains'):
+        bench_kineto(lambda: torch.cuda._sleep(1000), 'no_such_kernel', num_tests=2)

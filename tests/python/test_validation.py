@@ -1,5 +1,5 @@
 """Argument validation of every GEMM op, on CPU and meta tensors (no GPU needed): the errors of
-DESIGN.md section 4 are raised before any device work, with the op, the argument and the values."""
+docs/architecture.md ("Errors and accuracy") are raised before any device work, with the op, the argument and the values."""
 
 import pytest
 import torch
@@ -189,16 +189,19 @@ def test_grouped_specific_rules(device):
     args, _, _ = contiguous.build(device)
     with pytest.raises(ValueError, match=r'grouped_layout\.shape\[0\] \(G\) must equal b\.shape\[0\] = 2; got 128'):
         contiguous.fn(*args, use_psum_layout=True)
-    if device == 'meta':
-        args, _, _ = contiguous.build(device, grouped_layout=torch.zeros(2, dtype=I32, device=device))
+    args, _, _ = contiguous.build(device, grouped_layout=torch.zeros(2, dtype=I32, device=device))
+    if device == 'meta':  # a valid psum layout passes validation (meta: nothing runs) ...
         contiguous.fn(*args, use_psum_layout=True)
+    else:  # ... and on CPU tensors reaches the device check
+        with pytest.raises(RuntimeError, match=r'requires CUDA tensors'):
+            contiguous.fn(*args, use_psum_layout=True)
     kg = CASES_BY_NAME['k_grouped_fp8_gemm_nt_contiguous']
-    with pytest.raises(ValueError, match=r'ks\[1\] must be a non-negative multiple of 128; got 200'):
+    with pytest.raises(ValueError, match=r'ks_cpu\[1\] must be a non-negative multiple of 128; got 200'):
         kg.call(device, ks=[128, 200])
-    with pytest.raises(ValueError, match=r'ks must have one K per group'):
+    with pytest.raises(ValueError, match=r'ks_cpu must have one K per group'):
         kg.call(device, ks=[128])
     with pytest.raises(ValueError, match=r'recipe must be \(1, 1, 128\)'):
-        kg.call(device, c=None, **{}) if False else kg.fn(*kg.build(device)[0], recipe=(1, 128, 128))
+        kg.fn(*kg.build(device)[0], recipe=(1, 128, 128))
 
 
 def test_mixed_devices_are_runtime_errors():
@@ -246,13 +249,13 @@ def test_argument_binding_errors():
     (a, b, d), kwargs, t = case.build('meta')
     deep_gemm.fp8_gemm_nt(b=b, a=a, d=d, compiled_dims='k')  # keywords in any order
     fast = deep_gemm._C.fp8_gemm_nt
-    fast(a, b, d, None, None, 'nk', False)
+    fast(a, b, d, None, None, None, None, 'nk', False)  # DeepGEMM's order: c, recipe, recipe_a, recipe_b, compiled_dims
     with pytest.raises(TypeError, match=r"missing required argument 'd'"):
         fast(a, b)
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'foo'"):
         fast(a, b, d, foo=1)
-    with pytest.raises(TypeError, match=r'takes at most 7 arguments \(8 given\)'):
-        fast(a, b, d, None, None, 'nk', False, 1)
+    with pytest.raises(TypeError, match=r'takes at most 9 arguments \(10 given\)'):
+        fast(a, b, d, None, None, None, None, 'nk', False, 1)
     with pytest.raises(TypeError, match=r"multiple values for argument 'a'"):
         fast(a, b, d, a=a)
     with pytest.raises(TypeError, match=r'^fp8_gemm_nt: sfa must be a torch.Tensor; got int'):
@@ -270,18 +273,18 @@ KG = 'k_grouped_bf16_gemm_tn_contiguous'
 @pytest.mark.parametrize('device', DEVICES)
 def test_k_grouped_bf16_shapes_and_ks(device):
     case = CASES_BY_NAME[KG]  # M = 128, N = 256, G = 2, ks = [128, 256]
-    with pytest.raises(ValueError, match=rf'^{KG}: ks\[1\] must be a non-negative multiple of 128; got 200'):
+    with pytest.raises(ValueError, match=rf'^{KG}: ks_cpu\[1\] must be a non-negative multiple of 128; got 200'):
         case.call(device, ks=[128, 200])
-    with pytest.raises(ValueError, match=rf'^{KG}: ks\[0\] must be a non-negative multiple of 128; got -128'):
+    with pytest.raises(ValueError, match=rf'^{KG}: ks_cpu\[0\] must be a non-negative multiple of 128; got -128'):
         case.call(device, ks=[-128, 512])
-    with pytest.raises(ValueError, match=rf'^{KG}: ks must have one K per group \(G = d.shape\[0\] = 2\); got 3 values'):
+    with pytest.raises(ValueError, match=rf'^{KG}: ks_cpu must have one K per group \(G = d.shape\[0\] = 2\); got 3 values'):
         case.call(device, ks=[128, 128, 128])
     with pytest.raises(ValueError, match=rf'^{KG}: a\.shape\[0\] must equal sum\(ks\) = 256; got 384'):
         case.call(device, ks=[128, 128])  # a and b still hold 384 rows
     with pytest.raises(ValueError, match=rf'^{KG}: b\.shape\[0\] must equal sum\(ks\) = 384; got 256'):
         case.call(device, b=lambda t: t[:256])
-    with pytest.raises(ValueError, match=rf'^{KG}: ks_tensor\.shape\[0\] \(G\) must equal d\.shape\[0\] = 2; got 3'):
-        case.call(device, ks_tensor=torch.zeros(3, dtype=I32, device=device))
+    with pytest.raises(ValueError, match=rf'^{KG}: grouped_layout\.shape\[0\] \(G\) must equal d\.shape\[0\] = 2; got 3'):
+        case.call(device, grouped_layout=torch.zeros(3, dtype=I32, device=device))
     with pytest.raises(ValueError, match=rf'^{KG}: a\.shape\[1\] \(M\) must equal d\.shape\[1\] = 128; got 136'):
         case.call(device, a=lambda t: torch.empty(384, 136, dtype=BF16, device=device))
     with pytest.raises(ValueError, match=rf'^{KG}: a must be a 2-D tensor \[sum\(ks\), M\]'):
@@ -334,15 +337,15 @@ def test_k_grouped_bf16_arguments():
     (a, b, d, ks, ks_tensor), _, _ = case.build('meta')
     fast = deep_gemm._C.k_grouped_bf16_gemm_tn_contiguous
     fast(a, b, d, ks, ks_tensor, None, 'mn')
-    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a=a, b=b, d=d, ks=tuple(ks), ks_tensor=ks_tensor, compiled_dims='m')
-    with pytest.raises(TypeError, match=r"missing required argument 'ks_tensor'"):
+    deep_gemm.k_grouped_bf16_gemm_tn_contiguous(a=a, b=b, d=d, ks_cpu=tuple(ks), grouped_layout=ks_tensor, compiled_dims='m')
+    with pytest.raises(TypeError, match=r"missing required argument 'grouped_layout'"):
         fast(a, b, d, ks)
-    with pytest.raises(TypeError, match=rf'^{KG}: ks must be a sequence of ints; got int'):
+    with pytest.raises(TypeError, match=rf'^{KG}: ks_cpu must be a sequence of ints; got int'):
         fast(a, b, d, 128, ks_tensor)
-    with pytest.raises(TypeError, match=rf'^{KG}: ks must be an int; got float'):
+    with pytest.raises(TypeError, match=rf'^{KG}: ks_cpu must be an int; got float'):
         fast(a, b, d, [128.0, 256], ks_tensor)
-    with pytest.raises(TypeError, match=r'takes at most 7 arguments \(8 given\)'):
-        fast(a, b, d, ks, ks_tensor, None, 'mn', 1)
+    with pytest.raises(TypeError, match=r'takes at most 8 arguments \(9 given\)'):
+        fast(a, b, d, ks, ks_tensor, None, 'mn', False, 1)
     with pytest.raises(ValueError, match=r'compiled_dims must be a subset of "mnk"'):
         fast(a, b, d, ks, ks_tensor, compiled_dims='x')
 
@@ -352,5 +355,5 @@ def test_k_grouped_bf16_fake_cuda_tensors_validate():
     case = CASES_BY_NAME[KG]
     with FakeTensorMode():
         case.call('cuda')
-        with pytest.raises(ValueError, match=rf'^{KG}: ks\[0\] must be a non-negative multiple of 128'):
+        with pytest.raises(ValueError, match=rf'^{KG}: ks_cpu\[0\] must be a non-negative multiple of 128'):
             case.call('cuda', ks=[64, 320])

@@ -26,7 +26,8 @@ struct Sm90Fp8GemmConfig {
     // shares A (adjacent N blocks).
     int multicast = 0;
 
-    int num_math_warpgroups() const { return block_m / 64; }
+    // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
+    int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
     int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
     bool operator==(const Sm90Fp8GemmConfig&) const = default;
 };
@@ -34,8 +35,13 @@ struct Sm90Fp8GemmConfig {
 constexpr int kSm90Fp8BlockK = 128;
 constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 registers must fit 232 regs
 constexpr int kSm90Fp8MaxBlockNPipelined = 128;  // fin + 2 scratch accumulators = 3 * BLOCK_N / 2 registers
-constexpr int kSm90Fp8MaxStages = 10;
+// 256-row tiles: two waves' fin + one scratch = 3 * BLOCK_N / 2 registers as well (no pipelined promotion).
+constexpr int kSm90Fp8MaxBlockN256 = 128;
+constexpr int kSm90Fp8MaxStages = 16;
+constexpr int kSm90Fp8MaxStagesRules = 10;  // the cap of the rule-based and legacy choices (as measured)
 constexpr int kSm90Fp8MinStages = 3;
+
+inline int sm90_fp8_num_threads(int block_m) { return 128 + 128 * (block_m == 256 ? 2 : block_m / 64); }
 
 // Width (bytes) of the D staging swizzle: the widest of 128/64/32 that divides a BLOCK_N row of bf16.
 inline int sm90_fp8_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
@@ -46,8 +52,8 @@ inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages) {
     return d + num_stages * per_stage;
 }
 
-inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit) {
-    int s = kSm90Fp8MaxStages;
+inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap = kSm90Fp8MaxStages) {
+    int s = cap;
     while (s >= kSm90Fp8MinStages && sm90_fp8_smem_bytes(block_m, block_n, s) > smem_limit) --s;
     return s;
 }
@@ -91,7 +97,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64) continue;
         for (int block_n = 16; block_n <= kSm90Fp8MaxBlockN; block_n += 16) {
-            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
+            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit, kSm90Fp8MaxStagesRules);
             if (stages < kSm90Fp8MinStages) continue;
             const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
             if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
@@ -108,8 +114,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
     return best;
 }
 
-// The default choice, set by config sweeps on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
-// TARGETS.md shapes): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
+// The previous default (DG_FP8_GEMM_CONFIG=rules), set by config sweeps on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
+// the shapes of benchmarks/bench_fp8_gemm.py): the pipelined promotion won or tied everywhere; 128x128 tiles won every M=4096
 // shape and 128x64 tiles every M=128 shape (within 5% of the best where another tile won). 2-CTA
 // multicast (after the fix that took a GPU-wide fence out of its release path): sharing A across N-block
 // pairs won on the long-K shape (4096x7168x16384: 749.6 vs 775.5 us) and was within 1% or 1.5-4% slower
@@ -120,9 +126,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
 // tiles would fill at most half the SMs (128x2112x7168, 128x4096x7168): 32-wide tiles with A multicast,
 // twice the CTAs streaming B with A loaded once per pair (18.2 vs 19.8 us and 19.7 vs 21.0 us; at
 // 128x7168x2048, 112 tiles of 64, they lose: 14.2 vs 10.8 us).
-inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                bool legacy = false) {
-    if (legacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit);
+inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int num_sms, int smem_limit) {
     Sm90Fp8GemmConfig config;
     config.block_m = m <= 64 ? 64 : 128;
     const long m_blocks = (m + config.block_m - 1) / config.block_m;
@@ -130,7 +134,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     config.block_n = tiles_128 >= 2L * num_sms ? 128 : 64;
     const bool narrow = m > 64 && m_blocks == 1 && 2L * ((n + 63) / 64) <= num_sms && n > 32 && num_sms >= 2;
     if (narrow) config.block_n = 32;
-    config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
+    config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit, kSm90Fp8MaxStagesRules);
     config.pipelined = 1;
     const long n_blocks = (n + config.block_n - 1) / config.block_n;
     config.multicast = (narrow || (k >= 8192 && m_blocks >= 8 && n_blocks >= 2 && num_sms >= 2)) ? 2 : 0;
@@ -138,15 +142,144 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     return config;
 }
 
-// M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m): the
-// dense rule on that M, without multicast (the grouped schedulers pair no CTAs). BLOCK_M is 64 or 128, so
-// it divides the contiguous layout's 128-row alignment; masked groups of at most 64 expected rows take
-// 64-row tiles (less of each group's last tile wasted). The 32-wide N tiles of the dense rule only pay off
-// with A multicast: 64 instead.
+// ---- Config model (the default choice) ----
+// Every candidate tile (block_m 64/128/256, block_n a multiple of 16 up to 192, or 128 for 256-row tiles),
+// with or without a 2-CTA multicast of B or A, the most pipeline stages that fit (<= 16), is scored by the
+// modelled time of its busiest SM; the lowest wins (ties within 1%: the larger tile). Per tile and 128-K
+// block an SM needs the larger of
+//   - tensor-core time, BLOCK_M * BLOCK_N / 32 clocks (8192 FP8 FLOP/clk), plus the FP32 promotion it cannot
+//     hide, plus a fixed cost per K block (barriers, scale loads) that larger tiles amortise;
+//   - load time: the bytes this SM requests from L2 per K block (a multicast operand: half) at most
+//     kFp8SmLoadBytesPerClk per clock, and no faster than its pipeline refills: with S stages in flight a
+//     slot takes a load latency to fill, so a K block costs at least latency / S. The latency is long when
+//     an operand streams from HBM and short when both hit L2: blended by the larger first-touch share of
+//     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks), as
+//     a K block waits for its slower operand.
+// A 2-CTA multicast pair waits for its slower CTA once per K block (a fixed cost per K block) and is only
+// considered with more than one wave of tiles (with one wave, the idle SMs are better spent on more CTAs
+// streaming their own operands).
+// A power term charges every byte moved L2 -> SM (the clock drops with power: fewer bytes per FLOP also buy
+// clock). Whole problem: waves * (K blocks * per-K-block time + epilogue), the last wave counted in full
+// (so last-wave fill is scored), bounded below by the HBM bytes and the L2's total rate.
+// The constants are first estimates from H200 measurements (the small-M latency from the 64x32 and 128x32
+// multicast timings at 128x2112x7168; the power term from ncu clocks at 4096x7168x16384); the config
+// sweep calibrates them.
+constexpr double kFp8SmLoadBytesPerClk = 64.0;
+constexpr double kFp8HbmLoadLatencyClk = 6000.0;
+constexpr double kFp8L2LoadLatencyClk = 1000.0;
+constexpr double kFp8KBlockOverheadClk = 60.0;
+constexpr double kFp8PairSyncClk = 10.0;
+constexpr double kFp8LaunchClk = 4000.0;  // launch, first loads, last stores: the same for every candidate
+constexpr double kFp8PowerClkPerByte = 0.0016;
+constexpr double kFp8L2BytesPerClk = 6144.0;
+constexpr double kFp8HbmBytesPerClk = 2300.0;
+constexpr double kFp8ModelClkPerUs = 1600.0;  // to print modelled clocks as microseconds (a loaded H200's clock)
+
+inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
+                                  int pipelined, int multicast) {
+    const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
+    double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
+    if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
+    if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
+    const double tiles = m_blocks * n_blocks;
+    const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
+    const double waves = std::ceil(tiles / sms);
+    // Promotion the tensor core waits for: none when pipelined; 256-row tiles: half of one wave's (the other
+    // warpgroup's wgmmas run meanwhile); otherwise each warpgroup's promotion.
+    const double bubble = pipelined ? 0.0 : block_m == 256 ? block_n / 4.0 : (block_m / 64.0) * (block_n / 2.0);
+    const double t_mma = double(block_m) * block_n / 32.0 + bubble + kFp8KBlockOverheadClk;
+    const double a_rows = multicast == 2 ? block_m / 2.0 : block_m;
+    const double b_rows = multicast == 1 ? block_n / 2.0 : block_n;
+    const double kb_bytes = (a_rows + b_rows) * kSm90Fp8BlockK;
+    const double l2_bytes = tiles * num_kb * kb_bytes;
+    const double hbm_bytes = double(m) * k + double(n) * k + 2.0 * m * n;
+    const double first_touch = std::max(1.0 / std::ceil(double(m) / block_m), 1.0 / std::ceil(double(n) / block_n));
+    const double latency = kFp8L2LoadLatencyClk + (kFp8HbmLoadLatencyClk - kFp8L2LoadLatencyClk) * first_touch;
+    const double t_load = std::max(kb_bytes / kFp8SmLoadBytesPerClk, latency / num_stages);
+    const double t_kb = std::max(t_mma, t_load) + kFp8PowerClkPerByte * kb_bytes + (multicast ? kFp8PairSyncClk : 0.0);
+    const double t_tile = num_kb * t_kb + 400.0 + (block_m / 64.0) * block_n * 2.0;  // + epilogue / ramp
+    const double t_sm = waves * t_tile + kFp8LaunchClk;
+    return std::max({t_sm, l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk});
+}
+
+// The candidates the model may pick: all by default; the grouped schedulers take BLOCK_M 64 or 128 and no
+// multicast.
+struct Sm90Fp8ModelSpace {
+    int min_block_m = 64, max_block_m = 256;
+    bool multicast = true;
+};
+
+inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                      Sm90Fp8ModelSpace space = {}) {
+    Sm90Fp8GemmConfig best;
+    double best_cost = -1.0;
+    for (int block_m : {64, 128, 256}) {
+        if (block_m < space.min_block_m || block_m > space.max_block_m) continue;
+        if (block_m > space.min_block_m && m <= block_m / 2) continue;  // at least half the rows of a tile used
+        const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : kSm90Fp8MaxBlockN;
+        for (int block_n = 16; block_n <= max_n; block_n += 16) {
+            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
+            if (stages < kSm90Fp8MinStages) continue;
+            const int pipelined = (block_m != 256 && block_n <= kSm90Fp8MaxBlockNPipelined) ? 1 : 0;
+            const long m_blocks = (m + block_m - 1) / block_m, n_blocks = (n + block_n - 1) / block_n;
+            for (int multicast : {0, 1, 2}) {
+                // A pair needs two blocks along its dimension.
+                if (multicast != 0 && (num_sms < 2 || !space.multicast)) continue;
+                if (multicast == 1 && m_blocks < 2) continue;
+                if (multicast == 2 && n_blocks < 2) continue;
+                if (multicast != 0 && m_blocks * n_blocks <= num_sms) continue;  // one wave: no pairs
+                const double cost = sm90_fp8_model_cost(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
+                if (best_cost < 0 || cost < best_cost * 0.99 ||
+                    (cost <= best_cost * 1.01 && (block_m * block_n > best.block_m * best.block_n ||
+                                                  (block_m * block_n == best.block_m * best.block_n &&
+                                                   multicast == 0 && best.multicast != 0)))) {
+                    best_cost = cost;
+                    best.block_m = block_m;
+                    best.block_n = block_n;
+                    best.num_stages = stages;
+                    best.pipelined = pipelined;
+                    best.multicast = multicast;
+                }
+            }
+        }
+    }
+    // Nothing fits (a device with little shared memory): a stage count below the minimum, which the caller reports.
+    if (best_cost < 0) best.num_stages = sm90_fp8_max_stages(64, 16, smem_limit);
+    best.group_n = 8;
+    return best;
+}
+
+// Which choice DG_FP8_GEMM_CONFIG asks for when it forces no tile: the model (default), the measured rules
+// of the previous round ("rules"), or the first version's ("legacy").
+enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
+
+inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
+    switch (chooser) {
+        case Sm90Fp8Chooser::kLegacy: return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit);
+        case Sm90Fp8Chooser::kRules: return choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
+        default: return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit);
+    }
+}
+
+// M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m).
+// Model: the candidates the grouped schedulers take (BLOCK_M 64 or 128, which divides the contiguous
+// layout's 128-row alignment; no multicast, they pair no CTAs); masked groups of at most 64 expected rows
+// take 64-row tiles, larger ones 128 (less of each group's last tile wasted). "rules" / "legacy": the dense
+// rule on that M made valid the same way; its 32-wide N tiles only pay off with A multicast: 64 instead.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                        int rows_per_group) {
-    Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit);
-    if (rows_per_group > 0) config.block_m = rows_per_group <= 64 ? 64 : 128;
+                                                        int rows_per_group,
+                                                        Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
+    const int masked_block_m = rows_per_group <= 64 ? 64 : 128;
+    if (chooser == Sm90Fp8Chooser::kModel) {
+        Sm90Fp8ModelSpace space;
+        space.max_block_m = 128;
+        space.multicast = false;
+        if (rows_per_group > 0) space.min_block_m = space.max_block_m = masked_block_m;
+        return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    }
+    Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser);
+    config.block_m = rows_per_group > 0 ? masked_block_m : std::min(config.block_m, 128);
     if (config.block_n < 64) config.block_n = 64;
     config.multicast = 0;
     config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);

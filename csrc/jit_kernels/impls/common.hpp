@@ -1,6 +1,6 @@
-// Host pieces shared by the SM90 GEMM implementations (sm90_fp8_gemm_1d2d, sm90_bf16_gemm): the generated
+// Host pieces shared by the SM90 GEMM implementations (sm90_fp8_gemm_1d2d/_1d1d, sm90_bf16_gemm): the generated
 // source of one kernel instance, hashing of the memo keys, operand alignment, `compiled_dims` parsing, the
-// device check and config logging. Torch-free.
+// device check, 2-D tensor maps and config logging. Torch-free.
 #pragma once
 
 #include <cuda.h>
@@ -66,6 +66,17 @@ inline CUtensorMapSwizzle swizzle_of(int bytes) {
         case 32: return CU_TENSOR_MAP_SWIZZLE_32B;
         default: return CU_TENSOR_MAP_SWIZZLE_NONE;
     }
+}
+
+// 2-D tiled tensor map (L2 promotion 256 B): dims/box given innermost first, `row_stride_bytes` between
+// rows; `what` names the operand in errors.
+inline CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
+                                uint64_t row_stride_bytes, uint32_t box_inner, uint32_t box_outer,
+                                CUtensorMapSwizzle swizzle, const char* what) {
+    const uint64_t dims[2] = {inner, outer};
+    const uint64_t strides[1] = {row_stride_bytes};
+    const uint32_t box[2] = {box_inner, box_outer};
+    return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
 }
 
 // Which of M/N/K are baked into the kernel as constants (`compiled_dims`, e.g. "nk"); the others are runtime.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -65,17 +66,7 @@ std::string scheduler_type(const Sm90Fp8GemmKernelKey& key) {
            "<" + tile + ">";
 }
 
-// Forced config from DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]" (tuning/sweeps
-// only): stages 0 = as many as fit; pipelined 0 = off, 1 = two scratch accumulators (block_n <= 128);
-// multicast 0 = off, 1 = 2-CTA cluster sharing B, 2 = sharing A. Or
-// DG_FP8_GEMM_CONFIG=legacy: the first version's heuristics (no pipelining, no multicast). All zero = no
-// override. Part of the config memo key, so changing the variable between calls takes effect.
-struct ConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;
-    bool active() const { return block_m > 0; }
-    bool legacy() const { return block_m == -1; }
-    bool operator==(const ConfigOverride&) const = default;
-};
+using ConfigOverride = Sm90Fp8ConfigOverride;
 
 struct ShapeKey {
     int m, n, k, num_sms, smem_limit;
@@ -100,16 +91,22 @@ std::unordered_map<ShapeKey, heuristics::Sm90Fp8GemmConfig, ShapeKeyHash> g_conf
 jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
 
 [[noreturn]] void fail(const std::string& what);
+[[noreturn]] void fail_op(const char* op, const std::string& what);
 
 constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 
-// Parses DG_FP8_GEMM_CONFIG (unset or empty = no override); malformed values raise jit::Error.
-ConfigOverride parse_config_override(const std::string& text) {
+}  // namespace
+
+Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     const char* v = text.c_str();
     ConfigOverride ov;
     if (v == nullptr || *v == '\0') return ov;
     if (std::strcmp(v, "legacy") == 0) {
         ov.block_m = -1;
+        return ov;
+    }
+    if (std::strcmp(v, "rules") == 0) {
+        ov.block_m = -2;
         return ov;
     }
     int vals[5] = {0, 0, 0, 0, 0};
@@ -120,7 +117,7 @@ ConfigOverride parse_config_override(const std::string& text) {
         char* end = nullptr;
         const long x = std::strtol(p, &end, 10);
         if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers)");
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers), \"rules\" or \"legacy\"");
         vals[count++] = int(x);
         if (*end == '\0') break;
         if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
@@ -134,7 +131,7 @@ ConfigOverride parse_config_override(const std::string& text) {
     ov.pipelined = vals[3];
     ov.multicast = vals[4];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
-    if (ov.block_m != 64 && ov.block_m != 128) fail(where + "block_m must be 64 or 128");
+    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 256) fail(where + "block_m must be 64, 128 or 256");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
         fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
     if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
@@ -144,8 +141,13 @@ ConfigOverride parse_config_override(const std::string& text) {
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
+    if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
+    if (ov.block_m == 256 && ov.block_n > heuristics::kSm90Fp8MaxBlockN256)
+        fail(where + "block_m 256 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN256));
     return ov;
 }
+
+namespace {
 
 // The config of a shape class. Grouped modes: m = the rows the cost model sees (sum of M, or expected_m * G
 // for masked), rows_per_group = expected_m (masked) or 0.
@@ -158,15 +160,16 @@ heuristics::Sm90Fp8GemmConfig get_config(const char* op, int m, int n, int k, in
     static const jit::Settings* override_parsed_for = nullptr;
     static ConfigOverride override_value;
     if (override_parsed_for != &settings) {
-        override_value = parse_config_override(settings.fp8_gemm_config);
+        override_value = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
         override_parsed_for = &settings;
     }
     const ShapeKey key{m, n, k, num_sms, smem_limit, int(mode), rows_per_group, override_value};
     if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
     heuristics::Sm90Fp8GemmConfig config =
         mode == GemmGroupedMode::kNone
-            ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.legacy())
-            : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, rows_per_group);
+            ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.chooser())
+            : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, rows_per_group,
+                                                         key.ov.chooser());
     if (key.ov.active()) {
         config.block_m = key.ov.block_m;
         config.block_n = key.ov.block_n;
@@ -175,27 +178,32 @@ heuristics::Sm90Fp8GemmConfig get_config(const char* op, int m, int n, int k, in
         const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         config.num_stages = key.ov.num_stages != 0 ? key.ov.num_stages : max_stages;
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
-            fail(std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
+            fail_op(op, std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
-        if (mode != GemmGroupedMode::kNone) config.multicast = 0;  // grouped schedulers pair no CTAs
+        if (mode != GemmGroupedMode::kNone) {
+            // The grouped schedulers pair no CTAs, and their per-row rules are written for one 64-row wave
+            // per math warpgroup (BLOCK_M 64 or 128; the kernel static_asserts it too).
+            config.multicast = 0;
+            if (config.block_m == 256)
+                fail_op(op, std::string(kConfigEnv) + ": block_m 256 is for the dense GEMM only; got " +
+                                heuristics::to_string(config));
+        }
     }
-    log_config(op, m, n, k, num_sms, heuristics::to_string(config));
+    // With the config model's time for this config (forced ones too), for calibrating the model by sweeps.
+    if (jit::settings().print_configs) {
+        char modelled[64];
+        std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
+                      heuristics::sm90_fp8_model_cost(m, n, k, num_sms, config.block_m, config.block_n, config.num_stages,
+                                                      config.pipelined, config.multicast) /
+                          heuristics::kFp8ModelClkPerUs);
+        log_config(op, m, n, k, num_sms, heuristics::to_string(config) + modelled);
+    }
     g_configs.emplace(key, config);
     return config;
 }
 
 void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
 [[noreturn]] void fail_op(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
-
-// 2-D tiled tensor map: dims/box given innermost first, `row_stride_bytes` between rows.
-CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
-                         uint64_t row_stride_bytes, uint32_t box_inner, uint32_t box_outer,
-                         CUtensorMapSwizzle swizzle, const char* what) {
-    const uint64_t dims[2] = {inner, outer};
-    const uint64_t strides[1] = {row_stride_bytes};
-    const uint32_t box[2] = {box_inner, box_outer};
-    return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
-}
 
 }  // namespace
 
@@ -214,11 +222,13 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     Sm90Fp8GemmSource src;
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
-    src.num_threads = 128 + 128 * (key.block_m / 64);
+    src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
     src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
                       g = std::to_string(key.group_n) + "u";
+    // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
+    const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
     src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
@@ -227,7 +237,7 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
                " unsigned int n, unsigned int k, unsigned int num_groups) {\n"
                "    using Scheduler = " + scheduler_type(key) + ";\n"
                "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
-               "<" + bm + ", " + bn + ">;\n"
+               "<" + bm + ", " + bn + epilogue_rows + ">;\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +

@@ -85,6 +85,31 @@ struct Sm90Fp8GemmKernelKeyHash {
     }
 };
 
+// DG_FP8_GEMM_CONFIG (tuning and sweeps only) forces the config of fp8_gemm_nt (and of the m-grouped FP8
+// ops, which drop multicast and reject block_m 256):
+//   "block_m,block_n,stages[,pipelined[,multicast]]"
+//     block_m    64, 128 or 256 (256: two math warpgroups of 128 rows; block_n <= 128, pipelined 0)
+//     block_n    a multiple of 16 in [16, 192]
+//     stages     0 = as many as fit in shared memory, else [3, 16]
+//     pipelined  0 = off, 1 = two scratch accumulators (block_n <= 128)
+//     multicast  0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A (N-block pairs)
+//   "rules": the previous round's measured rules instead of the config model; "legacy": the first version's
+//   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
+//   reload_settings) takes effect.
+struct Sm90Fp8ConfigOverride {
+    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;  // block_m -1 legacy, -2 rules
+    bool active() const { return block_m > 0; }
+    heuristics::Sm90Fp8Chooser chooser() const {
+        return block_m == -1 ? heuristics::Sm90Fp8Chooser::kLegacy
+               : block_m == -2 ? heuristics::Sm90Fp8Chooser::kRules
+                               : heuristics::Sm90Fp8Chooser::kModel;
+    }
+    bool operator==(const Sm90Fp8ConfigOverride&) const = default;
+};
+
+// Parses the variable's value; malformed values raise jit::Error ("fp8_gemm_nt: DG_FP8_GEMM_CONFIG='...': ...").
+Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text);
+
 // The kernel key of a config, all dims at run time (compiled_dims and the epilogue are the caller's to set).
 Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config);
 

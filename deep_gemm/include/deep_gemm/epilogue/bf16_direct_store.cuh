@@ -32,9 +32,12 @@ __device__ __forceinline__ void store_bf16_rows_direct(const float (&acc)[kNumAc
     }
 }
 
-template <u32 kBlockM, u32 kBlockN>
+template <u32 kBlockM, u32 kBlockN, u32 kRowsPerWarpgroup = 64>
 struct Bf16DirectStoreEpilogue {
     static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
+    // A warpgroup holds its rows as kWaves accumulator sets of 64 rows (as in Bf16TmaStoreEpilogue).
+    static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
+    static_assert(kRowsPerWarpgroup == 64 || kRowsPerWarpgroup == 128, "64 or 128 rows per math warpgroup");
     static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
 
@@ -49,17 +52,31 @@ struct Bf16DirectStoreEpilogue {
 
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
-        store_rows(acc, m0, n0, m, n, true, true);
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...]");
+        store(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, m, n);
     }
 
-    // As store(), writing only the rows below m whose flag is set (lo_ok: this thread's first row, hi_ok:
-    // the row 8 below it).
+    // acc[w]: this thread's accumulators of wave w, rows [kRowsPerWarpgroup*math_wg + 64*w, +64).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
+        const u32 warp = thread / 32, lane = thread % 32;
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w) {
+            const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + lane / 4;
+            store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo, row_lo < m, row_lo + 8 < m, n0, n, lane);
+        }
+    }
+
+    // As store() for one wave per warpgroup (the grouped modes: BLOCK_M 64 or 128), writing only the rows
+    // below m whose flag is set (lo_ok: this thread's first row, hi_ok: the row 8 below it).
     template <int kNumAccum>
     __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n, bool lo_ok,
                                                bool hi_ok) {
+        static_assert(kWaves == 1, "row-flagged stores are for one wave per warpgroup");
         static_assert(kNumAccum == kBlockN / 2, "accumulator count");
         const u32 warp = thread / 32, lane = thread % 32;
-        const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
+        const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
         store_bf16_rows_direct<kBlockN>(acc, d, ldd, row_lo, lo_ok && row_lo < m, hi_ok && row_lo + 8 < m, n0, n, lane);
     }
 

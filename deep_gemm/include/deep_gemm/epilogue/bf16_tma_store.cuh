@@ -1,12 +1,14 @@
-// Epilogue: FP32 accumulators of one math warpgroup (64 rows x BLOCK_N) -> BF16 -> swizzled shared
-// memory (stmatrix) -> TMA store. Each math warpgroup owns its 64-row slice of the staging buffer and
-// stores it on its own (named barrier per warpgroup), so the warpgroups never wait for each other.
+// Epilogue: FP32 accumulators of one math warpgroup (kRowsPerWarpgroup = 64 or 128 rows x BLOCK_N) -> BF16
+// -> swizzled shared memory (stmatrix) -> TMA store. A warpgroup holds its rows as kWaves = rows / 64
+// accumulator sets of the wgmma m64 layout ("waves"; wave w covers rows [64 w, 64 w + 64) of the
+// warpgroup's slice). Each math warpgroup owns its slice of the staging buffer and stores it on its own
+// (named barrier per warpgroup), so the warpgroups never wait for each other.
 //
 // Staging layout: BLOCK_N is cut into column chunks of kSwizzleBytes (128, 64 or 32 bytes = the widest
 // swizzle that divides a BLOCK_N row); chunk c is a [BLOCK_M rows x kSwizzleBytes] box at
 // c * BLOCK_M * kSwizzleBytes, rows contiguous, 16-byte units XOR-swizzled exactly as TMA expects for
 // CU_TENSOR_MAP_SWIZZLE_{128,64,32}B (address bits [4, 4+log2(kSwizzleBytes/16)) ^= bits [7, ...)).
-// The D tensor map's box is {kSwizzleBytes / 2 columns, 64 rows}.
+// The D tensor map's box is {kSwizzleBytes / 2 columns, 64 rows}: one TMA store per wave and chunk.
 //
 // Reuse across tiles: before a warpgroup overwrites its slice, its storing thread waits until the
 // previous tile's bulk stores have finished reading shared memory (wait_group.read 0), then the
@@ -21,7 +23,7 @@
 
 namespace deep_gemm {
 
-template <u32 kBlockM, u32 kBlockN>
+template <u32 kBlockM, u32 kBlockN, u32 kRowsPerWarpgroup_ = 64>
 struct Bf16TmaStoreEpilogue {
     static_assert(kBlockN % 16 == 0, "BLOCK_N must be a multiple of 16 (stmatrix pairs of 8 columns)");
     static constexpr u32 kSwizzleBytes = (kBlockN % 64 == 0) ? 128 : ((kBlockN % 32 == 0) ? 64 : 32);
@@ -29,7 +31,9 @@ struct Bf16TmaStoreEpilogue {
     static constexpr u32 kNumChunks = kBlockN / kChunkCols;
     static constexpr u32 kUnitsPerRow = kSwizzleBytes / 16;
     static constexpr u32 kSmemBytes = kBlockM * kBlockN * 2;
-    static constexpr u32 kRowsPerWarpgroup = 64;
+    static constexpr u32 kRowsPerWarpgroup = kRowsPerWarpgroup_;
+    static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
+    static_assert(kRowsPerWarpgroup == 64 || kRowsPerWarpgroup == 128, "64 or 128 rows per math warpgroup");
     // Staging chunk offsets stay multiples of the swizzle repeat (kSwizzleBytes * 8 bytes).
     static_assert((kBlockM * kSwizzleBytes) % 1024 == 0, "chunk alignment");
 
@@ -53,10 +57,12 @@ struct Bf16TmaStoreEpilogue {
     // As store(), but writes only the rows below row_end whose flag is set (lo_ok: this thread's first
     // accumulator row, hi_ok: the row 8 below it), for bounds the tensor map does not know (masked groups,
     // padding rows). A warpgroup whose 64 rows are all to be written stores through TMA; otherwise its rows
-    // are written from registers (a group's last tile only).
+    // are written from registers (a group's last tile only). One wave per warpgroup (the grouped modes use
+    // BLOCK_M 64 or 128).
     template <int kNumAccum>
     __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 row_end, u32 n,
                                                bool lo_ok, bool hi_ok) {
+        static_assert(kWaves == 1, "row-flagged stores are for one wave per warpgroup");
         const u32 warp = thread / 32, lane = thread % 32;
         const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
         lo_ok = lo_ok && row_lo < row_end;
@@ -68,9 +74,17 @@ struct Bf16TmaStoreEpilogue {
         }
     }
 
-    // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0).
+    // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0)
+    // (one wave per warpgroup).
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...]");
+        store(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, m, n);
+    }
+
+    // acc[w]: this thread's accumulators of wave w, rows [kRowsPerWarpgroup*math_wg + 64*w, +64).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
         static_assert(kNumAccum == kBlockN / 2, "accumulator count");
         const u32 barrier_id = 1 + math_wg;
         if (thread == 0) ptx::bulk_wait_group_read<0>();
@@ -78,35 +92,40 @@ struct Bf16TmaStoreEpilogue {
 
         const u32 warp = thread / 32, lane = thread % 32;
         const u32 mat = lane / 8;
-        // Row of the tile whose address this lane supplies for stmatrix.
-        const u32 row = math_wg * kRowsPerWarpgroup + warp * 16 + (mat & 1) * 8 + (lane % 8);
-        const u32 row_swizzle = ((row * kSwizzleBytes) >> 7) & (kUnitsPerRow - 1);
-        const u32 base = smem_addr(smem) + row * kSwizzleBytes;
 #pragma unroll
-        for (u32 jp = 0; jp < kBlockN / 16; ++jp) {
-            const u32 j = jp * 2;             // first of the two 8-column groups of this stmatrix
-            const u32 col8 = j + (mat >> 1);  // 8-column group this lane addresses
-            const u32 chunk = col8 / kUnitsPerRow;
-            const u32 unit = (col8 % kUnitsPerRow) ^ row_swizzle;
-            const u32 addr = base + chunk * (kBlockM * kSwizzleBytes) + unit * 16;
-            ptx::stmatrix_x4(addr, ptx::pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]),
-                             ptx::pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
-                             ptx::pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
-                             ptx::pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
+        for (u32 w = 0; w < kWaves; ++w) {
+            // Row of the tile whose address this lane supplies for stmatrix.
+            const u32 row = math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + (mat & 1) * 8 + (lane % 8);
+            const u32 row_swizzle = ((row * kSwizzleBytes) >> 7) & (kUnitsPerRow - 1);
+            const u32 base = smem_addr(smem) + row * kSwizzleBytes;
+#pragma unroll
+            for (u32 jp = 0; jp < kBlockN / 16; ++jp) {
+                const u32 j = jp * 2;             // first of the two 8-column groups of this stmatrix
+                const u32 col8 = j + (mat >> 1);  // 8-column group this lane addresses
+                const u32 chunk = col8 / kUnitsPerRow;
+                const u32 unit = (col8 % kUnitsPerRow) ^ row_swizzle;
+                const u32 addr = base + chunk * (kBlockM * kSwizzleBytes) + unit * 16;
+                ptx::stmatrix_x4(addr, ptx::pack_bf16x2(acc[w][4 * j + 0], acc[w][4 * j + 1]),
+                                 ptx::pack_bf16x2(acc[w][4 * j + 2], acc[w][4 * j + 3]),
+                                 ptx::pack_bf16x2(acc[w][4 * j + 4], acc[w][4 * j + 5]),
+                                 ptx::pack_bf16x2(acc[w][4 * j + 6], acc[w][4 * j + 7]));
+            }
         }
         ptx::fence_proxy_async_smem();
         ptx::named_barrier_sync(barrier_id, 128);
 
         if (thread == 0) {
-            const u32 row0 = m0 + math_wg * kRowsPerWarpgroup;
-            if (row0 < m) {
 #pragma unroll
-                for (u32 c = 0; c < kNumChunks; ++c) {
-                    if (n0 + c * kChunkCols < n) {
-                        ptx::tma_store_2d(tmap_d,
-                                          smem + c * (kBlockM * kSwizzleBytes) +
-                                              math_wg * kRowsPerWarpgroup * kSwizzleBytes,
-                                          static_cast<i32>(n0 + c * kChunkCols), static_cast<i32>(row0));
+            for (u32 w = 0; w < kWaves; ++w) {
+                const u32 row_in_tile = math_wg * kRowsPerWarpgroup + w * 64;
+                const u32 row0 = m0 + row_in_tile;
+                if (row0 < m) {
+#pragma unroll
+                    for (u32 c = 0; c < kNumChunks; ++c) {
+                        if (n0 + c * kChunkCols < n) {
+                            ptx::tma_store_2d(tmap_d, smem + c * (kBlockM * kSwizzleBytes) + row_in_tile * kSwizzleBytes,
+                                              static_cast<i32>(n0 + c * kChunkCols), static_cast<i32>(row0));
+                        }
                     }
                 }
             }

@@ -6,15 +6,18 @@
 // A, B and sfa are read through 3-D tensor maps {inner, outer, group} (group extent 1 when not grouped);
 // sfb is [G, ceil(N/128), ceil(K/128)] (one [ceil(N/128), ceil(K/128)] block per B group); D is 2-D
 // (rows from the scheduler's d_row0()). Masked: A [G, max_m, K], sfa per group M-major
-// [G][ceil(K/128)][align(max_m, 4)]; m = max_m.
+// [G][ceil(K/128)][align(max_m, 4)]; m = max_m. Grouped modes run with BLOCK_M 64 or 128 only (one wave
+// per math warpgroup: their padding-row and clipped-row rules are per wave-0 row; static_assert below).
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
-// the A tile, B tile and A scales of each 128-K block into a pipeline slot) + BLOCK_M/64 math
-// warpgroups (each owns 64 rows of the tile). Per 128-K block each math warpgroup issues four
-// m64nNk32 wgmmas into a scratch FP32 accumulator, waits, releases the slot, then promotes the scratch
-// into the final accumulator scaled by sfa[row] * sfb[column block] (two-level accumulation). After the
-// last K block the epilogue converts to BF16 and TMA-stores while the producer already loads the next
-// tile.
+// the A tile, B tile and A scales of each 128-K block into a pipeline slot) + math warpgroups: BLOCK_M/64
+// of them owning 64 rows each for BLOCK_M 64 and 128, two owning 128 rows each for BLOCK_M 256. A
+// warpgroup's rows are cut into 64-row "waves" (the wgmma M). Per 128-K block and wave each math
+// warpgroup issues four m64nNk32 wgmmas into one scratch FP32 accumulator, waits, then promotes the
+// scratch into the wave's final accumulator scaled by sfa[row] * sfb[column block] (two-level
+// accumulation); the slot is released after the last wave's wgmmas. With two math warpgroups their
+// wgmmas and promotions interleave on the tensor core. After the last K block the epilogue converts to
+// BF16 and TMA-stores while the producer already loads the next tile.
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
 // csrc/jit_kernels/heuristics/sm90_fp8.hpp):
@@ -23,6 +26,7 @@
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
 #include "../epilogue/bf16_tma_store.cuh"
@@ -38,7 +42,10 @@ namespace deep_gemm {
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages>
 struct Sm90Fp8Gemm1d2dLayout {
     static constexpr u32 kBlockK = 128;
-    static constexpr u32 kNumMathWarpgroups = kBlockM / 64;
+    // 256-row tiles: two math warpgroups of two waves each (fin 2 x BLOCK_N/2 + scratch BLOCK_N/2 registers).
+    static constexpr u32 kNumMathWarpgroups = kBlockM == 256 ? 2 : kBlockM / 64;
+    static constexpr u32 kRowsPerWarpgroup = kBlockM / kNumMathWarpgroups;
+    static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
     static constexpr u32 kNumMathThreads = 128 * kNumMathWarpgroups;
     static constexpr u32 kNumThreads = 128 + kNumMathThreads;
 
@@ -54,16 +61,12 @@ struct Sm90Fp8Gemm1d2dLayout {
     // Bytes TMA delivers per slot (out-of-bounds parts are zero-filled and still counted).
     static constexpr u32 kTxBytes = kSmemA + kSmemB + kSmemSfa;
 
-    static_assert(kBlockM == 64 || kBlockM == 128, "BLOCK_M must be 64 or 128");
+    static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "BLOCK_M must be 64, 128 or 256");
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "BLOCK_N: multiple of 16 in [16, 256]");
     static_assert(kSmemD % 1024 == 0 && kSmemA % 1024 == 0 && kSmemB % 1024 == 0,
                   "128B-swizzled tiles must stay 1024-byte aligned");
     static_assert(kSmemSfa % 128 == 0, "TMA destinations are 128-byte aligned");
 };
-
-// Register split: the producer warpgroup gives registers back, the math warpgroups take them.
-constexpr u32 kSm90ProducerRegs = 40;
-constexpr u32 kSm90MathRegs = 232;
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN,
           u32 kCompiledK, typename Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>,
@@ -80,6 +83,15 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     // runs while kb is promoted; 3 x BLOCK_N / 2 registers). (A split-N variant, promoting one N half while
     // the other half's wgmmas run, was tried and removed: ptxas 13.0 serialised its wgmmas, C7514.)
     static_assert(kPromoteMode <= 1, "promote mode 0 or 1");
+    constexpr u32 kWaves = Layout::kWaves;
+    constexpr u32 kRowsPerWarpgroup = Layout::kRowsPerWarpgroup;
+    static_assert(kPromoteMode == 0 || kWaves == 1, "the pipelined promotion has no registers left for 2 waves");
+    static_assert(Epilogue::kWaves == kWaves, "the epilogue must take this kernel's waves per warpgroup");
+    // Per-row rules of the grouped modes (padding rows, all-padding tiles, clipped rows) are written for one
+    // wave per warpgroup (lo_ok / hi_ok of wave 0): grouped schedulers run with BLOCK_M 64 or 128 only.
+    static_assert(kWaves == 1 || (Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
+                                  !Scheduler::kMayHaveEmptyK),
+                  "grouped (row-rule) schedulers need one wave per math warpgroup (BLOCK_M 64 or 128)");
     constexpr bool kPipelinedPromote = kPromoteMode == 1;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
@@ -175,8 +187,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
         const u32 math_wg = warpgroup - 1;
         const u32 warp = thread_in_wg / 32, lane = thread_in_wg % 32;
-        // This thread's two accumulator rows inside the tile: row_lo and row_lo + 8.
-        const u32 row_lo = math_wg * 64 + warp * 16 + lane / 4;
+        // This thread's two accumulator rows of wave 0 inside the tile: row_lo and row_lo + 8 (wave w: + 64 w).
+        const u32 row_lo = math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
 
         // B scales: a tile of BLOCK_N columns starting at n0 touches scale blocks n0/128, +1, +2.
         constexpr bool kUniformScaleB = (128 % kBlockN) == 0;
@@ -188,25 +200,32 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         PipelineState<kNumStages> st;  // next slot to wait for / issue from
         PipelineState<kNumStages> rel;  // next slot to release (== st except in the pipelined loop)
 
-        // Scales of one K block for this thread: its two rows and the tile's (up to 3) B scale blocks.
+        // Scales of one K block for this thread: its two rows per wave and the tile's (up to 3) B scale blocks.
         struct KbScales {
-            float a_lo, a_hi, b0, b1, b2;
+            float a_lo[kWaves], a_hi[kWaves], b0, b1, b2;
         };
 
-        // Waits for slot `st`, reads its A scales, issues the 4 wgmmas of the K block into `a`, commits.
-        // The B scales are loaded from global first: their latency hides behind the barrier wait.
-        auto issue = [&](float(&a)[kNumAccum], u32 kb, const float* sfb0, const float* sfb1,
-                         const float* sfb2) -> KbScales {
+        // Waits for slot `st` and reads the K block's scales. The B scales are loaded from global first:
+        // their latency hides behind the barrier wait.
+        auto wait_slot = [&](u32 kb, const float* sfb0, const float* sfb1, const float* sfb2) -> KbScales {
             KbScales s;
             s.b0 = __ldg(sfb0 + kb);
             s.b1 = kUniformScaleB ? s.b0 : __ldg(sfb1 + kb);
             s.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : s.b1;
             pipe.consumer_wait(st);
             const float* sfa_slot = smem_sfa + st.stage * kBlockM;
-            s.a_lo = sfa_slot[row_lo];
-            s.a_hi = sfa_slot[row_lo + 8];
+#pragma unroll
+            for (u32 w = 0; w < kWaves; ++w) {
+                s.a_lo[w] = sfa_slot[row_lo + w * 64];
+                s.a_hi[w] = sfa_slot[row_lo + w * 64 + 8];
+            }
+            return s;
+        };
+
+        // Issues the 4 wgmmas of wave `wave` of slot `st` into `a` and commits them.
+        auto mma_wave = [&](float(&a)[kNumAccum], u32 wave) {
             const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
+                smem_addr(smem_a + st.stage * Layout::kSmemA + (math_wg * kRowsPerWarpgroup + wave * 64) * kBlockK));
             const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
@@ -217,6 +236,13 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
             }
             ptx::wgmma_commit_group();
+        };
+
+        // One-wave K block (the pipelined loop): wait for the slot, issue its wgmmas into `a`, move on.
+        auto issue = [&](float(&a)[kNumAccum], u32 kb, const float* sfb0, const float* sfb1,
+                         const float* sfb2) -> KbScales {
+            const KbScales s = wait_slot(kb, sfb0, sfb1, sfb2);
+            mma_wave(a, 0);
             st.advance();
             return s;
         };
@@ -232,30 +258,39 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             rel.advance();
         };
 
-        // fin += a * sfa[row] * sfb[column block].
-        auto promote = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], const KbScales& s, u32 bound1,
-                           u32 bound2) {
+        // fin += a * sfa[row] * sfb[column block], for the rows of wave `wave`. Which 8-column groups take
+        // which B scale depends on scale_off = n0 % 128, a multiple of gcd(BLOCK_N, 128): it takes at most
+        // 128 / gcd values (2 for BLOCK_N 192, 8 for 112), so one promotion is instantiated per value and
+        // picked at run time; inside it the scale of each group is a compile-time choice (one FFMA per
+        // accumulator, no per-column compares or selects).
+        auto promote = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], const KbScales& s, u32 wave,
+                           u32 scale_off) {
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+            auto promote_at = [&](auto off) {
+                constexpr u32 kOff = decltype(off)::value;
 #pragma unroll
-            for (u32 j = 0; j < kBlockN / 8; ++j) {
-                float b;
-                if constexpr (kUniformScaleB) {
-                    b = s.b0;
-                } else {
-                    const u32 col = j * 8;  // 8-column groups never straddle a 128 boundary
-                    b = col < bound1 ? s.b0 : ((kMayNeedThird && col >= bound2) ? s.b2 : s.b1);
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    // 8-column groups never straddle a 128 boundary; block index relative to n0 / 128.
+                    const u32 block = (kOff + j * 8) / 128;
+                    const float b = block == 0 ? s.b0 : (block == 1 ? s.b1 : s.b2);
+                    const float s_lo = s.a_lo[wave] * b, s_hi = s.a_hi[wave] * b;
+                    f[4 * j + 0] += a[4 * j + 0] * s_lo;
+                    f[4 * j + 1] += a[4 * j + 1] * s_lo;
+                    f[4 * j + 2] += a[4 * j + 2] * s_hi;
+                    f[4 * j + 3] += a[4 * j + 3] * s_hi;
                 }
-                const float s_lo = s.a_lo * b, s_hi = s.a_hi * b;
-                f[4 * j + 0] += a[4 * j + 0] * s_lo;
-                f[4 * j + 1] += a[4 * j + 1] * s_lo;
-                f[4 * j + 2] += a[4 * j + 2] * s_hi;
-                f[4 * j + 3] += a[4 * j + 3] * s_hi;
+            };
+            if constexpr (kUniformScaleB) {
+                promote_at(U32Constant<0>{});  // the tile lies inside one scale block
+            } else {
+                constexpr u32 kStep = gcd_u32(kBlockN, 128);
+                dispatch_multiple_of<kStep, 128 / kStep>(scale_off, promote_at);
             }
         };
 
         float acc[kNumAccum];
-        float fin[kNumAccum];
+        float fin[kWaves][kNumAccum];
 #pragma unroll
         for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;
         // Second scratch accumulator of the pipelined variant (unused, and optimised away, otherwise).
@@ -288,11 +323,13 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             const float* sfb0 = sfb_group + min_of(sb0, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb1 = sfb_group + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb2 = sfb_group + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
-            const u32 bound1 = (sb0 + 1) * 128 - n0;  // first local column of scale block sb0 + 1
-            const u32 bound2 = bound1 + 128;          // first local column of scale block sb0 + 2
+            const u32 scale_off = n0 % 128;  // column of n0 inside its B scale block
 
 #pragma unroll
-            for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
+            for (u32 w = 0; w < kWaves; ++w) {
+#pragma unroll
+                for (u32 i = 0; i < kNumAccum; ++i) fin[w][i] = 0.0f;
+            }
 
             if constexpr (kPipelinedPromote) {
                 // Two scratch accumulators: K block kb+1 is issued into the other one before K block kb is
@@ -306,44 +343,51 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin, acc, s_even, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                     s_even = issue(acc, kb + 2, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin, acc2, s_odd, bound1, bound2);
+                    promote(fin[0], acc2, s_odd, 0, scale_off);
                 }
                 if (kb + 1 < num_k_blocks) {
                     const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
-                    promote(fin, acc, s_even, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                     ptx::wgmma_wait_group<0>();
                     release();
-                    promote(fin, acc2, s_odd, bound1, bound2);
+                    promote(fin[0], acc2, s_odd, 0, scale_off);
                 } else {
                     ptx::wgmma_wait_group<0>();
                     release();
-                    promote(fin, acc, s_even, bound1, bound2);
+                    promote(fin[0], acc, s_even, 0, scale_off);
                 }
             } else {
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
-                    const KbScales s = issue(acc, kb, sfb0, sfb1, sfb2);
-                    ptx::wgmma_wait_group<0>();
-                    // The slot's tiles (read by wgmma, now complete) and scales (in registers) are done.
-                    release();
-                    promote(fin, acc, s, bound1, bound2);
+                    const KbScales s = wait_slot(kb, sfb0, sfb1, sfb2);
+#pragma unroll
+                    for (u32 w = 0; w < kWaves; ++w) {
+                        mma_wave(acc, w);
+                        ptx::wgmma_wait_group<0>();
+                        if (w + 1 == kWaves) {
+                            // The slot's tiles (read by wgmma, now complete) and scales (in registers) are done.
+                            st.advance();
+                            release();
+                        }
+                        promote(fin[w], acc, s, w, scale_off);
+                    }
                 }
             }
 
             if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
 #pragma unroll
                 for (u32 j = 0; j < kBlockN / 8; ++j) {
-                    if (!lo_ok) fin[4 * j + 0] = fin[4 * j + 1] = 0.0f;
-                    if (!hi_ok) fin[4 * j + 2] = fin[4 * j + 3] = 0.0f;
+                    if (!lo_ok) fin[0][4 * j + 0] = fin[0][4 * j + 1] = 0.0f;
+                    if (!hi_ok) fin[0][4 * j + 2] = fin[0][4 * j + 3] = 0.0f;
                 }
             }
             if constexpr (Scheduler::kClipRows) {
-                epilogue.store_rows(fin, d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
+                epilogue.store_rows(fin[0], d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
             } else {
                 epilogue.store(fin, d_row0, n0, scheduler.d_row_end(), n);
             }

@@ -1,0 +1,75 @@
+// Config choice for the SM90 FP8 1D1D GEMM (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh).
+// Header-only and torch-free. The shared-memory formula mirrors Sm90Fp8Gemm1d1dLayout in the device
+// header; every generated kernel source static_asserts that the two agree.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "common.hpp"
+#include "sm90_fp8.hpp"
+
+namespace deep_gemm::heuristics {
+
+struct Sm90Fp8Gemm1d1dConfig {
+    int block_m = 128;
+    int block_n = 128;
+    int num_stages = 4;
+    int group_n = 8;  // scheduler: N blocks per swizzle group
+
+    int num_math_warpgroups() const { return block_m / 64; }
+    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
+    bool operator==(const Sm90Fp8Gemm1d1dConfig&) const = default;
+};
+
+// A math thread holds fin + scratch accumulators (BLOCK_N / 2 registers each) and BLOCK_N / 4 B scales:
+// 160 registers at BLOCK_N = 128, within the 232 of the register split with room for addressing.
+constexpr int kSm90Fp8_1d1dMaxBlockN = 128;
+
+// Per stage: A and B tiles, BLOCK_M A scales, BLOCK_N B scales (padded to 128 bytes), two barriers. No
+// D staging (the epilogue stores from registers).
+inline int sm90_fp8_1d1d_smem_bytes(int block_m, int block_n, int num_stages) {
+    const int sfb = (block_n * 4 + 127) / 128 * 128;
+    return num_stages * (block_m * kSm90Fp8BlockK + block_n * kSm90Fp8BlockK + block_m * 4 + sfb + 2 * 8);
+}
+
+inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
+    int s = kSm90Fp8MaxStages;
+    while (s >= kSm90Fp8MinStages && sm90_fp8_1d1d_smem_bytes(block_m, block_n, s) > smem_limit) --s;
+    return s;
+}
+
+// Minimum modelled cost over BLOCK_M in {64, 128} x BLOCK_N in {16, 32, ..., 128}. The model is the 1D2D
+// kernel's (sm90_fp8_cost, without pipelined promotion or multicast: this kernel has neither), which
+// covers waves, tensor-core time plus the promotion bubble, and load bandwidth; the 1D1D promotion does
+// one more multiply per element and the FP32 output doubles the store bytes, which shifts all tiles alike.
+inline Sm90Fp8Gemm1d1dConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit) {
+    Sm90Fp8Gemm1d1dConfig best;
+    double best_cost = -1.0;
+    for (int block_m : {64, 128}) {
+        if (block_m == 128 && m <= 64) continue;
+        for (int block_n = 16; block_n <= kSm90Fp8_1d1dMaxBlockN; block_n += 16) {
+            const int stages = sm90_fp8_1d1d_max_stages(block_m, block_n, smem_limit);
+            if (stages < kSm90Fp8MinStages) continue;
+            const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
+            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
+                best_cost = cost;
+                best.block_m = block_m;
+                best.block_n = block_n;
+                best.num_stages = stages;
+            }
+        }
+    }
+    best.group_n = 8;
+    return best;
+}
+
+inline std::string to_string(const Sm90Fp8Gemm1d1dConfig& c) {
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d threads=%d smem=%d", c.block_m,
+                  c.block_n, c.num_stages, c.group_n, c.num_threads(),
+                  sm90_fp8_1d1d_smem_bytes(c.block_m, c.block_n, c.num_stages));
+    return buf;
+}
+
+}  // namespace deep_gemm::heuristics

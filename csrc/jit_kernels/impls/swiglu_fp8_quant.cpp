@@ -1,0 +1,107 @@
+#include "swiglu_fp8_quant.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace deep_gemm::kernels {
+
+namespace {
+
+const char* input_type(QuantInput in) {
+    switch (in) {
+        case QuantInput::kFp16: return "__half";
+        case QuantInput::kFp32: return "float";
+        default: return "__nv_bfloat16";
+    }
+}
+
+const char* input_tag(QuantInput in) {
+    switch (in) {
+        case QuantInput::kFp16: return "f16";
+        case QuantInput::kFp32: return "f32";
+        default: return "bf16";
+    }
+}
+
+const char* b(bool v) { return v ? "true" : "false"; }
+
+jit::KernelTable<QuantConfig, QuantConfigHash>& table() {
+    static jit::KernelTable<QuantConfig, QuantConfigHash> instance;
+    return instance;
+}
+
+}  // namespace
+
+uint32_t QuantConfig::key() const {
+    uint32_t k = static_cast<uint32_t>(input);
+    k = k * 4 + static_cast<uint32_t>(sf_layout);
+    k = k * 1024 + static_cast<uint32_t>(group);
+    for (bool flag : {swiglu, round_scale, has_weights, has_clamp, output_bf16, fast_math}) k = k * 2 + (flag ? 1 : 0);
+    return k;
+}
+
+jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& c) {
+    // The symbol spells the config, so every config is its own cache entry and its own SASS.
+    static const char* kSf[] = {"colsf", "rowsf", "ue8m0"};
+    const std::string symbol = std::string("deep_gemm_") + (c.swiglu ? "swiglu" : "apply_weight") + "_fp8_" + input_tag(c.input) + "_g" +
+                               std::to_string(c.group) + "_" + kSf[static_cast<int>(c.sf_layout)] + (c.round_scale ? "_pow2" : "") +
+                               (c.has_weights ? "_w" : "") + (c.has_clamp ? "_clamp" : "") + (c.output_bf16 ? "_bf16out" : "") +
+                               (c.fast_math ? "_fast" : "");
+    const std::string threads = std::to_string(kQuantThreads);
+    std::string code =
+        "#include <deep_gemm/impls/swiglu_fp8_quant.cuh>\n"
+        "\n"
+        "using InputT = " + std::string(input_type(c.input)) + ";\n"
+        "\n"
+        "extern \"C\" __global__ void __launch_bounds__(" + threads + ", " + std::to_string(kQuantBlocksPerSm) + ")\n" +
+        symbol + "(const InputT* __restrict__ x, long long x_stride, unsigned char* __restrict__ y, long long y_stride,\n"
+        "        void* __restrict__ sf, long long sf_stride, __nv_bfloat16* __restrict__ y_bf16, long long y_bf16_stride,\n"
+        "        const float* __restrict__ weights, const int* __restrict__ avail_tokens, int num_tokens, int hidden,\n"
+        "        int num_groups, float clamp) {\n"
+        "    deep_gemm::quant::fp8_quant<InputT, " + b(c.swiglu) + ", " + std::to_string(c.group) + ", " +
+        std::to_string(static_cast<int>(c.sf_layout)) + ", " + b(c.round_scale) + ", " + b(c.has_weights) + ", " + b(c.has_clamp) +
+        ", " + b(c.output_bf16) + ", " + b(c.fast_math) + ", " + threads + ">(\n"
+        "        x, x_stride, y, y_stride, sf, sf_stride, y_bf16, y_bf16_stride, weights, avail_tokens, num_tokens, hidden,\n"
+        "        num_groups, clamp);\n"
+        "}\n";
+    return jit::KernelSource{"swiglu_fp8_quant", symbol, std::move(code)};
+}
+
+unsigned swiglu_fp8_quant_grid(const QuantArgs& args) {
+    const int64_t items_per_block = kQuantThreads / (args.config.group / 16);
+    const int64_t items = static_cast<int64_t>(args.num_tokens) * args.num_groups;
+    const int64_t needed = (items + items_per_block - 1) / items_per_block;
+    const int64_t cap = static_cast<int64_t>(std::max(args.num_sms, 1)) * kQuantBlocksPerSm;
+    return static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, cap)));
+}
+
+void swiglu_fp8_quant(const QuantArgs& args) {
+    if (args.num_tokens <= 0 or args.num_groups <= 0) return;
+    const QuantConfig& c = args.config;
+    if (c.group < 16 or c.group > 512 or (c.group & (c.group - 1)) != 0)
+        throw jit::Error("swiglu_fp8_quant: the group must be a power of two in [16, 512]; got " + std::to_string(c.group));
+    if (c.sf_layout == QuantSfLayout::kUe8m0 and not c.round_scale)
+        throw jit::Error("swiglu_fp8_quant: UE8M0 scales need round_scale");
+
+    const jit::LoadedKernel& kernel = table().get(args.device, c, [&c] { return swiglu_fp8_quant_source(c); });
+
+    jit::LaunchConfig config;
+    config.grid[0] = swiglu_fp8_quant_grid(args);
+    config.block[0] = kQuantThreads;
+    config.stream = args.stream;
+
+    const void* x = args.x;
+    uint8_t* y = args.y;
+    void* sf = args.sf;
+    void* y_bf16 = args.y_bf16;
+    const float* weights = args.weights;
+    const int* avail = args.avail_tokens;
+    long long x_stride = args.x_stride, y_stride = args.y_stride, sf_stride = args.sf_stride, y_bf16_stride = args.y_bf16_stride;
+    int num_tokens = args.num_tokens, hidden = args.hidden, num_groups = args.num_groups;
+    float clamp = args.clamp;
+    void* params[] = {&x, &x_stride, &y, &y_stride, &sf, &sf_stride, &y_bf16, &y_bf16_stride,
+                      &weights, &avail, &num_tokens, &hidden, &num_groups, &clamp};
+    kernel.launch(config, params);
+}
+
+}  // namespace deep_gemm::kernels

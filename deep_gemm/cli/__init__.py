@@ -1,0 +1,30 @@
+"""Command line of deep_gemm: ``python -m deep_gemm {info,cache,warmup} ...`` (``--help`` on each).
+
+- ``info [--json]``: versions, GPUs, the JIT compiler, every DG_* setting and where its value comes from,
+  the kernel cache.
+- ``cache {ls,stats,prune,clear}``: inspect and trim the kernel cache; safe while other processes use it.
+- ``warmup FILE``: compile the kernels a run recorded with ``DG_JIT_RECORD=FILE`` (no GPU needed).
+"""
+import argparse
+import sys
+from typing import List, Optional
+
+from . import cache, info, warmup
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='python -m deep_gemm', description='deep_gemm tools')
+    commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    info.add_parser(commands)
+    cache.add_parser(commands)
+    warmup.add_parser(commands)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f'python -m deep_gemm {args.command}: {e}', file=sys.stderr)
+        return 1

@@ -1,0 +1,200 @@
+// SM90 FP8 block-scaled GEMM, "1D1D" recipe (1, 1, 128), FP32 output (the weight-gradient GEMM):
+//     D[M, N] = C[M, N] + sum_kb (A[:, kb] @ B[:, kb]^T) * sfa[m, kb] * sfb[n, kb]
+// A [M, K] and B [N, K] e4m3 K-major; both carry one scale per row per 128-K block, stored MN-major:
+// sfa element (m, kb) at sfa[kb * sfa_stride + m], sfb element (n, kb) at sfb[kb * sfb_stride + n].
+// C (optional, FP32) may be D itself.
+//
+// Same structure as the 1D2D kernel (sm90_fp8_gemm_1d2d.cuh): persistent, warp-specialised, warpgroup 0
+// produces (one thread issues the TMA loads of a K block: A tile, B tile, the tile's BLOCK_M A scales and
+// BLOCK_N B scales, all into one pipeline slot) and BLOCK_M/64 math warpgroups consume. Per 128-K block a
+// math warpgroup issues four m64nNk32 wgmmas into a scratch FP32 accumulator, reads its rows' A scales and
+// its columns' B scales from the slot while they run, waits, releases the slot and promotes:
+// fin += acc * sfa[row] * sfb[column]. The epilogue stores FP32 straight from registers, adding C
+// (AccumDirectStoreEpilogue), so there is no D staging buffer.
+//
+// Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
+// csrc/jit_kernels/heuristics/sm90_fp8_1d1d.hpp):
+//   [A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4][sfb slots S*align(BLOCK_N*4, 128)]
+//   [full barriers S*8][empty barriers S*8]
+#pragma once
+
+#include "../common/pipeline.cuh"
+#include "../common/sm90_warp_roles.cuh"
+#include "../common/types.cuh"
+#include "../epilogue/accum_direct_store.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
+#include "../ptx/wgmma.cuh"
+#include "../scheduler/gemm_scheduler.cuh"
+
+namespace deep_gemm {
+
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages>
+struct Sm90Fp8Gemm1d1dLayout {
+    static constexpr u32 kBlockK = 128;
+    static constexpr u32 kNumMathWarpgroups = kBlockM / 64;
+    static constexpr u32 kNumMathThreads = 128 * kNumMathWarpgroups;
+    static constexpr u32 kNumThreads = 128 + kNumMathThreads;
+
+    static constexpr u32 kSmemA = kBlockM * kBlockK;
+    static constexpr u32 kSmemB = kBlockN * kBlockK;
+    static constexpr u32 kSmemSfa = kBlockM * 4;
+    // TMA writes BLOCK_N * 4 bytes; the slot is padded so that the next one stays 128-byte aligned.
+    static constexpr u32 kSmemSfb = (kBlockN * 4 + 127) / 128 * 128;
+    static constexpr u32 kOffA = 0;
+    static constexpr u32 kOffB = kOffA + kNumStages * kSmemA;
+    static constexpr u32 kOffSfa = kOffB + kNumStages * kSmemB;
+    static constexpr u32 kOffSfb = kOffSfa + kNumStages * kSmemSfa;
+    static constexpr u32 kOffBarriers = kOffSfb + kNumStages * kSmemSfb;
+    static constexpr u32 kSmemBytes = kOffBarriers + kNumStages * 2 * 8;
+    // Bytes TMA delivers per slot (out-of-bounds parts are zero-filled and still counted).
+    static constexpr u32 kTxBytes = kSmemA + kSmemB + kBlockM * 4 + kBlockN * 4;
+
+    static_assert(kBlockM == 64 || kBlockM == 128, "BLOCK_M must be 64 or 128");
+    static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "BLOCK_N: multiple of 16 in [16, 256]");
+    static_assert(kSmemA % 1024 == 0 && kSmemB % 1024 == 0, "128B-swizzled tiles must stay 1024-byte aligned");
+    static_assert(kSmemSfa % 128 == 0 && kOffSfb % 128 == 0, "TMA destinations are 128-byte aligned");
+};
+
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
+          bool kWithC>
+__device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
+                                                        const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
+                                                        float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
+                                                        u32 n_runtime, u32 k_runtime) {
+    using Layout = Sm90Fp8Gemm1d1dLayout<kBlockM, kBlockN, kNumStages>;
+    using Wgmma = ptx::WgmmaFp8<kBlockN>;
+    using Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
+    using Epilogue = AccumDirectStoreEpilogue<kBlockM, kBlockN, true, kWithC>;
+    constexpr u32 kBlockK = Layout::kBlockK;
+    constexpr u32 kNumAccum = kBlockN / 2;
+
+    const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
+    const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
+    const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
+    const u32 num_k_blocks = ceil_div(k, kBlockK);
+
+    extern __shared__ __align__(1024) u8 smem[];
+    u8* smem_a = smem + Layout::kOffA;
+    u8* smem_b = smem + Layout::kOffB;
+    float* smem_sfa = reinterpret_cast<float*>(smem + Layout::kOffSfa);
+    u8* smem_sfb = smem + Layout::kOffSfb;
+    PipelineBarriers<kNumStages> pipe{reinterpret_cast<u64*>(smem + Layout::kOffBarriers),
+                                      reinterpret_cast<u64*>(smem + Layout::kOffBarriers) + kNumStages};
+
+    const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+    const u32 thread_in_wg = threadIdx.x % 128;
+
+    if (threadIdx.x == 0) {
+        ptx::tma_prefetch_descriptor(tmap_a);
+        ptx::tma_prefetch_descriptor(tmap_b);
+        ptx::tma_prefetch_descriptor(tmap_sfa);
+        ptx::tma_prefetch_descriptor(tmap_sfb);
+        pipe.init(Layout::kNumMathThreads / 32);  // one arrival per math warp
+    }
+    __syncthreads();
+    // PDL: inputs may be written by the previous kernel; nothing global is touched before this.
+    ptx::grid_dependency_wait();
+
+    if (warpgroup == 0) {
+        // ---------------- producer ----------------
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
+        if (threadIdx.x == 0) {
+            Scheduler scheduler(m, n);
+            PipelineState<kNumStages> st;
+            u32 m_block, n_block;
+            while (scheduler.next(m_block, n_block)) {
+                const i32 m0 = static_cast<i32>(m_block * kBlockM);
+                const i32 n0 = static_cast<i32>(n_block * kBlockN);
+                for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+                    pipe.producer_acquire(st);
+                    u64* full = &pipe.full[st.stage];
+                    ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
+                    const i32 k0 = static_cast<i32>(kb * kBlockK);
+                    ptx::tma_load_2d(smem_a + st.stage * Layout::kSmemA, tmap_a, full, k0, m0);
+                    ptx::tma_load_2d(smem_b + st.stage * Layout::kSmemB, tmap_b, full, k0, n0);
+                    ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb));
+                    ptx::tma_load_2d(smem_sfb + st.stage * Layout::kSmemSfb, tmap_sfb, full, n0, static_cast<i32>(kb));
+                    st.advance();
+                }
+            }
+            ptx::grid_dependency_launch_dependents();
+        }
+    } else {
+        // ---------------- math ----------------
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
+        const u32 math_wg = warpgroup - 1;
+        const u32 warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+        // This thread's accumulator rows inside the tile: row_lo and row_lo + 8; its columns: 8j + col_in_group
+        // and + 1 for j < BLOCK_N / 8 (the wgmma m64nN accumulator layout).
+        const u32 row_lo = math_wg * 64 + warp * 16 + lane / 4;
+        const u32 col_in_group = (lane % 4) * 2;
+
+        Scheduler scheduler(m, n);
+        // No staging buffer and no tensor map: the direct-store epilogue ignores both (tmap_a fills the slot).
+        Epilogue epilogue(nullptr, math_wg, thread_in_wg, tmap_a, d, ldd, c, ldc);
+        PipelineState<kNumStages> st;
+
+        float acc[kNumAccum];
+        float fin[kNumAccum];
+        float sb[kBlockN / 4];  // this thread's B scales of the current K block (its BLOCK_N / 4 columns)
+#pragma unroll
+        for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;  // (every K block's first wgmma overwrites it)
+
+        u32 m_block, n_block;
+        while (scheduler.next(m_block, n_block)) {
+#pragma unroll
+            for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
+
+            for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+                pipe.consumer_wait(st);
+                const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
+                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
+                const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
+#pragma unroll
+                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
+                ptx::wgmma_fence();
+#pragma unroll
+                for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
+                    // +32 bytes of K per step = +2 in the (address >> 4) field.
+                    Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, kk != 0);
+                }
+                ptx::wgmma_commit_group();
+
+                // The slot's scales, read while the wgmmas run.
+                const float* sfa_slot = smem_sfa + st.stage * kBlockM;
+                const float a_lo = sfa_slot[row_lo];
+                const float a_hi = sfa_slot[row_lo + 8];
+                const float* sfb_slot = reinterpret_cast<const float*>(smem_sfb + st.stage * Layout::kSmemSfb);
+#pragma unroll
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    const float2 v = *reinterpret_cast<const float2*>(sfb_slot + j * 8 + col_in_group);
+                    sb[2 * j] = v.x;
+                    sb[2 * j + 1] = v.y;
+                }
+
+                ptx::wgmma_wait_group<0>();
+                // The slot's tiles (read by the now complete wgmmas) and scales (in registers) are done.
+                pipe.consumer_release_warp(st, lane);
+                st.advance();
+
+#pragma unroll
+                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
+#pragma unroll
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    fin[4 * j + 0] += acc[4 * j + 0] * (a_lo * sb[2 * j]);
+                    fin[4 * j + 1] += acc[4 * j + 1] * (a_lo * sb[2 * j + 1]);
+                    fin[4 * j + 2] += acc[4 * j + 2] * (a_hi * sb[2 * j]);
+                    fin[4 * j + 3] += acc[4 * j + 3] * (a_hi * sb[2 * j + 1]);
+                }
+            }
+
+            epilogue.store(fin, m_block * kBlockM, n_block * kBlockN, m, n);
+        }
+        ptx::grid_dependency_launch_dependents();
+        epilogue.finish();
+    }
+}
+
+}  // namespace deep_gemm

@@ -1,0 +1,82 @@
+// DG_FP8_GEMM_CONFIG (forced FP8 GEMM config for tuning): accepted values, including 256-row tiles and the
+// "rules" / "legacy" choosers, and every malformed form (each error names the variable and the value).
+// No GPU needed.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "jit/errors.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+
+namespace {
+
+using deep_gemm::heuristics::Sm90Fp8Chooser;
+using deep_gemm::kernels::parse_sm90_fp8_config_override;
+using deep_gemm::kernels::Sm90Fp8ConfigOverride;
+
+// The error message for `text`, or "" (with a test failure) when it was accepted.
+std::string parse_error(const std::string& text) {
+    try {
+        parse_sm90_fp8_config_override(text);
+    } catch (const deep_gemm::jit::Error& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "accepted DG_FP8_GEMM_CONFIG='" << text << "'";
+    return "";
+}
+
+TEST(Fp8ConfigOverride, EmptyIsTheModel) {
+    const Sm90Fp8ConfigOverride ov = parse_sm90_fp8_config_override("");
+    EXPECT_FALSE(ov.active());
+    EXPECT_EQ(ov.chooser(), Sm90Fp8Chooser::kModel);
+}
+
+TEST(Fp8ConfigOverride, Choosers) {
+    EXPECT_EQ(parse_sm90_fp8_config_override("rules").chooser(), Sm90Fp8Chooser::kRules);
+    EXPECT_EQ(parse_sm90_fp8_config_override("legacy").chooser(), Sm90Fp8Chooser::kLegacy);
+    EXPECT_FALSE(parse_sm90_fp8_config_override("rules").active());
+}
+
+TEST(Fp8ConfigOverride, AcceptsTiles) {
+    const Sm90Fp8ConfigOverride a = parse_sm90_fp8_config_override("256,128,3,0,2");
+    EXPECT_TRUE(a.active());
+    EXPECT_EQ(a.block_m, 256);
+    EXPECT_EQ(a.block_n, 128);
+    EXPECT_EQ(a.num_stages, 3);
+    EXPECT_EQ(a.pipelined, 0);
+    EXPECT_EQ(a.multicast, 2);
+    const Sm90Fp8ConfigOverride b = parse_sm90_fp8_config_override("64,48,16");
+    EXPECT_EQ(b.block_m, 64);
+    EXPECT_EQ(b.block_n, 48);
+    EXPECT_EQ(b.num_stages, 16);
+    EXPECT_EQ(b.pipelined, 0);
+    EXPECT_EQ(b.multicast, 0);
+    EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").block_n, 112);
+}
+
+TEST(Fp8ConfigOverride, RejectsMalformed) {
+    const std::pair<const char*, const char*> cases[] = {
+        {"128", "expected"},
+        {"128,128", "expected"},
+        {"128,128,0,1,0,0", "at most 5 fields"},
+        {"128;128;0", "separated by ','"},
+        {"x,128,0", "non-negative integers"},
+        {"192,128,0", "block_m must be 64, 128 or 256"},
+        {"128,100,0", "block_n must be a multiple of 16"},
+        {"128,208,0", "block_n must be a multiple of 16"},
+        {"128,128,2", "stages must be 0 (auto) or in [3, 16]"},
+        {"128,128,17", "stages must be 0 (auto) or in [3, 16]"},
+        {"128,128,0,2", "pipelined must be 0"},
+        {"128,128,0,0,3", "multicast must be 0"},
+        {"128,192,0,1", "pipelined 1 needs block_n <= 128"},
+        {"256,128,0,1", "block_m 256 needs pipelined 0"},
+        {"256,192,0,0", "block_m 256 needs block_n <= 128"},
+    };
+    for (const auto& [text, what] : cases) {
+        const std::string msg = parse_error(text);
+        EXPECT_NE(msg.find(what), std::string::npos) << "'" << text << "': " << msg;
+        EXPECT_NE(msg.find("DG_FP8_GEMM_CONFIG='" + std::string(text) + "'"), std::string::npos) << msg;
+    }
+}
+
+}  // namespace

@@ -1,0 +1,87 @@
+// Compile-only checks of the SM90 FP8 1D1D kernel (no GPU needed): the heuristics' configs are valid for the
+// H200, and a few instances (both warpgroup counts, with and without C, a narrow and the widest tile) build
+// for sm_90a with FP8 wgmma (QGMMA), TMA loads, global stores, no TMA store and no local memory. Kept to
+// three NVCC builds and one NVRTC build for CI time.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
+#include "kernel_compile_util.hpp"
+
+namespace {
+
+using deep_gemm::heuristics::Sm90Fp8Gemm1d1dConfig;
+using deep_gemm::kernels::Sm90Fp8Gemm1d1dKernelKey;
+using dg_test::count_op;
+using dg_test::kH200SmemOptin;
+using dg_test::kH200Sms;
+using dg_test::ScopedEnv;
+
+TEST(KernelConfigs, Sm90Fp8_1d1dHeuristicsAreValid) {
+    const int ms[] = {1, 64, 100, 2048, 4096, 7168};
+    const int nks[][2] = {{4096, 4096}, {2112, 4096}, {129280, 128}, {576, 7168}, {100, 512}};
+    for (const auto& [m, n, k] : dg_test::shape_grid(ms, nks)) {
+        const Sm90Fp8Gemm1d1dConfig c =
+            deep_gemm::heuristics::choose_sm90_fp8_1d1d_config(m, n, k, kH200Sms, kH200SmemOptin);
+        SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
+                     deep_gemm::heuristics::to_string(c));
+        EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
+        if (m <= 64) {
+            EXPECT_EQ(c.block_m, 64);
+        }
+        EXPECT_EQ(c.block_n % 16, 0);
+        EXPECT_GE(c.block_n, 16);
+        EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8_1d1dMaxBlockN);
+        EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
+        EXPECT_LE(deep_gemm::heuristics::sm90_fp8_1d1d_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
+    }
+    // A large square problem uses the big tile.
+    const Sm90Fp8Gemm1d1dConfig big = deep_gemm::heuristics::choose_sm90_fp8_1d1d_config(7168, 4096, 4096, kH200Sms,
+                                                                                         kH200SmemOptin);
+    EXPECT_EQ(big.block_m, 128);
+    EXPECT_GE(big.block_n, 64);
+}
+
+TEST(KernelConfigs, Sm90Fp8_1d1dSourceIsDistinctPerKey) {
+    std::vector<Sm90Fp8Gemm1d1dKernelKey> keys(3);
+    keys[1].with_c = true;
+    keys[2].n = 4096;
+    keys[2].k = 7168;
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_fp8_gemm_1d1d_source,
+                                     "deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh");
+}
+
+class KernelCompile1d1d : public dg_test::KernelCompileTest {
+protected:
+    KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
+
+    void build_and_check(int block_m, int block_n, bool with_c) {
+        Sm90Fp8Gemm1d1dKernelKey key;
+        key.block_m = block_m;
+        key.block_n = block_n;
+        key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
+        key.with_c = with_c;
+        build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d1d_source(key), [](const std::string& sass) {
+            EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
+            EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "the FP32 epilogue stores from registers";
+            EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
+        });
+    }
+};
+
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvcc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
+    build_and_check(128, 128, true);
+    build_and_check(64, 48, false);
+    build_and_check(128, 112, false);
+}
+
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvrtc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, 128, true);
+}
+
+}  // namespace
