@@ -5,7 +5,6 @@ on the CPU so that only deep_gemm's kernels run on the GPU (racecheck would othe
 inside cuBLAS's own kernels). Exits non-zero if a result is wrong.
 """
 import contextlib
-import inspect
 import os
 import sys
 
@@ -137,7 +136,7 @@ def fp8_grouped_operands(a: torch.Tensor, b: torch.Tensor):
 def check_m_grouped_fp8_gemm_contiguous() -> None:
     # Groups of 130, 0 and 5 rows (aligned to 128) plus 40 padding rows past the last group, both
     # grouped_layout forms; padding rows (A holds random data there) must come out as zeros, or, with
-    # ensure_zero_padding=False (where the op has it), stay untouched.
+    # ensure_zero_padding=False, stay untouched.
     group_ms, n, k = [130, 0, 5], 200, 320
     starts, ends, end = [], [], 0
     for gm in group_ms:
@@ -151,14 +150,11 @@ def check_m_grouped_fp8_gemm_contiguous() -> None:
     a = torch.randn(m, k, dtype=torch.bfloat16)
     b = torch.randn(len(group_ms), n, k, dtype=torch.bfloat16)
     a8, b8 = fp8_grouped_operands(a, b)
-    zero_options = [True, False] if "ensure_zero_padding" in inspect.signature(
-        deep_gemm.m_grouped_fp8_gemm_nt_contiguous).parameters else [None]
     for psum in (False, True):
         layout = torch.tensor(ends, dtype=torch.int32).cuda() if psum else rows.cuda()
-        for zero in zero_options:
+        for zero in (True, False):
             d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-            kwargs = {} if zero is None else {"ensure_zero_padding": zero}
-            deep_gemm.m_grouped_fp8_gemm_nt_contiguous(a8, b8, d, layout, use_psum_layout=psum, **kwargs)
+            deep_gemm.m_grouped_fp8_gemm_nt_contiguous(a8, b8, d, layout, use_psum_layout=psum, ensure_zero_padding=zero)
             torch.cuda.synchronize()
             out = d.cpu()
             for g, (start, stop) in enumerate(zip(starts, ends)):
