@@ -263,4 +263,22 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
     build_and_check(grouped_fp8_keys()[2]);
 }
 
+// 256-row tiles are dense-only: the grouped modes' per-row rules cover one wave per math warpgroup, and the
+// kernel refuses to instantiate them with two (the host also rejects a forced block_m 256 for grouped ops).
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGrouped256RowTilesRejected) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    Sm90Fp8GemmKernelKey key = grouped_fp8_keys()[2];  // masked (clipped rows)
+    key.block_m = 256;
+    key.block_n = 128;
+    key.pipelined = false;
+    key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin);
+    const auto src = deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key);
+    try {
+        deep_gemm::jit::build({src.name, src.symbol, src.code}, "sm_90a");
+        ADD_FAILURE() << "a masked kernel with 256-row tiles compiled";
+    } catch (const deep_gemm::jit::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("need one wave per math warpgroup"), std::string::npos) << e.what();
+    }
+}
+
 }  // namespace
