@@ -1,4 +1,4 @@
-// Pieces shared by the SM90 GEMM config heuristics (sm90_fp8.hpp, sm90_bf16.hpp). Header-only and torch-free.
+// Pieces shared by the SM90 GEMM config heuristics (sm90_fp8.hpp, sm90_fp8_1d1d.hpp, sm90_bf16.hpp). Header-only and torch-free.
 #pragma once
 
 namespace deep_gemm::heuristics {
@@ -8,6 +8,15 @@ namespace deep_gemm::heuristics {
 inline int bf16_d_swizzle_bytes(int block_n) {
     const int row_bytes = block_n * 2;
     return row_bytes % 128 == 0 ? 128 : (row_bytes % 64 == 0 ? 64 : 32);
+}
+
+// The most pipeline stages in [min_stages, max_stages] whose shared memory (`smem_bytes(stages)`) fits in
+// `smem_limit`; min_stages - 1 when none does (the caller reports "not enough shared memory").
+template <typename SmemBytes>
+inline int max_stages_that_fit(int max_stages, int min_stages, int smem_limit, SmemBytes smem_bytes) {
+    int s = max_stages;
+    while (s >= min_stages && smem_bytes(s) > smem_limit) --s;
+    return s;
 }
 
 // Tile choice: a candidate of modelled cost `cost` replaces the best so far (`best_cost` < 0: none yet) when

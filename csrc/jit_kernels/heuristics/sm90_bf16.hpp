@@ -49,9 +49,9 @@ inline int sm90_bf16_smem_bytes(int block_m, int block_n, int num_stages, bool b
 
 inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90Bf16Epilogue epilogue,
                                 int smem_limit) {
-    int s = kSm90Bf16MaxStages;
-    while (s >= kSm90Bf16MinStages && sm90_bf16_smem_bytes(block_m, block_n, s, b_mn_major, epilogue) > smem_limit) --s;
-    return s;
+    return max_stages_that_fit(kSm90Bf16MaxStages, kSm90Bf16MinStages, smem_limit, [&](int s) {
+        return sm90_bf16_smem_bytes(block_m, block_n, s, b_mn_major, epilogue);
+    });
 }
 
 // Rough cost in SM clocks per 64-K stage: tensor-core time (BF16 dense ~4096 FLOP/clk/SM -> BM*BN/32 clk)

@@ -53,9 +53,8 @@ inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages) {
 }
 
 inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap = kSm90Fp8MaxStages) {
-    int s = cap;
-    while (s >= kSm90Fp8MinStages && sm90_fp8_smem_bytes(block_m, block_n, s) > smem_limit) --s;
-    return s;
+    return max_stages_that_fit(cap, kSm90Fp8MinStages, smem_limit,
+                               [&](int s) { return sm90_fp8_smem_bytes(block_m, block_n, s); });
 }
 
 // Rough cost in SM clocks of running the whole problem with tiles block_m x block_n. Per 128-K block

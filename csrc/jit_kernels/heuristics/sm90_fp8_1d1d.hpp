@@ -34,9 +34,8 @@ inline int sm90_fp8_1d1d_smem_bytes(int block_m, int block_n, int num_stages) {
 }
 
 inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
-    int s = kSm90Fp8MaxStages;
-    while (s >= kSm90Fp8MinStages && sm90_fp8_1d1d_smem_bytes(block_m, block_n, s) > smem_limit) --s;
-    return s;
+    return max_stages_that_fit(kSm90Fp8MaxStages, kSm90Fp8MinStages, smem_limit,
+                               [&](int s) { return sm90_fp8_1d1d_smem_bytes(block_m, block_n, s); });
 }
 
 // Minimum modelled cost over BLOCK_M in {64, 128} x BLOCK_N in {16, 32, ..., 128}. The model is the 1D2D
