@@ -1,5 +1,6 @@
 """Benchmark: deep_gemm.bf16_gemm_{nt,nn,tn,tt} (SM90 BF16 wgmma GEMM) against torch.mm (cuBLAS) in the
-same run.
+same run, and against deep_gemm.cublaslt_gemm_* (the same problem through cuBLASLt via deep_gemm's own
+binding: descriptors memoized, so its host cost is ours, not torch's).
 
 Per shape and layout: ours and torch.mm on the same operands (torch.mm gets the same memory layout via
 views, so cuBLAS sees the same transposes), timed in turns (one call of each per round), CUDA events around
@@ -32,7 +33,9 @@ def bench_shape(layout, m, n, k, out_dtype, runs):
     a_arg, b_arg = make_operands(layout, m, n, k)
     d = torch.empty((m, n), device='cuda', dtype=out_dtype)
     d_ref = torch.empty((m, n), device='cuda', dtype=torch.bfloat16)
+    d_lt = torch.empty((m, n), device='cuda', dtype=out_dtype)
     op = getattr(deep_gemm, f'bf16_gemm_{layout}')
+    lt_op = getattr(deep_gemm, f'cublaslt_gemm_{layout}')
     # Logical [M, K] and [K, N] views with the same storage as ours (cuBLAS picks its transposes from them).
     a_mk = a_arg if layout[0] == 'n' else a_arg.t()
     b_kn = b_arg.t() if layout[1] == 't' else b_arg
@@ -43,15 +46,19 @@ def bench_shape(layout, m, n, k, out_dtype, runs):
     def cublas():
         torch.mm(a_mk, b_kn, out=d_ref)
 
-    t = time_interleaved({'ours': ours, 'cublas': cublas}, runs, label=f'{layout} {m}x{n}x{k}: ')
-    t_ours, t_ref = t['ours'], t['cublas']
-    if t_ours is None or t_ref is None:
+    def cublaslt():
+        lt_op(a_arg, b_arg, d_lt)
+
+    t = time_interleaved({'ours': ours, 'cublas': cublas, 'cublaslt': cublaslt}, runs, label=f'{layout} {m}x{n}x{k}: ')
+    t_ours, t_ref, t_lt = t['ours'], t['cublas'], t['cublaslt']
+    if t_ours is None or t_ref is None or t_lt is None:
         raise RuntimeError(f'bf16_gemm_{layout} {m}x{n}x{k}: a timed call failed (see above)')
     flops = 2.0 * m * n * k
     bytes_ = 2 * (m * k + n * k) + d.element_size() * m * n
     return {
         'ours_us': t_ours, 'cublas_us': t_ref,
         'ours_tflops': flops / t_ours / 1e6, 'cublas_tflops': flops / t_ref / 1e6,
+        'cublaslt_us': t_lt, 'cublaslt_tflops': flops / t_lt / 1e6,
         'ours_gbs': bytes_ / t_ours / 1e3, 'speedup': t_ref / t_ours,
     }
 
@@ -81,14 +88,16 @@ def main():
             r = bench_shape(layout, m, n, k, out_dtype, args.runs)
             rows.append((layout, m, n, k, r))
             print(f'{layout} {m}x{n}x{k}: ours {r["ours_us"]:.1f} us {r["ours_tflops"]:.0f} TFLOPS | '
-                  f'cuBLAS {r["cublas_us"]:.1f} us {r["cublas_tflops"]:.0f} TFLOPS | x{r["speedup"]:.3f}', flush=True)
+                  f'cuBLAS {r["cublas_us"]:.1f} us {r["cublas_tflops"]:.0f} TFLOPS | '
+                  f'cublaslt_gemm {r["cublaslt_us"]:.1f} us {r["cublaslt_tflops"]:.0f} TFLOPS | x{r["speedup"]:.3f}', flush=True)
 
     lines = [f'BF16 GEMM (d {args.out}), {torch.cuda.get_device_name()}, median of {args.runs}, L2 flushed',
              f'{"layout":>6} {"M":>5} {"N":>6} {"K":>5} | {"ours us":>8} {"TFLOPS":>7} {"GB/s":>6} | '
-             f'{"cuBLAS us":>9} {"TFLOPS":>7} | {"speedup":>7}']
+             f'{"cuBLAS us":>9} {"TFLOPS":>7} | {"cublaslt us":>11} {"TFLOPS":>7} | {"speedup":>7}']
     for layout, m, n, k, r in rows:
         lines.append(f'{layout:>6} {m:>5} {n:>6} {k:>5} | {r["ours_us"]:>8.1f} {r["ours_tflops"]:>7.0f} '
                      f'{r["ours_gbs"]:>6.0f} | {r["cublas_us"]:>9.1f} {r["cublas_tflops"]:>7.0f} | '
+                     f'{r["cublaslt_us"]:>11.1f} {r["cublaslt_tflops"]:>7.0f} | '
                      f'{r["speedup"]:>7.3f}')
     for layout in layouts:
         for m in (4096, 128):

@@ -15,6 +15,7 @@
 #include "python/fast_entries.hpp"
 #include "python/jit_tools.hpp"
 #include "python/cache_tools.hpp"
+#include "python/cublaslt_ops.hpp"
 #include "python/logging_bridge.hpp"
 #include "python/swiglu_ops.hpp"
 
@@ -158,4 +159,7 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
     python::register_quant_entries(m);
+
+    // ---- BF16 GEMMs through cuBLASLt (cublaslt_ops.cpp) ----
+    python::register_cublaslt_entries(m);
 }

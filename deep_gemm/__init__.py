@@ -42,7 +42,6 @@ from .utils import *  # noqa: E402,F401,F403  (DeepGEMM re-exports all of deep_g
 from .utils import __all__ as _utils_all  # noqa: E402
 from ._compat import (  # noqa: E402,F401
     _resolve_recipe,
-    cublaslt_gemm_nn, cublaslt_gemm_nt, cublaslt_gemm_tn, cublaslt_gemm_tt,
     einsum, fp8_einsum, fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, fp8_gemm_nt_skip_head_mid, fp8_mqa_logits,
     fp8_paged_mqa_logits, get_paged_mqa_logits_metadata, k_grouped_fp8_gemm_tn_contiguous, tf32_hc_prenorm_gemm,
 )
@@ -93,6 +92,10 @@ _c_bf16_gemm_tt = _C.bf16_gemm_tt
 _c_m_grouped_bf16_gemm_nt_contiguous = _C.m_grouped_bf16_gemm_nt_contiguous
 _c_m_grouped_bf16_gemm_nt_masked = _C.m_grouped_bf16_gemm_nt_masked
 _c_k_grouped_bf16_gemm_tn_contiguous = _C.k_grouped_bf16_gemm_tn_contiguous
+_c_cublaslt_gemm_nt = _C.cublaslt_gemm_nt
+_c_cublaslt_gemm_nn = _C.cublaslt_gemm_nn
+_c_cublaslt_gemm_tn = _C.cublaslt_gemm_tn
+_c_cublaslt_gemm_tt = _C.cublaslt_gemm_tt
 
 
 # ---- layout utilities ---------------------------------------------------------------------------------
@@ -298,6 +301,45 @@ def bf16_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, co
     _c_bf16_gemm_tt(a, b, d, c, compiled_dims)
 
 
+# ---- BF16 GEMMs through cuBLASLt ----------------------------------------------------------------------
+
+def cublaslt_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
+    """``d = c + a @ b.T`` in BF16 through cuBLASLt (the libcublasLt that PyTorch loads; FP32 accumulation),
+    written into ``d`` in place on the current stream.
+
+    Arguments as in :func:`bf16_gemm_nt`: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or
+    MN-major, 16-byte aligned base and row stride), ``d`` ``[M, N]`` bfloat16 or float32 with unit stride along N,
+    ``c`` optional ``[M, N]`` (float32 when ``d`` is; bfloat16 or float32 for a bfloat16 ``d``, then rounded
+    to bfloat16 before the addition); ``c`` may be ``d`` itself (accumulate in place). The same errors are
+    raised before any cuBLASLt call; ``RuntimeError`` when cuBLASLt cannot be loaded. Descriptors and the
+    algorithm are chosen once per shape/layout/alignment and reused; each (device, stream) gets a 32 MiB
+    workspace on first use (run a shape once before capturing a CUDA graph)."""
+    if _tracing():
+        return _ops.cublaslt_gemm_nt(a, b, d, c)
+    _c_cublaslt_gemm_nt(a, b, d, c)
+
+
+def cublaslt_gemm_nn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
+    """``d = c + a @ b`` with ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
+    if _tracing():
+        return _ops.cublaslt_gemm_nn(a, b, d, c)
+    _c_cublaslt_gemm_nn(a, b, d, c)
+
+
+def cublaslt_gemm_tn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
+    """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
+    if _tracing():
+        return _ops.cublaslt_gemm_tn(a, b, d, c)
+    _c_cublaslt_gemm_tn(a, b, d, c)
+
+
+def cublaslt_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
+    """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
+    if _tracing():
+        return _ops.cublaslt_gemm_tt(a, b, d, c)
+    _c_cublaslt_gemm_tt(a, b, d, c)
+
+
 def m_grouped_bf16_gemm_nt_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
                                       use_psum_layout: bool = False, ensure_zero_padding: bool = True,
                                       expected_m_for_psum_layout: Optional[int] = None) -> None:
@@ -450,13 +492,13 @@ __all__ = [
     'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
     'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nt_masked',
     'k_grouped_bf16_gemm_tn_contiguous',
+    'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt',
     # aliases
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
     'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
     'bf16_m_grouped_gemm_nt_masked',
     # names that exist for compatibility but are not implemented on SM90 here (NotImplementedError)
-    'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid', 'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn',
-    'cublaslt_gemm_tt', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
+    'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
     'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
     # layout
     'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',

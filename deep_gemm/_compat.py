@@ -49,26 +49,6 @@ def fp8_gemm_nt_skip_head_mid(a, b, d, head_splits, recipe=None, compiled_dims='
 
 # ---- DeepGEMM SM90 ops that deep_gemm does not implement (yet) -----------------------------------------
 
-def cublaslt_gemm_nt(a, b, d, c=None):
-    """DeepGEMM: ``d = c + a @ b.T`` in BF16 through cuBLASLt. Not implemented here; use :func:`deep_gemm.bf16_gemm_nt`."""
-    _unavailable('cublaslt_gemm_nt', _NOT_ON_SM90 + '; use bf16_gemm_nt')
-
-
-def cublaslt_gemm_nn(a, b, d, c=None):
-    """Not implemented here; use :func:`deep_gemm.bf16_gemm_nn`."""
-    _unavailable('cublaslt_gemm_nn', _NOT_ON_SM90 + '; use bf16_gemm_nn')
-
-
-def cublaslt_gemm_tn(a, b, d, c=None):
-    """Not implemented here; use :func:`deep_gemm.bf16_gemm_tn`."""
-    _unavailable('cublaslt_gemm_tn', _NOT_ON_SM90 + '; use bf16_gemm_tn')
-
-
-def cublaslt_gemm_tt(a, b, d, c=None):
-    """Not implemented here; use :func:`deep_gemm.bf16_gemm_tt`."""
-    _unavailable('cublaslt_gemm_tt', _NOT_ON_SM90 + '; use bf16_gemm_tt')
-
-
 def einsum(expr, a, b, d, c=None, use_cublaslt=False):
     """Not implemented here."""
     _unavailable('einsum', _NOT_ON_SM90)

@@ -89,6 +89,22 @@ def _bf16_normal(layout: str) -> Case:
                 dict(a=[BF16], b=[BF16], d=[BF16, F32]))
 
 
+def _cublaslt(layout: str) -> Case:
+    """cublaslt_gemm_*: the arguments of the bf16_gemm_* op of the same layout, without compiled_dims."""
+    ta, tb = layout[0] == 't', layout[1] == 'n'
+
+    def make(device, d):
+        M, N, K = d['M'], d['N'], d['K']
+        return dict(a=operand(M, K, BF16, device, ta), b=operand(N, K, BF16, device, tb),
+                    d=torch.empty(M, N, dtype=BF16, device=device), c=None)
+
+    def assemble(t):
+        return (t['a'], t['b'], t['d']), dict(c=t['c'])
+
+    return Case(f'cublaslt_gemm_{layout}', getattr(deep_gemm, f'cublaslt_gemm_{layout}'), make, assemble,
+                dict(a=[BF16], b=[BF16], d=[BF16, F32]))
+
+
 def _m_grouped_contiguous(fp8: bool) -> Case:
     dt = FP8 if fp8 else BF16
 
@@ -173,7 +189,8 @@ def _k_grouped_bf16() -> Case:
 
 CASES = ([_fp8_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(True), _m_grouped_masked(True), _k_grouped()]
          + [_bf16_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(False), _m_grouped_masked(False),
-                                                                  _k_grouped_bf16()])
+                                                                  _k_grouped_bf16()]
+         + [_cublaslt(x) for x in ('nt', 'nn', 'tn', 'tt')])
 CASES_BY_NAME = {c.name: c for c in CASES}
 
 

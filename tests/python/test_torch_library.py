@@ -52,7 +52,7 @@ def test_fake_tensor_mode_runs_validation():
 
 
 @pytest.mark.parametrize('name', ['fp8_gemm_nt', 'fp8_gemm_tn', 'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous',
-                                  'bf16_gemm_nt', 'k_grouped_bf16_gemm_tn_contiguous'])
+                                  'bf16_gemm_nt', 'k_grouped_bf16_gemm_tn_contiguous', 'cublaslt_gemm_nt'])
 @pytest.mark.parametrize('dynamic', [False, True])
 def test_compile_fullgraph_traces(name, dynamic):
     """torch.compile(fullgraph=True) records the op in the graph (no graph break); running it on CPU tensors

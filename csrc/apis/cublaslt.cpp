@@ -1,0 +1,328 @@
+// cublaslt_gemm_*: validation (shared with the bf16_gemm_* ops), the mapping of our row-major problem
+// onto cuBLASLt's column-major one, and the per-device/per-stream state (handle, workspace) plus the
+// memoized descriptors and algorithm of each problem shape.
+#include "cublaslt.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include "cublaslt_lib.hpp"
+#include "gemm_internal.hpp"
+#include "runtime.hpp"
+
+namespace deep_gemm::api {
+
+namespace {
+
+namespace lt = cublaslt;
+
+// The cuBLAS documentation recommends a 32 MiB workspace on Hopper (4 MiB before it); one per stream,
+// because work queued on two streams may run at the same time.
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+// The rules of the dense BF16 ops, under our own names (GemmOp is unused by validate()).
+constexpr std::array<GemmOpSpec, 4> kCublasLtSpecs = {{
+    {GemmOp::kBf16Nt, "cublaslt_gemm_nt", F::kBf16, G::kNone, false, false, ""},
+    {GemmOp::kBf16Nn, "cublaslt_gemm_nn", F::kBf16, G::kNone, false, true, ""},
+    {GemmOp::kBf16Tn, "cublaslt_gemm_tn", F::kBf16, G::kNone, true, true, ""},
+    {GemmOp::kBf16Tt, "cublaslt_gemm_tt", F::kBf16, G::kNone, true, false, ""},
+}};
+
+const GemmOpSpec& spec_of(CublasLtLayout layout) { return kCublasLtSpecs[static_cast<int>(layout)]; }
+
+// ---- the column-major view ------------------------------------------------------------------------
+// cuBLASLt is column-major. Our row-major d [M, N] is, read column-major, D' = d^T [N, M], so we ask
+// for D' = op(A') op(B') (+ C') with A' = b (N x K after op) and B' = a (K x M after op).
+
+// One operand as cuBLASLt sees it: a column-major `rows x cols` matrix with leading dimension `ld`,
+// used as is (kOpN) or transposed (kOpT).
+struct LtOperand {
+    int32_t op;
+    uint64_t rows, cols;
+    int64_t ld;
+};
+
+// cuBLASLt requires ld >= rows even when a single column makes ld meaningless (a size-1 dim may carry any stride).
+int64_t leading_dim(int64_t stride, uint64_t rows, uint64_t cols) {
+    return cols <= 1 ? std::max<int64_t>(static_cast<int64_t>(rows), 1) : stride;
+}
+
+// `v` is a or b in the "nt" orientation ([M, K] / [N, K]); validation made it K-major or MN-major.
+LtOperand describe(const View& v, bool is_b) {
+    const auto mn = static_cast<uint64_t>(v.size[0]), k = static_cast<uint64_t>(v.size[1]);
+    const bool k_major = v.stride[1] == 1 or v.size[1] <= 1;
+    if (k_major)  // rows of K elements: a column-major K x MN matrix
+        return {is_b ? lt::kOpT : lt::kOpN, k, mn, leading_dim(v.stride[0], k, mn)};
+    return {is_b ? lt::kOpN : lt::kOpT, mn, k, leading_dim(v.stride[1], mn, k)};  // a column-major MN x K matrix
+}
+
+// The largest power of two (up to 256, cuBLASLt's default assumption) dividing the address: the
+// heuristic must only pick kernels that can handle it.
+uint32_t alignment(const void* p) {
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    uint32_t a = 256;
+    while (a > 1 and addr % a != 0) a >>= 1;
+    return a;
+}
+
+void check_status(const char* op, const char* fn, lt::Status status) {
+    if (status != lt::kSuccess) throw_runtime_error(fmt::format("{}: {} failed: {}", op, fn, lt::status_string(status)));
+}
+
+// ---- memoized state ---------------------------------------------------------------------------------
+
+// Everything that decides the descriptors and the algorithm of a call.
+struct PlanKey {
+    std::array<int64_t, 16> v{};
+    bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanKeyHash {
+    size_t operator()(const PlanKey& key) const {
+        size_t h = 0;
+        for (int64_t x : key.v) h = (h ^ std::hash<int64_t>{}(x)) * 0x100000001b3ull;
+        return h;
+    }
+};
+
+// Descriptors and the chosen algorithm of one problem. Kept for the life of the process (a model uses
+// a bounded set of shapes); the destructor only runs when building a plan fails half way.
+struct Plan {
+    lt::MatmulDesc desc = nullptr;
+    lt::MatrixLayout a = nullptr, b = nullptr, c = nullptr, d = nullptr;  // c: null when C is D
+    lt::Algo algo{};
+
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan() {
+        const lt::Api& api = lt::api();
+        for (lt::MatrixLayout l : {a, b, c, d})
+            if (l != nullptr) api.matrix_layout_destroy(l);
+        if (desc != nullptr) api.matmul_desc_destroy(desc);
+    }
+};
+
+// A device's handle and one stream's workspace on it.
+struct Context {
+    lt::Handle handle = nullptr;
+    void* workspace = nullptr;
+};
+
+struct State {
+    std::mutex mutex;
+    std::unordered_map<int, lt::Handle> handles;                                       // per device
+    std::map<std::pair<int, CUstream>, at::Tensor> workspaces;                          // per device and stream
+    std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+};
+
+// Never destroyed: handles and descriptors must not be released after the CUDA context is gone at exit.
+State& state() {
+    static State* s = new State();
+    return *s;
+}
+
+Context context_for(const char* op, int device, CUstream stream) {
+    // The last context a thread used is remembered so a steady stream of calls takes no lock.
+    thread_local int last_device = -1;
+    thread_local CUstream last_stream = nullptr;
+    thread_local Context last;
+    if (device == last_device and stream == last_stream and last.handle != nullptr) return last;
+
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    Context ctx;
+    auto& handle = s.handles[device];
+    if (handle == nullptr) check_status(op, "cublasLtCreate", lt::api().create(&handle));
+    ctx.handle = handle;
+    at::Tensor& ws = s.workspaces[{device, stream}];
+    if (not ws.defined())  // allocated on `stream` (the current one): the caching allocator ties the block to it
+        ws = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
+    ctx.workspace = ws.data_ptr();
+    last_device = device, last_stream = stream, last = ctx;
+    return ctx;
+}
+
+lt::MatrixLayout make_layout(const char* op, int dtype, uint64_t rows, uint64_t cols, int64_t ld) {
+    lt::MatrixLayout l = nullptr;
+    check_status(op, "cublasLtMatrixLayoutCreate", lt::api().matrix_layout_create(&l, dtype, rows, cols, ld));
+    return l;
+}
+
+// A validated call in cuBLASLt's terms.
+struct LtProblem {
+    LtOperand a, b;  // cuBLASLt's A' (our b) and B' (our a)
+    uint64_t m, n, k;
+    int d_type;
+    int64_t ldd, ldc;
+    bool separate_c;
+    uint32_t align_a, align_b, align_c, align_d;
+};
+
+std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProblem& q) {
+    const lt::Api& api = lt::api();
+    auto plan = std::make_unique<Plan>();
+    check_status(op, "cublasLtMatmulDescCreate", api.matmul_desc_create(&plan->desc, lt::kCompute32F, lt::kDataF32));
+    check_status(op, "cublasLtMatmulDescSetAttribute",
+                 api.matmul_desc_set_attribute(plan->desc, lt::kDescTransA, &q.a.op, sizeof(q.a.op)));
+    check_status(op, "cublasLtMatmulDescSetAttribute",
+                 api.matmul_desc_set_attribute(plan->desc, lt::kDescTransB, &q.b.op, sizeof(q.b.op)));
+    plan->a = make_layout(op, lt::kDataBf16, q.a.rows, q.a.cols, q.a.ld);
+    plan->b = make_layout(op, lt::kDataBf16, q.b.rows, q.b.cols, q.b.ld);
+    plan->d = make_layout(op, q.d_type, q.n, q.m, q.ldd);
+    if (q.separate_c) plan->c = make_layout(op, q.d_type, q.n, q.m, q.ldc);
+
+    lt::Preference pref = nullptr;
+    check_status(op, "cublasLtMatmulPreferenceCreate", api.preference_create(&pref));
+    const uint64_t max_workspace = kWorkspaceBytes;
+    lt::Status st = api.preference_set_attribute(pref, lt::kPrefMaxWorkspaceBytes, &max_workspace, sizeof(max_workspace));
+    const std::pair<int, uint32_t> aligns[] = {{lt::kPrefMinAlignmentA, q.align_a}, {lt::kPrefMinAlignmentB, q.align_b},
+                                               {lt::kPrefMinAlignmentC, q.align_c}, {lt::kPrefMinAlignmentD, q.align_d}};
+    for (const auto& [attr, value] : aligns)
+        if (st == lt::kSuccess) st = api.preference_set_attribute(pref, attr, &value, sizeof(value));
+    lt::HeuristicResult result{};
+    int returned = 0;
+    if (st == lt::kSuccess)
+        st = api.algo_get_heuristic(handle, plan->desc, plan->a, plan->b, plan->c ? plan->c : plan->d, plan->d, pref, 1, &result, &returned);
+    api.preference_destroy(pref);
+    check_status(op, "cublasLtMatmulAlgoGetHeuristic", st);
+    if (returned == 0 or result.state != lt::kSuccess)
+        throw_runtime_error(fmt::format("{}: cuBLASLt has no algorithm for M={}, N={}, K={} with these layouts and a {} output", op, q.m,
+                                        q.n, q.k, q.d_type == lt::kDataF32 ? "float32" : "bfloat16"));
+    plan->algo = result.algo;
+    return plan;
+}
+
+const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProblem& q) {
+    PlanKey key;
+    key.v = {device, static_cast<int64_t>(q.m), static_cast<int64_t>(q.n), static_cast<int64_t>(q.k), q.a.op, q.b.op, q.a.ld, q.b.ld,
+             q.ldc, q.ldd, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d};
+    thread_local PlanKey last_key;
+    thread_local const Plan* last_plan = nullptr;
+    if (last_plan != nullptr and key == last_key) return *last_plan;
+
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto& slot = s.plans[key];
+    if (slot == nullptr) {
+        try {
+            slot = make_plan(op, handle, q);
+        } catch (...) {
+            s.plans.erase(key);
+            throw;
+        }
+    }
+    last_key = key, last_plan = slot.get();
+    return *slot;
+}
+
+// ---- the call -----------------------------------------------------------------------------------
+
+void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const at::Tensor* c,
+         int device) {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+    if (p.m == 0 or p.n == 0) return;
+    if (p.k == 0) {  // no product: d = c (or zeros)
+        if (c == nullptr)
+            d.zero_();
+        else if (not p.c_is_d)
+            d.copy_(*c);
+        return;
+    }
+    LtProblem q;
+    q.a = describe(p.b, /*is_b=*/true);
+    q.b = describe(p.a, /*is_b=*/false);
+    q.m = p.m, q.n = p.n, q.k = p.k;
+    q.d_type = d.scalar_type() == at::kFloat ? lt::kDataF32 : lt::kDataBf16;
+    q.ldd = leading_dim(p.d.stride[0], q.n, q.m);
+    q.ldc = q.ldd;
+    q.separate_c = false;
+    const void* c_ptr = d.data_ptr();
+    float beta = 0.0f;
+    if (c != nullptr) {
+        beta = 1.0f;
+        if (not p.c_is_d) {
+            // cuBLASLt reads C with D's dtype and row order; anything else (a float32 c for a bfloat16 d,
+            // column-major or broadcast rows) is first copied into d, then accumulated in place (C == D).
+            const bool direct = c->scalar_type() == d.scalar_type() and (p.c.stride[1] == 1 or p.n <= 1) and
+                                (p.c.stride[0] >= p.n or p.m <= 1);
+            if (direct) {
+                q.separate_c = true;
+                q.ldc = leading_dim(p.c.stride[0], q.n, q.m);
+                c_ptr = c->const_data_ptr();
+            } else {
+                d.copy_(*c);
+            }
+        }
+    }
+    q.align_a = alignment(b.const_data_ptr());
+    q.align_b = alignment(a.const_data_ptr());
+    q.align_d = alignment(d.const_data_ptr());
+    q.align_c = q.separate_c ? alignment(c_ptr) : q.align_d;
+
+    const CUstream stream = current_stream(device);
+    const Context ctx = context_for(op, device, stream);
+    const Plan& plan = plan_for(op, device, ctx.handle, q);
+    const float alpha = 1.0f;
+    check_status(op, "cublasLtMatmul",
+                 lt::api().matmul(ctx.handle, plan.desc, &alpha, b.const_data_ptr(), plan.a, a.const_data_ptr(), plan.b, &beta, c_ptr,
+                                  plan.c ? plan.c : plan.d, d.data_ptr(), plan.d, &plan.algo, ctx.workspace, kWorkspaceBytes, stream));
+}
+
+// Fake/meta tensors: fake tensors carry their would-be devices, which must agree; meta tensors carry none
+// and must not be mixed with tensors on a device.
+void check_fake_devices(const Checker& check, std::initializer_list<const View*> views) {
+    const View *meta = nullptr, *first = nullptr;
+    for (const View* v : views) {
+        if (v == nullptr) continue;
+        if (v->tensor->is_meta()) {
+            if (meta == nullptr) meta = v;
+        } else if (first == nullptr) {
+            first = v;
+        } else if (v->tensor->device() != first->tensor->device()) {
+            check.runtime_error(fmt::format("all tensors must be on the same CUDA device; {} is on {} but {} is on {}", first->name,
+                                            device_name(*first->tensor), v->name, device_name(*v->tensor)));
+        }
+    }
+    if (meta != nullptr and first != nullptr)
+        check.runtime_error(fmt::format("cannot mix meta tensors with tensors on a device; {} is on meta but {} is on {}", meta->name,
+                                        first->name, device_name(*first->tensor)));
+}
+
+}  // namespace
+
+const char* cublaslt_op_name(CublasLtLayout layout) { return spec_of(layout).name; }
+
+void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                   const std::optional<at::Tensor>& c, bool fake) {
+    const GemmOpSpec& spec = spec_of(layout);
+    const Checker check(spec.name, fake ? CheckMode::kFake : CheckMode::kReal);
+    const at::Tensor* c_ptr = c.has_value() and c->defined() ? &*c : nullptr;
+    GemmCall call;
+    call.a = &a, call.b = &b, call.d = &d, call.c = c_ptr;
+    call.compiled_dims = "";
+    const Problem p = validate(spec, call, check);
+    const View* c_view = p.has_c ? &p.c : nullptr;
+    if (fake) {
+        check_fake_devices(check, {&p.a, &p.b, &p.d, c_view});
+        return;
+    }
+    const int device = check.same_cuda_device({&p.a, &p.b, &p.d, c_view});
+    run(spec.name, p, a, b, d, c_ptr, device);
+}
+
+CublasLtInfo cublaslt_library_info() {
+    const cublaslt::Api& api = cublaslt::api();
+    return {api.path, api.version};
+}
+
+}  // namespace deep_gemm::api

@@ -1,0 +1,33 @@
+// cublaslt_gemm_{nt,nn,tn,tt}: d = c + a @ b in BF16 through cuBLASLt (the library PyTorch already
+// loads; see cublaslt_lib.hpp). The arguments follow the bf16_gemm_* ops: same layout letters, same
+// validation rules (TypeError for dtypes, ValueError for shapes/strides/alignment/overlap, RuntimeError
+// for devices), d bfloat16 or float32, c optional and allowed to be d itself.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace deep_gemm::api {
+
+// The layout letters: first for a ("n": [M, K], "t": [K, M]), second for b ("t": [N, K], "n": [K, N]).
+enum class CublasLtLayout { kNt, kNn, kTn, kTt };
+
+// "cublaslt_gemm_nt" etc.
+const char* cublaslt_op_name(CublasLtLayout layout);
+
+// Validates, then (unless `fake`) runs on the current CUDA stream of d's device. `fake`: meta/fake
+// tensors, validation only (symbolic sizes allowed).
+void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                   const std::optional<at::Tensor>& c, bool fake);
+
+// Loads cuBLASLt (no GPU needed) and says which file and version; RuntimeError when it cannot be found.
+struct CublasLtInfo {
+    std::string path;
+    size_t version = 0;
+};
+CublasLtInfo cublaslt_library_info();
+
+}  // namespace deep_gemm::api

@@ -1,0 +1,99 @@
+// torch.library ops and fast-path entries of cublaslt_gemm_* (csrc/apis/cublaslt.hpp). The schema
+// matches the bf16_gemm_* ops without compiled_dims: d is mutated in place, c may alias d.
+#include "python/cublaslt_ops.hpp"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <optional>
+#include <string>
+
+#include "apis/common.hpp"
+#include "apis/cublaslt.hpp"
+
+namespace py = pybind11;
+
+namespace deep_gemm::python {
+
+namespace {
+
+using api::CublasLtLayout;
+using Opt = std::optional<at::Tensor>;
+
+template <CublasLtLayout kLayout, bool kFake>
+void kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c) {
+    api::cublaslt_gemm(kLayout, a, b, d, c, kFake);
+}
+
+bool plain(std::initializer_list<const at::Tensor*> tensors) {
+    if (not api::no_dispatch_mode_active()) return false;
+    for (const at::Tensor* t : tensors)
+        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
+    return true;
+}
+
+// Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
+template <CublasLtLayout kLayout>
+void entry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c) {
+    if (plain({&a, &b, &d, c.has_value() ? &*c : nullptr})) {
+        py::gil_scoped_release no_gil;
+        api::cublaslt_gemm(kLayout, a, b, d, c, false);
+        return;
+    }
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow((std::string("deep_gemm::") + api::cublaslt_op_name(kLayout)).c_str(), "")
+                               .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&)>();
+    op.call(a, b, d, c);
+}
+
+py::dict library_info() {
+    const api::CublasLtInfo info = api::cublaslt_library_info();
+    py::dict result;
+    result["path"] = info.path;
+    result["version"] = info.version;
+    return result;
+}
+
+template <CublasLtLayout kLayout>
+void def_entry(py::module_& m, const char* doc) {
+    m.def(api::cublaslt_op_name(kLayout), &entry<kLayout>, py::arg("a"), py::arg("b"), py::arg("d"), py::arg("c") = py::none(), doc);
+}
+
+}  // namespace
+
+void register_cublaslt_entries(py::module_& m) {
+    def_entry<CublasLtLayout::kNt>(m, "d = c + a @ b.T (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_nt.");
+    def_entry<CublasLtLayout::kNn>(m, "d = c + a @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_nn.");
+    def_entry<CublasLtLayout::kTn>(m, "d = c + a.T @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tn.");
+    def_entry<CublasLtLayout::kTt>(m, "d = c + a.T @ b.T (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tt.");
+    m.def("_cublaslt_library", &library_info,
+          "Loads cuBLASLt (no GPU needed) and returns {'path', 'version'}; RuntimeError when it cannot be found.");
+}
+
+}  // namespace deep_gemm::python
+
+namespace {
+using deep_gemm::api::CublasLtLayout;
+using deep_gemm::python::kernel;
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
+    m.def("cublaslt_gemm_nt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
+    m.def("cublaslt_gemm_nn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
+    m.def("cublaslt_gemm_tn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
+    m.def("cublaslt_gemm_tt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
+}
+
+#define DG_CUBLASLT_IMPLS(fake)                                                      \
+    m.impl("cublaslt_gemm_nt", TORCH_FN((kernel<CublasLtLayout::kNt, fake>)));       \
+    m.impl("cublaslt_gemm_nn", TORCH_FN((kernel<CublasLtLayout::kNn, fake>)));       \
+    m.impl("cublaslt_gemm_tn", TORCH_FN((kernel<CublasLtLayout::kTn, fake>)));       \
+    m.impl("cublaslt_gemm_tt", TORCH_FN((kernel<CublasLtLayout::kTt, fake>)));
+
+// CUDA runs cuBLASLt; CPU gets the same validation and then "requires CUDA tensors".
+TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) { DG_CUBLASLT_IMPLS(false) }
+TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) { DG_CUBLASLT_IMPLS(false) }
+// Meta (FakeTensor under torch.compile): validation only.
+TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) { DG_CUBLASLT_IMPLS(true) }
+
+#undef DG_CUBLASLT_IMPLS
