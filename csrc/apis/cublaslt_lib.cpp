@@ -70,7 +70,7 @@ void* open_library(std::string& path, std::vector<std::string>& tried) {
     for (int m : majors) {
         const std::string name = fmt::format("libcublasLt.so.{}", m);
         if (void* h = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
-            path = name + " (already loaded)";
+            path = name;
             return h;
         }
     }
@@ -132,6 +132,8 @@ Api load() {
     resolve(lib, "cublasLtGetVersion", a.get_version, true, a.path);
     resolve(lib, "cublasLtGetStatusString", a.get_status_string, false, a.path);
     a.version = a.get_version();
+    if (Dl_info info{}; dladdr(reinterpret_cast<const void*>(a.create), &info) != 0 and info.dli_fname != nullptr)
+        a.path = info.dli_fname;  // the file behind a soname that was already loaded
     jit::log(jit::LogLevel::kDebug, fmt::format("cublaslt_gemm: using cuBLASLt {} from {}", a.version, a.path));
     return a;  // the library stays loaded for the life of the process
 }
