@@ -97,6 +97,7 @@ def run_gpu(args):
     add('_C._validate_fp8_gemm_nt (validation only, no launch)', lambda: _C._validate_fp8_gemm_nt(a, b, d))
     out = torch.empty(m, n, device='cuda', dtype=torch.bfloat16)
     add('baseline: torch.mm BF16 (out=)', lambda: torch.mm(a_bf16, b_bf16.t(), out=out))
+    add('deep_gemm.cublaslt_gemm_nt (the same BF16 GEMM through cuBLASLt)', lambda: deep_gemm.cublaslt_gemm_nt(a_bf16, b_bf16, out))
     scale_a = torch.ones(m, 1, device='cuda')
     scale_b = torch.ones(1, n, device='cuda')
     add('baseline: torch._scaled_mm row-wise FP8',
