@@ -179,3 +179,17 @@ def test_fp8_gemm_nt_forced_direct_store(forced_config, config):
     assert not torch.isnan(d).any()
     assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
     assert calc_diff(d.float(), _reference(a_fp8, sfa, b_fp8, sfb)) < 1e-3
+
+
+def test_fp8_gemm_nt_direct_store_odd_column_base():
+    """D starting one column into a wider tensor: an even row stride but a base 2 bytes past a 4-byte
+    boundary (direct-store epilogue), so column pairs must not be written as one 4-byte word."""
+    m, n, k = 300, 1000, 512
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(m, n, k, 12)
+    d_wide = torch.full((m, n + 2), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, 1:n + 1]
+    deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    assert torch.isnan(d_wide[:, 0]).all() and torch.isnan(d_wide[:, n + 1]).all(), 'wrote outside the output view'
+    assert calc_diff(d.float(), _reference(a_fp8, sfa, b_fp8, sfb)) < 1e-3

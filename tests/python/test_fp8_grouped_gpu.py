@@ -250,3 +250,17 @@ def test_forced_256_row_tiles_rejected(forced_config):
         deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 64)
     torch.cuda.synchronize()
     assert torch.isnan(d).all()
+
+
+def test_masked_direct_store_odd_column_base():
+    """D starting one column into a wider tensor: an even row stride but a base 2 bytes past a 4-byte
+    boundary (direct-store epilogue, masked rows): column pairs must not be written as one 4-byte word."""
+    num_groups, max_m, n, k = 3, 150, 576, 512
+    values = [150, 0, 77]
+    a, b, a_deq, b_deq, masked_m = _masked_inputs(num_groups, max_m, n, k, 41, values)
+    d_wide = torch.full((num_groups, max_m, n + 2), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, :, 1:n + 1]
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 100)
+    torch.cuda.synchronize()
+    _check_masked(d, a_deq, b_deq, values, max_m, 'masked, D at an odd column')
+    assert torch.isnan(d_wide[:, :, 0]).all() and torch.isnan(d_wide[:, :, n + 1]).all(), 'wrote outside the output view'

@@ -13,7 +13,9 @@ namespace deep_gemm {
 template <u32 kBlockN, int kNumAccum>
 __device__ __forceinline__ void store_bf16_rows_direct(const float (&acc)[kNumAccum], u16* d, u32 ldd, u32 row_lo,
                                                        bool lo_ok, bool hi_ok, u32 n0, u32 n, u32 lane) {
-    const bool pair_aligned = (ldd % 2) == 0;  // then (row * ldd + even col) is 4-byte aligned
+    // Pairs are one 4-byte store when every (row * ldd + even col) address is 4-byte aligned: an even ldd
+    // and a 4-byte aligned base (a D view may start at an odd column, 2 bytes past a 4-byte boundary).
+    const bool pair_aligned = (ldd % 2) == 0 && (reinterpret_cast<u64>(d) % 4) == 0;
 #pragma unroll
     for (u32 half = 0; half < 2; ++half) {
         if (!(half == 0 ? lo_ok : hi_ok)) continue;
