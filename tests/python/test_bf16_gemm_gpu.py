@@ -122,6 +122,19 @@ def test_bf16_gemm_unaligned_n_output():
     _diff_ok(d, a.double() @ b.double().t(), 'N=100')
 
 
+def test_bf16_gemm_output_at_odd_column():
+    """D one column into a wider tensor: an even row stride but a base 2 bytes past a 4-byte boundary
+    (direct-store epilogue): column pairs must not be written as one 4-byte word."""
+    m, n, k = 257, 1000, 512
+    a_arg, b_arg, a, b = _operands('nt', m, n, k, seed=6)
+    d_wide = torch.full((m, n + 2), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, 1:n + 1]
+    deep_gemm.bf16_gemm_nt(a_arg, b_arg, d)
+    torch.cuda.synchronize()
+    _diff_ok(d, a.double() @ b.double().t(), 'D at an odd column')
+    assert torch.isnan(d_wide[:, 0]).all() and torch.isnan(d_wide[:, n + 1]).all(), 'wrote outside the output view'
+
+
 def _contiguous_layout(group_ms, align=128):
     """grouped_layout int32 [sum aligned M]: group id per row, -1 for the padding rows."""
     rows = []
