@@ -1,5 +1,6 @@
 // deep_gemm._C: the pybind11 module. It wires together the parts under csrc/python: fast_args (argument
-// binding, exception translation), fast_entries (the fast path), torch_library (the torch.ops registrations),
+// binding, exception translation), gemm_table (the GEMM ops' signatures, from which fast_entries and
+// torch_library generate the fast path and the torch.ops registrations),
 // logging_bridge (the Python logging sink) and jit_tools (compile_only, settings, device info).
 #include <torch/extension.h>
 
@@ -27,7 +28,6 @@ namespace py = pybind11;
 using namespace deep_gemm;
 using python::compile_only;
 using python::device_info;
-using python::g_fast_methods;
 using python::install_python_logging;
 using python::mn_major_entry;
 using python::setting_registry;
@@ -151,11 +151,7 @@ PYBIND11_MODULE(_C, m) {
           py::arg("psum_layout") = py::none());
 
     // ---- GEMMs (DeepGEMM signatures; METH_FASTCALL functions) ----
-    for (PyMethodDef* def = g_fast_methods; def->ml_name != nullptr; ++def) {
-        PyObject* fn = PyCFunction_NewEx(def, nullptr, m.attr("__name__").ptr());
-        if (fn == nullptr) throw py::error_already_set();
-        m.add_object(def->ml_name, py::reinterpret_steal<py::object>(fn));
-    }
+    python::register_gemm_entries(m);
 
     // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
     python::register_quant_entries(m);

@@ -26,13 +26,12 @@ enum class GemmOp : int {
 
 struct GemmOpSpec {
     GemmOp op;
-    const char* name;  // the public name, also the torch.library op name
+    const char* name;  // the public name, also the torch.library op name (parameters: csrc/python/gemm_table.hpp)
     Family family;
     Grouping grouping;
     bool trans_a;      // the API takes A as [K, M] ("t" first letter): the kernel sees a.transpose(-2, -1)
     bool trans_b;      // the API takes B as [K, N] ("n" second letter)
                        // (K-grouped ops: false; their operands are validated as given, see gemm_validation.cpp)
-    const char* default_compiled_dims;
 };
 
 const GemmOpSpec& gemm_op_spec(GemmOp op);

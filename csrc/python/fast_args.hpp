@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include <initializer_list>
+#include <span>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +16,7 @@
 
 #include "apis/common.hpp"
 #include "apis/layout.hpp"
+#include "python/gemm_table.hpp"
 
 namespace deep_gemm::python {
 
@@ -47,15 +48,13 @@ PyObject* guarded(Body&& body) noexcept {
 
 std::string type_name(PyObject* o);
 
-// Binds positional and keyword arguments to parameter slots (borrowed references; nullptr = not given).
+// Binds positional and keyword arguments to the parameters of a table row (borrowed references; nullptr =
+// not given).
 class FastArgs {
 public:
     static constexpr int kMax = 12;
-    FastArgs(const char* fname, std::initializer_list<const char*> names, int required, PyObject* const* args, Py_ssize_t nargs,
-             PyObject* kwnames) {
-        const int n = static_cast<int>(names.size());
-        int i = 0;
-        for (const char* name : names) names_[i++] = name;
+    FastArgs(const char* fname, const OpRow& row, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) : params_(row.args) {
+        const int n = static_cast<int>(params_.size());
         if (nargs > n) api::throw_type_error(fmt::format("{}() takes at most {} arguments ({} given)", fname, n, nargs));
         for (Py_ssize_t j = 0; j < nargs; ++j) slots_[j] = args[j];
         if (kwnames != nullptr) {
@@ -64,22 +63,22 @@ public:
                 PyObject* key = PyTuple_GET_ITEM(kwnames, j);
                 int slot = -1;
                 for (int k = 0; k < n; ++k)
-                    if (PyUnicode_CompareWithASCIIString(key, names_[k]) == 0) slot = k;
+                    if (PyUnicode_CompareWithASCIIString(key, params_[k].name) == 0) slot = k;
                 if (slot < 0)
                     api::throw_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", fname, PyUnicode_AsUTF8(key)));
                 if (slots_[slot] != nullptr)
-                    api::throw_type_error(fmt::format("{}() got multiple values for argument '{}'", fname, names_[slot]));
+                    api::throw_type_error(fmt::format("{}() got multiple values for argument '{}'", fname, params_[slot].name));
                 slots_[slot] = args[nargs + j];
             }
         }
+        const int required = required_count(row);
         for (int k = 0; k < required; ++k)
-            if (slots_[k] == nullptr) api::throw_type_error(fmt::format("{}() missing required argument '{}'", fname, names_[k]));
+            if (slots_[k] == nullptr) api::throw_type_error(fmt::format("{}() missing required argument '{}'", fname, params_[k].name));
     }
-    PyObject* operator[](int i) const { return slots_[i]; }
-    const char* name(int i) const { return names_[i]; }
+    PyObject* operator[](size_t i) const { return slots_[i]; }
 
 private:
-    const char* names_[kMax] = {};
+    std::span<const OpArg> params_;
     PyObject* slots_[kMax] = {};
 };
 

@@ -1,16 +1,24 @@
-// The fast path of deep_gemm._C: the METH_FASTCALL GEMM entries with DeepGEMM's Python signatures (and
-// their method table) and the layout entries. Plain CPU/CUDA tensors run directly without the GIL;
+// The fast path of deep_gemm._C: the METH_FASTCALL GEMM entries, generated from the op table
+// (gemm_table.hpp), and the layout entries. Plain CPU/CUDA tensors run directly without the GIL;
 // anything else (meta, fake, subclasses, a dispatch mode) goes through the torch.ops dispatcher op.
 #include "python/fast_entries.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 
 #include <array>
+#include <cstdlib>
+#include <deque>
 #include <mutex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "apis/gemm.hpp"
 #include "apis/layout.hpp"
 #include "python/fast_args.hpp"
+#include "python/gemm_table.hpp"
 
 namespace deep_gemm::python {
 
@@ -37,278 +45,190 @@ const c10::OperatorHandle& op_handle(GemmOp op) {
     return *h;
 }
 
-at::OptionalIntArrayRef recipe_ref(const std::optional<api::Recipe>& r) {
-    if (not r) return std::nullopt;
-    return at::IntArrayRef(r->data(), r->size());
-}
+c10::IValue int_list(c10::ArrayRef<int64_t> v) { return c10::IValue(std::vector<int64_t>(v.begin(), v.end())); }
 
-// Runs `call` directly when all tensors are plain, else through the dispatcher (`via_dispatcher`).
-template <typename ViaDispatcher>
-void run_or_dispatch(GemmOp op, const GemmCall& call, ViaDispatcher&& via_dispatcher) {
-    if (all_plain({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
-        py::gil_scoped_release no_gil;
-        api::run_gemm(op, call);
-    } else {
-        via_dispatcher();
+// An int list default of the table ("1, 1, 128").
+std::vector<int64_t> int_list_default(const char* text) {
+    std::vector<int64_t> out;
+    for (char* end = nullptr;; text = end + (*end == ',' ? 1 : 0)) {
+        const long long v = std::strtoll(text, &end, 10);
+        if (end == text) break;
+        out.push_back(v);
     }
+    return out;
 }
 
-// ---- fast-path entries with DeepGEMM's Python signatures ------------------------------------------
+// Calls the torch.ops form of `op` with the arguments of `call`, in the schema's order (gemm_table.hpp).
+void call_op(GemmOp op, const GemmCall& call) {
+    const OpRow& row = gemm_op_row(op);
+    torch::jit::Stack stack;
+    stack.reserve(schema_arg_count(row));
+    const auto optional = [](const auto& v) { return v ? c10::IValue(*v) : c10::IValue(); };
+    for (const OpArg& arg : row.args) {
+        switch (arg.slot) {
+            case Slot::kA:
+                stack.emplace_back(*call.a);
+                if (arg.kind == ArgKind::kOperand) stack.emplace_back(*call.sfa);
+                break;
+            case Slot::kB:
+                stack.emplace_back(*call.b);
+                if (arg.kind == ArgKind::kOperand) stack.emplace_back(*call.sfb);
+                break;
+            case Slot::kD: stack.emplace_back(*call.d); break;
+            case Slot::kC: stack.push_back(optional(call.c)); break;
+            case Slot::kLayout: stack.emplace_back(*call.layout); break;
+            case Slot::kExpectedM: stack.emplace_back(call.expected_m); break;
+            case Slot::kKs: stack.push_back(int_list(call.ks)); break;
+            case Slot::kRecipe:
+                if (call.recipe) stack.push_back(int_list(*call.recipe));
+                else if (arg.kind == ArgKind::kIntList) stack.emplace_back(int_list_default(arg.default_value));
+                else stack.emplace_back();
+                break;
+            case Slot::kRecipeA:
+            case Slot::kRecipeB: break;  // merged into the recipe
+            case Slot::kCompiledDims: stack.emplace_back(std::string(call.compiled_dims)); break;
+            case Slot::kDisableUe8m0Cast: stack.emplace_back(call.disable_ue8m0_cast); break;
+            case Slot::kUsePsumLayout: stack.emplace_back(call.use_psum_layout); break;
+            case Slot::kEnsureZeroPadding: stack.emplace_back(call.ensure_zero_padding); break;
+            case Slot::kExpectedMForPsumLayout: stack.push_back(optional(call.expected_m_for_psum_layout)); break;
+        }
+    }
+    op_handle(op).callBoxed(stack);
+}
+
+// ---- the GEMM entries -----------------------------------------------------------------------------
 // Plain CPython METH_FASTCALL functions rather than pybind11 ones: no argument tuple, no at::Tensor
 // copies (each copy of a Python-owned tensor costs a refcount round trip under the GIL), which keeps
 // the eager per-call overhead to a few hundred nanoseconds.
 
-enum class Entry { kRun, kValidateOnly };
-
-// Builds the GemmCall of an FP8 op from (a, b, d) pairs; returns the slot index after d.
-void fp8_operands(const char* op, const FastArgs& args, GemmCall& call) {
-    const auto [a, sfa] = pair_arg(op, "a", args[0]);
-    const auto [b, sfb] = pair_arg(op, "b", args[1]);
-    call.a = a, call.sfa = sfa, call.b = b, call.sfb = sfb;
-    call.d = &tensor_arg(op, "d", args[2]);
+// An operand: a (tensor, scales) pair for FP8 ops, a tensor for BF16 ones.
+void bind_operand(const char* op, const OpArg& arg, PyObject* o, const at::Tensor*& t, const at::Tensor*& sf) {
+    if (arg.kind == ArgKind::kOperand)
+        std::tie(t, sf) = pair_arg(op, arg.name, o);
+    else
+        t = &tensor_arg(op, arg.name, o);
 }
 
-template <GemmOp kOp, Entry kEntry = Entry::kRun>
-PyObject* fp8_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
+// Converts the arguments into `call` in the row's order, so the first bad one is the one reported.
+// `ks` owns the K-grouped ops' ks_cpu, which call.ks refers to.
+void bind(const char* op, const OpRow& row, const FastArgs& args, GemmCall& call, std::vector<int64_t>& ks) {
+    PyObject* recipe = nullptr;
+    PyObject* recipe_a = nullptr;
+    for (size_t i = 0; i < row.args.size(); ++i) {
+        const OpArg& arg = row.args[i];
+        PyObject* o = args[i];
+        switch (arg.slot) {
+            case Slot::kA: bind_operand(op, arg, o, call.a, call.sfa); break;
+            case Slot::kB: bind_operand(op, arg, o, call.b, call.sfb); break;
+            case Slot::kD: call.d = &tensor_arg(op, arg.name, o); break;
+            case Slot::kC: call.c = opt_tensor_arg(op, arg.name, o); break;
+            case Slot::kLayout: call.layout = &tensor_arg(op, arg.name, o); break;
+            case Slot::kExpectedM: call.expected_m = int_arg(op, arg.name, o); break;
+            case Slot::kKs:
+                ks = int_list_arg(op, arg.name, o);
+                call.ks = ks;
+                break;
+            // recipe, recipe_a and recipe_b are resolved together, at the last of them that the op has
+            case Slot::kRecipe:
+                recipe = o;
+                if (i + 1 == row.args.size() or row.args[i + 1].slot != Slot::kRecipeA)
+                    call.recipe = resolve_recipe_objects(op, recipe, nullptr, nullptr);
+                break;
+            case Slot::kRecipeA: recipe_a = o; break;
+            case Slot::kRecipeB: call.recipe = resolve_recipe_objects(op, recipe, recipe_a, o); break;
+            case Slot::kCompiledDims: call.compiled_dims = str_arg(op, arg.name, o, arg.default_value); break;
+            case Slot::kDisableUe8m0Cast: call.disable_ue8m0_cast = bool_arg(op, arg.name, o, bool_default(arg)); break;
+            case Slot::kUsePsumLayout: call.use_psum_layout = bool_arg(op, arg.name, o, bool_default(arg)); break;
+            case Slot::kEnsureZeroPadding: call.ensure_zero_padding = bool_arg(op, arg.name, o, bool_default(arg)); break;
+            case Slot::kExpectedMForPsumLayout: call.expected_m_for_psum_layout = opt_int_arg(op, arg.name, o); break;
+        }
+    }
+}
+
+enum class Entry { kRun, kValidateOnly };
+
+template <GemmOp kOp, Entry kEntry>
+PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
     return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "c", "recipe", "recipe_a", "recipe_b", "compiled_dims", "disable_ue8m0_cast"}, 3, argv,
-                            nargs, kwnames);
+        constexpr const OpRow& row = gemm_op_row(kOp);
+        static_assert(row.args.size() <= FastArgs::kMax);
+        const char* op = api::gemm_op_spec(kOp).name;
+        const FastArgs args(op, row, argv, nargs, kwnames);
         GemmCall call;
-        fp8_operands(op, args, call);
-        call.c = opt_tensor_arg(op, "c", args[3]);
-        call.recipe = resolve_recipe_objects(op, args[4], args[5], args[6]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[8], false);
+        std::vector<int64_t> ks;
+        bind(op, row, args, call, ks);
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
+        } else if (all_plain({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
+            py::gil_scoped_release no_gil;
+            api::run_gemm(kOp, call);
         } else {
-            run_or_dispatch(kOp, call, [&] {
-                op_handle(kOp)
-                    .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                                const OptTensor&, at::OptionalIntArrayRef, std::string_view, bool)>()
-                    .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, to_optional(call.c), recipe_ref(call.recipe),
-                          call.compiled_dims, call.disable_ue8m0_cast);
-            });
+            call_op(kOp, call);
         }
     });
 }
 
-template <GemmOp kOp>
-PyObject* fp8_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op,
-                            {"a", "b", "d", "grouped_layout", "recipe", "recipe_a", "recipe_b", "compiled_dims", "disable_ue8m0_cast",
-                             "use_psum_layout", "ensure_zero_padding", "expected_m_for_psum_layout"},
-                            4, argv, nargs, kwnames);
-        GemmCall call;
-        fp8_operands(op, args, call);
-        call.layout = &tensor_arg(op, "grouped_layout", args[3]);
-        call.recipe = resolve_recipe_objects(op, args[4], args[5], args[6]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[8], false);
-        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[9], false);
-        call.ensure_zero_padding = bool_arg(op, "ensure_zero_padding", args[10], true);
-        call.expected_m_for_psum_layout = opt_int_arg(op, "expected_m_for_psum_layout", args[11]);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, at::OptionalIntArrayRef, std::string_view, bool, bool, bool, std::optional<int64_t>)>()
-                .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, *call.layout, recipe_ref(call.recipe), call.compiled_dims,
-                      call.disable_ue8m0_cast, call.use_psum_layout, call.ensure_zero_padding, call.expected_m_for_psum_layout);
-        });
-    });
+using EntryFn = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t, PyObject*) noexcept;
+
+template <size_t... I>
+constexpr std::array<EntryFn, sizeof...(I)> run_entries(std::index_sequence<I...>) {
+    return {&gemm_entry<static_cast<GemmOp>(I), Entry::kRun>...};
 }
 
-template <GemmOp kOp>
-PyObject* fp8_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "recipe", "recipe_a", "recipe_b", "compiled_dims",
-                                 "disable_ue8m0_cast"},
-                            5, argv, nargs, kwnames);
-        GemmCall call;
-        fp8_operands(op, args, call);
-        call.layout = &tensor_arg(op, "masked_m", args[3]);
-        call.expected_m = int_arg(op, "expected_m", args[4]);
-        call.recipe = resolve_recipe_objects(op, args[5], args[6], args[7]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[8], spec.default_compiled_dims);
-        call.disable_ue8m0_cast = bool_arg(op, "disable_ue8m0_cast", args[9], false);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            const at::Tensor&, int64_t, at::OptionalIntArrayRef, std::string_view, bool)>()
-                .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, *call.layout, call.expected_m, recipe_ref(call.recipe),
-                      call.compiled_dims, call.disable_ue8m0_cast);
-        });
-    });
+const char* kind_name(ArgKind kind) {
+    switch (kind) {
+        case ArgKind::kOperand: return "operand";
+        case ArgKind::kTensor: return "tensor";
+        case ArgKind::kOutTensor: return "out_tensor";
+        case ArgKind::kOptTensor: return "opt_tensor";
+        case ArgKind::kInt: return "int";
+        case ArgKind::kOptInt: return "opt_int";
+        case ArgKind::kBool: return "bool";
+        case ArgKind::kStr: return "str";
+        case ArgKind::kIntList: return "int_list";
+        case ArgKind::kRecipe: return "recipe";
+        case ArgKind::kHalfRecipe: return "half_recipe";
+    }
+    return "";
 }
 
-template <GemmOp kOp>
-PyObject* fp8_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "ks_cpu", "grouped_layout", "c", "recipe", "compiled_dims", "use_psum_layout"}, 5, argv,
-                            nargs, kwnames);
-        GemmCall call;
-        fp8_operands(op, args, call);
-        const std::vector<int64_t> ks = int_list_arg(op, "ks_cpu", args[3]);
-        call.ks = ks;
-        call.layout = &tensor_arg(op, "grouped_layout", args[4]);
-        call.c = opt_tensor_arg(op, "c", args[5]);
-        if (args[6] != nullptr and args[6] != Py_None) call.recipe = parse_recipe_object(op, args[6]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[7], spec.default_compiled_dims);
-        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[8], false);
-        run_or_dispatch(kOp, call, [&] {
-            const std::vector<int64_t> r =
-                call.recipe ? std::vector<int64_t>(call.recipe->begin(), call.recipe->end()) : std::vector<int64_t>{1, 1, 128};
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
-                            at::IntArrayRef, const at::Tensor&, const OptTensor&, at::IntArrayRef, std::string_view, bool)>()
-                .call(*call.a, *call.sfa, *call.b, *call.sfb, *call.d, ks, *call.layout, to_optional(call.c), r, call.compiled_dims,
-                      call.use_psum_layout);
-        });
-    });
-}
-
-template <GemmOp kOp>
-PyObject* bf16_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "c", "compiled_dims"}, 3, argv, nargs, kwnames);
-        GemmCall call;
-        call.a = &tensor_arg(op, "a", args[0]);
-        call.b = &tensor_arg(op, "b", args[1]);
-        call.d = &tensor_arg(op, "d", args[2]);
-        call.c = opt_tensor_arg(op, "c", args[3]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[4], spec.default_compiled_dims);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const OptTensor&, std::string_view)>()
-                .call(*call.a, *call.b, *call.d, to_optional(call.c), call.compiled_dims);
-        });
-    });
-}
-
-template <GemmOp kOp>
-PyObject* bf16_m_contiguous_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op,
-                            {"a", "b", "d", "grouped_layout", "compiled_dims", "use_psum_layout", "ensure_zero_padding",
-                             "expected_m_for_psum_layout"},
-                            4, argv, nargs, kwnames);
-        GemmCall call;
-        call.a = &tensor_arg(op, "a", args[0]);
-        call.b = &tensor_arg(op, "b", args[1]);
-        call.d = &tensor_arg(op, "d", args[2]);
-        call.layout = &tensor_arg(op, "grouped_layout", args[3]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[4], spec.default_compiled_dims);
-        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[5], false);
-        call.ensure_zero_padding = bool_arg(op, "ensure_zero_padding", args[6], true);
-        call.expected_m_for_psum_layout = opt_int_arg(op, "expected_m_for_psum_layout", args[7]);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, std::string_view, bool, bool,
-                            std::optional<int64_t>)>()
-                .call(*call.a, *call.b, *call.d, *call.layout, call.compiled_dims, call.use_psum_layout, call.ensure_zero_padding,
-                      call.expected_m_for_psum_layout);
-        });
-    });
-}
-
-template <GemmOp kOp>
-PyObject* bf16_masked_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "masked_m", "expected_m", "compiled_dims"}, 5, argv, nargs, kwnames);
-        GemmCall call;
-        call.a = &tensor_arg(op, "a", args[0]);
-        call.b = &tensor_arg(op, "b", args[1]);
-        call.d = &tensor_arg(op, "d", args[2]);
-        call.layout = &tensor_arg(op, "masked_m", args[3]);
-        call.expected_m = int_arg(op, "expected_m", args[4]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[5], spec.default_compiled_dims);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, int64_t, std::string_view)>()
-                .call(*call.a, *call.b, *call.d, *call.layout, call.expected_m, call.compiled_dims);
-        });
-    });
-}
-
-template <GemmOp kOp>
-PyObject* bf16_k_grouped_fast(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
-        const auto& spec = api::gemm_op_spec(kOp);
-        const char* op = spec.name;
-        const FastArgs args(op, {"a", "b", "d", "ks_cpu", "grouped_layout", "c", "compiled_dims", "use_psum_layout"}, 5, argv, nargs,
-                            kwnames);
-        GemmCall call;
-        call.a = &tensor_arg(op, "a", args[0]);
-        call.b = &tensor_arg(op, "b", args[1]);
-        call.d = &tensor_arg(op, "d", args[2]);
-        const std::vector<int64_t> ks = int_list_arg(op, "ks_cpu", args[3]);
-        call.ks = ks;
-        call.layout = &tensor_arg(op, "grouped_layout", args[4]);
-        call.c = opt_tensor_arg(op, "c", args[5]);
-        call.compiled_dims = str_arg(op, "compiled_dims", args[6], spec.default_compiled_dims);
-        call.use_psum_layout = bool_arg(op, "use_psum_layout", args[7], false);
-        run_or_dispatch(kOp, call, [&] {
-            op_handle(kOp)
-                .typed<void(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::IntArrayRef, const at::Tensor&, const OptTensor&,
-                            std::string_view, bool)>()
-                .call(*call.a, *call.b, *call.d, ks, *call.layout, to_optional(call.c), call.compiled_dims, call.use_psum_layout);
-        });
-    });
+// _C._gemm_op_table(): [(name, [(parameter, kind, default as a Python literal or None when required)])].
+py::list op_table_for_python() {
+    py::list rows;
+    for (const OpRow& row : table::kRows) {
+        py::list params;
+        for (const OpArg& arg : row.args)
+            params.append(py::make_tuple(arg.name, kind_name(arg.kind), arg.default_value ? py::object(py::str(python_default(arg))) : py::none()));
+        rows.append(py::make_tuple(api::gemm_op_spec(row.op).name, params));
+    }
+    return rows;
 }
 
 }  // namespace
 
-#define DG_FASTCALL(name, fn, sig, doc) \
-    PyMethodDef { name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)(void)>(fn)), METH_FASTCALL | METH_KEYWORDS, name sig "\n--\n\n" doc }
-
-#define DG_FP8_SIG(dims) "(a, b, d, c=None, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='" dims "', disable_ue8m0_cast=False)"
-#define DG_BF16_SIG(dims) "(a, b, d, c=None, compiled_dims='" dims "')"
-
-PyMethodDef g_fast_methods[] = {
-    DG_FASTCALL("fp8_gemm_nt", (fp8_fast<GemmOp::kFp8Nt>), DG_FP8_SIG("nk"), "d = c + a @ b.T (FP8); see deep_gemm.fp8_gemm_nt."),
-    DG_FASTCALL("fp8_gemm_nn", (fp8_fast<GemmOp::kFp8Nn>), DG_FP8_SIG("nk"), "d = c + a @ b (FP8); see deep_gemm.fp8_gemm_nn."),
-    DG_FASTCALL("fp8_gemm_tn", (fp8_fast<GemmOp::kFp8Tn>), DG_FP8_SIG("mn"), "d = c + a.T @ b (FP8); see deep_gemm.fp8_gemm_tn."),
-    DG_FASTCALL("fp8_gemm_tt", (fp8_fast<GemmOp::kFp8Tt>), DG_FP8_SIG("mn"), "d = c + a.T @ b.T (FP8); see deep_gemm.fp8_gemm_tt."),
-    DG_FASTCALL("m_grouped_fp8_gemm_nt_contiguous", (fp8_m_contiguous_fast<GemmOp::kMGroupedFp8NtContiguous>),
-                "(a, b, d, grouped_layout, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False, "
-                "use_psum_layout=False, ensure_zero_padding=True, expected_m_for_psum_layout=None)",
-                "See deep_gemm.m_grouped_fp8_gemm_nt_contiguous."),
-    DG_FASTCALL("m_grouped_fp8_gemm_nt_masked", (fp8_masked_fast<GemmOp::kMGroupedFp8NtMasked>),
-                "(a, b, d, masked_m, expected_m, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False)",
-                "See deep_gemm.m_grouped_fp8_gemm_nt_masked."),
-    DG_FASTCALL("k_grouped_fp8_gemm_nt_contiguous", (fp8_k_grouped_fast<GemmOp::kKGroupedFp8NtContiguous>),
-                "(a, b, d, ks_cpu, grouped_layout, c=None, recipe=(1, 1, 128), compiled_dims='mn', use_psum_layout=False)",
-                "See deep_gemm.k_grouped_fp8_gemm_nt_contiguous."),
-    DG_FASTCALL("bf16_gemm_nt", (bf16_fast<GemmOp::kBf16Nt>), DG_BF16_SIG("nk"), "d = c + a @ b.T (BF16); see deep_gemm.bf16_gemm_nt."),
-    DG_FASTCALL("bf16_gemm_nn", (bf16_fast<GemmOp::kBf16Nn>), DG_BF16_SIG("nk"), "d = c + a @ b (BF16); see deep_gemm.bf16_gemm_nn."),
-    DG_FASTCALL("bf16_gemm_tn", (bf16_fast<GemmOp::kBf16Tn>), DG_BF16_SIG("mn"), "d = c + a.T @ b (BF16); see deep_gemm.bf16_gemm_tn."),
-    DG_FASTCALL("bf16_gemm_tt", (bf16_fast<GemmOp::kBf16Tt>), DG_BF16_SIG("mn"), "d = c + a.T @ b.T (BF16); see deep_gemm.bf16_gemm_tt."),
-    DG_FASTCALL("m_grouped_bf16_gemm_nt_contiguous", (bf16_m_contiguous_fast<GemmOp::kMGroupedBf16NtContiguous>),
-                "(a, b, d, grouped_layout, compiled_dims='nk', use_psum_layout=False, ensure_zero_padding=True, "
-                "expected_m_for_psum_layout=None)", "See deep_gemm.m_grouped_bf16_gemm_nt_contiguous."),
-    DG_FASTCALL("m_grouped_bf16_gemm_nt_masked", (bf16_masked_fast<GemmOp::kMGroupedBf16NtMasked>),
-                "(a, b, d, masked_m, expected_m, compiled_dims='nk')", "See deep_gemm.m_grouped_bf16_gemm_nt_masked."),
-    DG_FASTCALL("k_grouped_bf16_gemm_tn_contiguous", (bf16_k_grouped_fast<GemmOp::kKGroupedBf16TnContiguous>),
-                "(a, b, d, ks_cpu, grouped_layout, c=None, compiled_dims='mn', use_psum_layout=False)", "See deep_gemm.k_grouped_bf16_gemm_tn_contiguous."),
-    DG_FASTCALL("_validate_fp8_gemm_nt", (fp8_fast<GemmOp::kFp8Nt, Entry::kValidateOnly>), DG_FP8_SIG("nk"),
-                "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark)."),
-    {nullptr, nullptr, 0, nullptr},
-};
+void register_gemm_entries(py::module_& m) {
+    // CPython keeps pointers to the method definitions and their docstrings: both live as long as the process.
+    static std::deque<std::string> docs;
+    static std::deque<PyMethodDef> defs;
+    const auto add = [&](const char* name, EntryFn fn, const OpRow& row, std::string_view doc) {
+        // "name(a, b, ...)\n--\n\n" at the start of the docstring becomes the function's __text_signature__.
+        docs.push_back(fmt::format("{}{}\n--\n\n{}", name, python_signature(row), doc));
+        defs.push_back({name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn)), METH_FASTCALL | METH_KEYWORDS,
+                        docs.back().c_str()});
+        PyObject* f = PyCFunction_NewEx(&defs.back(), nullptr, m.attr("__name__").ptr());
+        if (f == nullptr) throw py::error_already_set();
+        m.add_object(name, py::reinterpret_steal<py::object>(f));
+    };
+    static constexpr auto kEntries = run_entries(std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
+    for (const OpRow& row : table::kRows) {
+        const char* name = api::gemm_op_spec(row.op).name;
+        add(name, kEntries[static_cast<int>(row.op)], row, fmt::format("The fast path of deep_gemm.{} (same arguments).", name));
+    }
+    add("_validate_fp8_gemm_nt", &gemm_entry<GemmOp::kFp8Nt, Entry::kValidateOnly>, gemm_op_row(GemmOp::kFp8Nt),
+        "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark).");
+    m.def("_gemm_op_table", &op_table_for_python,
+          "The GEMM op table (csrc/python/gemm_table.hpp): [(name, [(parameter, kind, default or None)])].");
+}
 
 // ---- layout entries --------------------------------------------------------------------------------
 

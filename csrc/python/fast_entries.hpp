@@ -1,5 +1,5 @@
-// The fast-path entries of deep_gemm._C (fast_entries.cpp): the METH_FASTCALL GEMM functions, as a
-// method table that PYBIND11_MODULE adds to the module, and the layout entries it binds with pybind11.
+// The fast-path entries of deep_gemm._C (fast_entries.cpp): the METH_FASTCALL GEMM functions generated
+// from the op table (gemm_table.hpp), and the layout entries that PYBIND11_MODULE binds with pybind11.
 #pragma once
 
 #include <torch/extension.h>
@@ -8,8 +8,10 @@
 
 namespace deep_gemm::python {
 
-// The GEMM entries with DeepGEMM's Python signatures, terminated by a {nullptr} sentinel.
-extern PyMethodDef g_fast_methods[];
+// Adds one METH_FASTCALL entry per GEMM op of the table (DeepGEMM's Python signatures), the
+// validation-only _validate_fp8_gemm_nt (host-overhead microbenchmark) and _gemm_op_table() (the table
+// for deep_gemm/_gemm_surface.py and scripts/gen_stubs.py).
+void register_gemm_entries(pybind11::module_& m);
 
 at::Tensor mn_major_entry(const at::Tensor& sf);
 
