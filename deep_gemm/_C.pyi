@@ -1,6 +1,7 @@
-# Type stubs of the deep_gemm._C extension (csrc/python_api.cpp), written by hand and kept in sync by
-# tests/python/test_stubs.py (names and parameter names must match the module). The documented Python
-# API is deep_gemm/__init__.py; these are the fast-path functions it calls.
+# Type stubs of the deep_gemm._C extension (csrc/python_api.cpp), kept in sync by tests/python/test_stubs.py
+# (names and parameter names must match the module). The GEMM entries are generated from the op table
+# (scripts/gen_stubs.py); the rest is written by hand. The documented Python API is deep_gemm/__init__.py;
+# these are the fast-path functions it calls.
 from os import PathLike
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -53,22 +54,25 @@ def transform_sf_into_required_layout(sf: Tensor, mn: int, k: int, recipe: Seque
                                       psum_layout: Optional[Tensor] = None) -> Tensor: ...
 
 # ---- GEMMs ----
+def _gemm_op_table() -> List[Tuple[str, List[Tuple[str, str, Optional[str]]]]]: ...
+# ---- GEMMs (generated from the op table by scripts/gen_stubs.py; do not edit by hand) ----
 def fp8_gemm_nt(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
-                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
-                compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None: ...
+                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'nk',
+                disable_ue8m0_cast: bool = False) -> None: ...
 def fp8_gemm_nn(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
-                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
-                compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None: ...
+                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'nk',
+                disable_ue8m0_cast: bool = False) -> None: ...
 def fp8_gemm_tn(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
-                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
-                compiled_dims: str = 'mn', disable_ue8m0_cast: bool = False) -> None: ...
+                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'mn',
+                disable_ue8m0_cast: bool = False) -> None: ...
 def fp8_gemm_tt(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
-                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
-                compiled_dims: str = 'mn', disable_ue8m0_cast: bool = False) -> None: ...
-def m_grouped_fp8_gemm_nt_contiguous(a: _Pair, b: _Pair, d: Tensor, grouped_layout: Tensor, recipe: Optional[Sequence[int]] = None,
-                                     recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
-                                     compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False,
-                                     use_psum_layout: bool = False, ensure_zero_padding: bool = True,
+                recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'mn',
+                disable_ue8m0_cast: bool = False) -> None: ...
+def m_grouped_fp8_gemm_nt_contiguous(a: _Pair, b: _Pair, d: Tensor, grouped_layout: Tensor,
+                                     recipe: Optional[Sequence[int]] = None, recipe_a: Optional[Sequence[int]] = None,
+                                     recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'nk',
+                                     disable_ue8m0_cast: bool = False, use_psum_layout: bool = False,
+                                     ensure_zero_padding: bool = True,
                                      expected_m_for_psum_layout: Optional[int] = None) -> None: ...
 def m_grouped_fp8_gemm_nt_masked(a: _Pair, b: _Pair, d: Tensor, masked_m: Tensor, expected_m: int,
                                  recipe: Optional[Sequence[int]] = None, recipe_a: Optional[Sequence[int]] = None,
@@ -92,12 +96,13 @@ def m_grouped_bf16_gemm_nt_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_l
 def m_grouped_bf16_gemm_nt_masked(a: Tensor, b: Tensor, d: Tensor, masked_m: Tensor, expected_m: int,
                                   compiled_dims: str = 'nk') -> None: ...
 def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
-                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn', use_psum_layout: bool = False) -> None: ...
-
-# ---- host-overhead microbenchmark (validation only, no device work) ----
+                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn',
+                                      use_psum_layout: bool = False) -> None: ...
+# host-overhead microbenchmark: the fast path without the device work
 def _validate_fp8_gemm_nt(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
                           recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None,
                           compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None: ...
+# ---- end of the generated GEMMs ----
 
 # ---- fused FP8 quantisation (csrc/python/swiglu_ops.cpp); the fast path always returns 3 tensors ----
 def swiglu_apply_weight_to_fp8(x: Tensor, topk_weights: Optional[Tensor], avail_tokens: Optional[Tensor], num_per_channels: int,

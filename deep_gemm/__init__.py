@@ -71,31 +71,22 @@ FP8Operand = Tuple[Tensor, Tensor]
 Recipe = Optional[Sequence[int]]
 
 # Dynamo replaces this call with True while tracing (torch.compile / torch.export); in eager mode it is
-# a trivial function. The wrappers below then call the torch.library op, which FX can record, instead
-# of the C++ fast path.
+# a trivial function. The wrappers then call the torch.library op, which FX can record, instead of the
+# C++ fast path.
 _tracing = torch.compiler.is_dynamo_compiling
 _ops = torch.ops.deep_gemm
 
-# The C entries, bound to module globals so an eager call costs one lookup.
 _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
-_c_fp8_gemm_nt = _C.fp8_gemm_nt
-_c_fp8_gemm_nn = _C.fp8_gemm_nn
-_c_fp8_gemm_tn = _C.fp8_gemm_tn
-_c_fp8_gemm_tt = _C.fp8_gemm_tt
-_c_m_grouped_fp8_gemm_nt_contiguous = _C.m_grouped_fp8_gemm_nt_contiguous
-_c_m_grouped_fp8_gemm_nt_masked = _C.m_grouped_fp8_gemm_nt_masked
-_c_k_grouped_fp8_gemm_nt_contiguous = _C.k_grouped_fp8_gemm_nt_contiguous
-_c_bf16_gemm_nt = _C.bf16_gemm_nt
-_c_bf16_gemm_nn = _C.bf16_gemm_nn
-_c_bf16_gemm_tn = _C.bf16_gemm_tn
-_c_bf16_gemm_tt = _C.bf16_gemm_tt
-_c_m_grouped_bf16_gemm_nt_contiguous = _C.m_grouped_bf16_gemm_nt_contiguous
-_c_m_grouped_bf16_gemm_nt_masked = _C.m_grouped_bf16_gemm_nt_masked
-_c_k_grouped_bf16_gemm_tn_contiguous = _C.k_grouped_bf16_gemm_tn_contiguous
-_c_cublaslt_gemm_nt = _C.cublaslt_gemm_nt
-_c_cublaslt_gemm_nn = _C.cublaslt_gemm_nn
-_c_cublaslt_gemm_tn = _C.cublaslt_gemm_tn
-_c_cublaslt_gemm_tt = _C.cublaslt_gemm_tt
+
+# ---- GEMMs: one wrapper per row of the C++ op table (csrc/python/gemm_table.hpp) ------------------------
+# Defines fp8_gemm_{nt,nn,tn,tt}, m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous,
+# bf16_gemm_{nt,nn,tn,tt}, m_grouped_bf16_gemm_nt_{contiguous,masked} and k_grouped_bf16_gemm_tn_contiguous
+# here, each with DeepGEMM's signature, its docstring from _gemm_docs.py and its C entry as _c_<name>.
+from ._gemm_docs import DOCS as _GEMM_DOCS  # noqa: E402
+from ._gemm_surface import define_wrappers as _define_gemm_wrappers  # noqa: E402
+
+_define_gemm_wrappers(globals(), _C._gemm_op_table(), _GEMM_DOCS)
+
 
 
 # ---- layout utilities ---------------------------------------------------------------------------------
@@ -117,100 +108,7 @@ def transform_sf_into_required_layout(sf: Tensor, mn: int, k: int, recipe: Seque
     return _c_transform_sf_into_required_layout(sf, mn, k, recipe, num_groups, is_sfa, disable_ue8m0_cast, psum_layout)
 
 
-# ---- FP8 GEMMs ----------------------------------------------------------------------------------------
-
-def fp8_gemm_nt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
-                disable_ue8m0_cast: bool = False) -> None:
-    """``d = c + a @ b.T`` with FP8 operands, written into ``d`` in place.
-
-    - ``a = (A float8_e4m3fn [M, K] K-major, sfa float32 [M, ceil(K/128)])``
-    - ``b = (B float8_e4m3fn [N, K] K-major, sfb float32 [ceil(N/128), ceil(K/128)])``
-    - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
-      float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
-    - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; with a bfloat16 ``d`` the
-      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16; with recipe
-      ``(1, 1, 128)`` ``c`` is float32 and the kernel adds it in FP32 as it stores). ``c`` may be ``d``.
-    - Alignment (TMA): A/B base pointers 16-byte aligned, row strides multiples of 16 bytes (K % 16 == 0
-      for contiguous FP8 rows). ``d`` only needs ``stride(-1) == 1``; 16-byte aligned rows take the
-      faster TMA-store epilogue.
-    - ``recipe_a`` / ``recipe_b``: DeepGEMM's per-operand form ``(g_mn, g_k)`` of the scale granularity;
-      given (both), they define the recipe ``(g_mn_a, g_mn_b, g_k)``; a ``recipe`` passed as well must agree
-      (``ValueError`` otherwise).
-    - ``compiled_dims``: which of ``m``, ``n``, ``k`` are compile-time constants of the kernel.
-    - Empty problems: ``M == 0`` or ``N == 0`` returns; ``K == 0`` sets ``d = c`` (or zeros).
-    """
-    if _tracing():
-        return _ops.fp8_gemm_nt(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_nt', recipe, recipe_a, recipe_b),
-                                   compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_nt(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-
-
-def fp8_gemm_nn(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
-                disable_ue8m0_cast: bool = False) -> None:
-    """``d = c + a @ b`` with ``b = (B [K, N], sfb [ceil(K/128), ceil(N/128)])``. ``B`` must still be
-    K-major in memory (``B.stride(0) == 1``, e.g. ``W.t()`` of a row-major ``W [N, K]``). See
-    :func:`fp8_gemm_nt`."""
-    if _tracing():
-        return _ops.fp8_gemm_nn(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_nn', recipe, recipe_a, recipe_b),
-                                   compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_nn(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-
-
-def fp8_gemm_tn(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'mn',
-                disable_ue8m0_cast: bool = False) -> None:
-    """``d = c + a.T @ b`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` and ``b = (B [K, N], sfb
-    [ceil(K/128), ceil(N/128)])``; both K-major in memory (``stride(0) == 1``). See :func:`fp8_gemm_nt`."""
-    if _tracing():
-        return _ops.fp8_gemm_tn(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_tn', recipe, recipe_a, recipe_b),
-                                   compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_tn(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-
-
-def fp8_gemm_tt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = None, recipe: Recipe = None,
-                recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'mn',
-                disable_ue8m0_cast: bool = False) -> None:
-    """``d = c + a.T @ b.T`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` (K-major in memory:
-    ``A.stride(0) == 1``) and ``b`` as in :func:`fp8_gemm_nt`."""
-    if _tracing():
-        return _ops.fp8_gemm_tt(a[0], a[1], b[0], b[1], d, c, _resolve_recipe('fp8_gemm_tt', recipe, recipe_a, recipe_b),
-                                   compiled_dims, disable_ue8m0_cast)
-    _c_fp8_gemm_tt(a, b, d, c, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-
-
-def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, grouped_layout: Tensor, recipe: Recipe = None,
-                                     recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
-                                     disable_ue8m0_cast: bool = False, use_psum_layout: bool = False,
-                                     ensure_zero_padding: bool = True, expected_m_for_psum_layout: Optional[int] = None) -> None:
-    """Grouped GEMM over row blocks: ``d[rows of g] = a[rows of g] @ b[g].T``.
-
-    - ``a = (float8_e4m3fn [ΣM, K], sfa float32 [ΣM, ceil(K/128)])``,
-      ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[ΣM, N]``.
-    - ``grouped_layout`` int32 on the GPU: ``[ΣM]`` group id per row (-1 for padding rows; each group
-      starts at a multiple of :func:`get_mk_alignment_for_contiguous_layout`), or with
-      ``use_psum_layout=True`` ``[G]`` group ends: group ``g`` owns rows ``[align(end[g-1]), end[g])`` with
-      ``end = grouped_layout``, ``end[-1] = 0`` and ``align`` rounding up to
-      :func:`get_mk_alignment_for_contiguous_layout` (ends non-decreasing; an empty group has its end at its
-      start).
-    - Padding rows (rows outside every group: ``grouped_layout == -1``, or with the psum layout the rows
-      between a group's end and the next aligned start and those past the last end): with
-      ``ensure_zero_padding=True`` (the default, as DeepGEMM) their ``d`` rows are written as zeros; with
-      ``False`` they are never written (keep what ``d`` held). A row block whose first row is padding
-      counts as all padding.
-    - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
-      (positive or ``None``); validated, but the config choice does not use it yet.
-    - ``recipe_a`` / ``recipe_b``: as in :func:`fp8_gemm_nt`.
-    """
-    if _tracing():
-        return _ops.m_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, grouped_layout,
-                                                     _resolve_recipe('m_grouped_fp8_gemm_nt_contiguous', recipe, recipe_a, recipe_b),
-                                                     compiled_dims, disable_ue8m0_cast, use_psum_layout, ensure_zero_padding,
-                                                     expected_m_for_psum_layout)
-    _c_m_grouped_fp8_gemm_nt_contiguous(a, b, d, grouped_layout, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast,
-                                        use_psum_layout, ensure_zero_padding, expected_m_for_psum_layout)
-
+# ---- the "nn" M-grouped GEMMs: the "nt" ops on a transposed view of B -------------------------------------
 
 def m_grouped_fp8_gemm_nn_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, grouped_layout: Tensor, recipe: Recipe = None,
                                      recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
@@ -226,82 +124,24 @@ def m_grouped_fp8_gemm_nn_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
                                      recipe_b, compiled_dims, disable_ue8m0_cast, use_psum_layout, ensure_zero_padding)
 
 
-def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked_m: Tensor, expected_m: int,
-                                 recipe: Recipe = None, recipe_a: Recipe = None, recipe_b: Recipe = None,
-                                 compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False) -> None:
-    """Batched GEMM where group ``g`` uses only its first ``masked_m[g]`` rows:
-    ``d[g, :masked_m[g]] = a[g, :masked_m[g]] @ b[g].T``.
-
-    - ``a = (float8_e4m3fn [G, maxM, K], sfa float32 [G, maxM, ceil(K/128)])``,
-      ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[G, maxM, N]``.
-    - ``masked_m`` int32 ``[G]`` on the GPU (read by the kernel: no host sync, CUDA-graph safe; values
-      below 0 count as 0, above maxM as maxM); ``expected_m`` > 0 is a host-side hint of the typical rows
-      per group (config choice only).
-    - Rows ``d[g, masked_m[g]:]`` are never written.
-    """
-    if _tracing():
-        return _ops.m_grouped_fp8_gemm_nt_masked(a[0], a[1], b[0], b[1], d, masked_m, expected_m,
-                                                 _resolve_recipe('m_grouped_fp8_gemm_nt_masked', recipe, recipe_a, recipe_b),
-                                                 compiled_dims, disable_ue8m0_cast)
-    _c_m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
-
-
-def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
-                                     c: Optional[Tensor] = None, recipe: Sequence[int] = (1, 1, 128),
-                                     compiled_dims: str = 'mn', use_psum_layout: bool = False) -> None:
-    """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
-
-    - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
-      back to back; sfa float32 [Σ k_g/128, M])``, ``b`` likewise with N.
-    - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
-    - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
-      ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
-      raises ``NotImplementedError`` on SM90.
-    - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
-      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
-    """
-    if _tracing():
-        return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks_cpu), grouped_layout, c, list(recipe),
-                                                     compiled_dims, use_psum_layout)
-    _c_k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks_cpu, grouped_layout, c, recipe, compiled_dims, use_psum_layout)
-
-
-# ---- BF16 GEMMs ---------------------------------------------------------------------------------------
-
-def bf16_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, compiled_dims: str = 'nk') -> None:
-    """``d = c + a @ b.T``: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or MN-major
-    in memory; the row stride must be a multiple of 8 elements), ``d`` ``[M, N]`` bfloat16 or float32,
-    N-major. ``c``: optional ``[M, N]`` bfloat16/float32 added in the kernel's epilogue (converted to
-    ``d``'s dtype first when it differs; ``c`` may be ``d``). TMA alignment as in :func:`fp8_gemm_nt`.
-    For tuning, ``DG_BF16_GEMM_CONFIG="block_m,block_n,stages[,multicast]"`` forces the kernel config of the
-    four dense BF16 ops (README; call :func:`reload_settings` after changing it)."""
-    if _tracing():
-        return _ops.bf16_gemm_nt(a, b, d, c, compiled_dims)
-    _c_bf16_gemm_nt(a, b, d, c, compiled_dims)
-
-
-def bf16_gemm_nn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, compiled_dims: str = 'nk') -> None:
-    """``d = c + a @ b`` with ``b`` ``[K, N]``. See :func:`bf16_gemm_nt`."""
-    if _tracing():
-        return _ops.bf16_gemm_nn(a, b, d, c, compiled_dims)
-    _c_bf16_gemm_nn(a, b, d, c, compiled_dims)
-
-
-def bf16_gemm_tn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, compiled_dims: str = 'mn') -> None:
-    """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``. See :func:`bf16_gemm_nt`."""
-    if _tracing():
-        return _ops.bf16_gemm_tn(a, b, d, c, compiled_dims)
-    _c_bf16_gemm_tn(a, b, d, c, compiled_dims)
-
-
-def bf16_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, compiled_dims: str = 'mn') -> None:
-    """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``. See :func:`bf16_gemm_nt`."""
-    if _tracing():
-        return _ops.bf16_gemm_tt(a, b, d, c, compiled_dims)
-    _c_bf16_gemm_tt(a, b, d, c, compiled_dims)
+def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
+                                      use_psum_layout: bool = False, ensure_zero_padding: bool = True) -> None:
+    """:func:`m_grouped_bf16_gemm_nt_contiguous` with ``b`` stored ``[G, K, N]``: ``d[rows of g] = a[rows of g] @ b[g]``.
+    ``b`` may be N-major (contiguous ``[G, K, N]``) or K-major; the call runs the "nt" kernel on
+    ``b.transpose(1, 2)`` (no copy)."""
+    if not isinstance(b, torch.Tensor):
+        raise TypeError(f'm_grouped_bf16_gemm_nn_contiguous: b must be a tensor; got {type(b).__name__}')
+    m_grouped_bf16_gemm_nt_contiguous(a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding)
 
 
 # ---- BF16 GEMMs through cuBLASLt ----------------------------------------------------------------------
+# (not in the op table: they are not GemmOps, see csrc/apis/cublaslt.cpp)
+
+_c_cublaslt_gemm_nt = _C.cublaslt_gemm_nt
+_c_cublaslt_gemm_nn = _C.cublaslt_gemm_nn
+_c_cublaslt_gemm_tn = _C.cublaslt_gemm_tn
+_c_cublaslt_gemm_tt = _C.cublaslt_gemm_tt
+
 
 def cublaslt_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
     """``d = c + a @ b.T`` in BF16 through cuBLASLt (the libcublasLt that PyTorch loads; FP32 accumulation),
@@ -338,61 +178,6 @@ def cublaslt_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None
     if _tracing():
         return _ops.cublaslt_gemm_tt(a, b, d, c)
     _c_cublaslt_gemm_tt(a, b, d, c)
-
-
-def m_grouped_bf16_gemm_nt_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
-                                      use_psum_layout: bool = False, ensure_zero_padding: bool = True,
-                                      expected_m_for_psum_layout: Optional[int] = None) -> None:
-    """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
-    MN-major), ``d [ΣM, N]``; ``ensure_zero_padding`` and ``expected_m_for_psum_layout`` are validated as there,
-    but the BF16 kernel does not use them yet: its padding rows' ``d`` content is unspecified."""
-    if _tracing():
-        return _ops.m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding,
-                                                      expected_m_for_psum_layout)
-    _c_m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding,
-                                         expected_m_for_psum_layout)
-
-
-def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
-                                      use_psum_layout: bool = False, ensure_zero_padding: bool = True) -> None:
-    """:func:`m_grouped_bf16_gemm_nt_contiguous` with ``b`` stored ``[G, K, N]``: ``d[rows of g] = a[rows of g] @ b[g]``.
-    ``b`` may be N-major (contiguous ``[G, K, N]``) or K-major; the call runs the "nt" kernel on
-    ``b.transpose(1, 2)`` (no copy)."""
-    if not isinstance(b, torch.Tensor):
-        raise TypeError(f'm_grouped_bf16_gemm_nn_contiguous: b must be a tensor; got {type(b).__name__}')
-    m_grouped_bf16_gemm_nt_contiguous(a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding)
-
-
-def m_grouped_bf16_gemm_nt_masked(a: Tensor, b: Tensor, d: Tensor, masked_m: Tensor, expected_m: int,
-                                  compiled_dims: str = 'nk') -> None:
-    """BF16 version of :func:`m_grouped_fp8_gemm_nt_masked`: ``a [G, maxM, K]``, ``b [G, N, K]``, ``d [G, maxM, N]``."""
-    if _tracing():
-        return _ops.m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m, compiled_dims)
-    _c_m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m, compiled_dims)
-
-
-def k_grouped_bf16_gemm_tn_contiguous(a: Tensor, b: Tensor, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
-                                      c: Optional[Tensor] = None, compiled_dims: str = 'mn', use_psum_layout: bool = False) -> None:
-    """Grouped GEMM over K blocks (weight gradients of a grouped linear layer), in place into ``d``:
-    ``d[g] = c[g] + a[K_g].T @ b[K_g]`` for each group ``g``, where ``K_g`` is the row range
-    ``[ks_cpu[0] + ... + ks_cpu[g-1], + ks_cpu[g])``; without ``c``, ``d[g] = a[K_g].T @ b[K_g]``.
-
-    - ``a``: bfloat16 ``[sum(ks), M]``, contiguous (the groups' rows back to back); ``b``: bfloat16
-      ``[sum(ks), N]``, contiguous. ``M`` and ``N`` must be multiples of 8 (TMA reads 16-byte rows); base
-      pointers 16-byte aligned.
-    - ``d``: float32 ``[G, M, N]``, contiguous. ``c``: optional float32 ``[G, M, N]``, contiguous; it may be
-      ``d`` itself (accumulate in place).
-    - ``ks_cpu``: the K of each group, ``G`` host ints, each a non-negative multiple of 128; ``ks_cpu[g] == 0``
-      gives ``d[g] = c[g]`` (or zeros). ``grouped_layout``: the same values as an int32 ``[G]`` tensor on the
-      GPU (read by the kernel; it is not compared with ``ks_cpu``, which would need a device sync).
-    - ``use_psum_layout=True`` (cumulative K ends) raises ``NotImplementedError`` on SM90.
-    - ``compiled_dims``: which of ``m``, ``n`` are compile-time constants (K never is: it varies per group).
-    - The kernel config depends on ``M``, ``N``, ``G`` and the average K rounded up to a power of two, so
-      changing ``ks_cpu`` rarely compiles a new kernel.
-    """
-    if _tracing():
-        return _ops.k_grouped_bf16_gemm_tn_contiguous(a, b, d, list(ks_cpu), grouped_layout, c, compiled_dims, use_psum_layout)
-    _c_k_grouped_bf16_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c, compiled_dims, use_psum_layout)
 
 
 # ---- DeepGEMM's alternative names (the same function objects) ------------------------------------------

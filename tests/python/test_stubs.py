@@ -1,5 +1,6 @@
-"""deep_gemm/_C.pyi (hand-written) matches the extension: same functions, same parameter names, and the
-public wrappers in deep_gemm/__init__.py take the same parameters as the functions they call."""
+"""deep_gemm/_C.pyi matches the extension: same functions, same parameter names (its GEMM part is generated
+from the op table and must be current), and the public wrappers in deep_gemm/__init__.py take the same
+parameters as the functions they call."""
 
 import ast
 import inspect
@@ -71,3 +72,11 @@ def test_fast_path_defaults_match_stub():
             continue
         defaults = {p.name: p.default for p in sig.parameters.values() if p.default is not inspect.Parameter.empty}
         assert defaults == stub_defaults[name], name
+
+
+def test_generated_gemm_stubs_are_current():
+    # The GEMM part of _C.pyi is written from the op table by scripts/gen_stubs.py.
+    from deep_gemm._gemm_surface import update_stub_text
+    with open(STUB) as f:
+        text = f.read()
+    assert update_stub_text(text, _C) == text, 'deep_gemm/_C.pyi is stale: run PYTHONPATH=$PWD python3 scripts/gen_stubs.py'

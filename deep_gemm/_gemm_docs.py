@@ -1,0 +1,114 @@
+"""The docstrings of the GEMM wrappers that deep_gemm/_gemm_surface.py generates from the op table (one per
+row of csrc/python/gemm_table.hpp; a missing one fails `import deep_gemm`)."""
+
+
+DOCS = {
+    'fp8_gemm_nt': """``d = c + a @ b.T`` with FP8 operands, written into ``d`` in place.
+
+    - ``a = (A float8_e4m3fn [M, K] K-major, sfa float32 [M, ceil(K/128)])``
+    - ``b = (B float8_e4m3fn [N, K] K-major, sfb float32 [ceil(N/128), ceil(K/128)])``
+    - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
+      float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
+    - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; with a bfloat16 ``d`` the
+      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16; with recipe
+      ``(1, 1, 128)`` ``c`` is float32 and the kernel adds it in FP32 as it stores). ``c`` may be ``d``.
+    - Alignment (TMA): A/B base pointers 16-byte aligned, row strides multiples of 16 bytes (K % 16 == 0
+      for contiguous FP8 rows). ``d`` only needs ``stride(-1) == 1``; 16-byte aligned rows take the
+      faster TMA-store epilogue.
+    - ``recipe_a`` / ``recipe_b``: DeepGEMM's per-operand form ``(g_mn, g_k)`` of the scale granularity;
+      given (both), they define the recipe ``(g_mn_a, g_mn_b, g_k)``; a ``recipe`` passed as well must agree
+      (``ValueError`` otherwise).
+    - ``compiled_dims``: which of ``m``, ``n``, ``k`` are compile-time constants of the kernel.
+    - Empty problems: ``M == 0`` or ``N == 0`` returns; ``K == 0`` sets ``d = c`` (or zeros).
+    """,
+
+    'fp8_gemm_nn': """``d = c + a @ b`` with ``b = (B [K, N], sfb [ceil(K/128), ceil(N/128)])``. ``B`` must still be
+    K-major in memory (``B.stride(0) == 1``, e.g. ``W.t()`` of a row-major ``W [N, K]``). See
+    :func:`fp8_gemm_nt`.""",
+
+    'fp8_gemm_tn': """``d = c + a.T @ b`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` and ``b = (B [K, N], sfb
+    [ceil(K/128), ceil(N/128)])``; both K-major in memory (``stride(0) == 1``). See :func:`fp8_gemm_nt`.""",
+
+    'fp8_gemm_tt': """``d = c + a.T @ b.T`` with ``a = (A [K, M], sfa [ceil(K/128), M])`` (K-major in memory:
+    ``A.stride(0) == 1``) and ``b`` as in :func:`fp8_gemm_nt`.""",
+
+    'm_grouped_fp8_gemm_nt_contiguous': """Grouped GEMM over row blocks: ``d[rows of g] = a[rows of g] @ b[g].T``.
+
+    - ``a = (float8_e4m3fn [ΣM, K], sfa float32 [ΣM, ceil(K/128)])``,
+      ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[ΣM, N]``.
+    - ``grouped_layout`` int32 on the GPU: ``[ΣM]`` group id per row (-1 for padding rows; each group
+      starts at a multiple of :func:`get_mk_alignment_for_contiguous_layout`), or with
+      ``use_psum_layout=True`` ``[G]`` group ends: group ``g`` owns rows ``[align(end[g-1]), end[g])`` with
+      ``end = grouped_layout``, ``end[-1] = 0`` and ``align`` rounding up to
+      :func:`get_mk_alignment_for_contiguous_layout` (ends non-decreasing; an empty group has its end at its
+      start).
+    - Padding rows (rows outside every group: ``grouped_layout == -1``, or with the psum layout the rows
+      between a group's end and the next aligned start and those past the last end): with
+      ``ensure_zero_padding=True`` (the default, as DeepGEMM) their ``d`` rows are written as zeros; with
+      ``False`` they are never written (keep what ``d`` held). A row block whose first row is padding
+      counts as all padding.
+    - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
+      (positive or ``None``); validated, but the config choice does not use it yet.
+    - ``recipe_a`` / ``recipe_b``: as in :func:`fp8_gemm_nt`.
+    """,
+
+    'm_grouped_fp8_gemm_nt_masked': """Batched GEMM where group ``g`` uses only its first ``masked_m[g]`` rows:
+    ``d[g, :masked_m[g]] = a[g, :masked_m[g]] @ b[g].T``.
+
+    - ``a = (float8_e4m3fn [G, maxM, K], sfa float32 [G, maxM, ceil(K/128)])``,
+      ``b = (float8_e4m3fn [G, N, K], sfb float32 [G, ceil(N/128), ceil(K/128)])``, ``d`` bfloat16 ``[G, maxM, N]``.
+    - ``masked_m`` int32 ``[G]`` on the GPU (read by the kernel: no host sync, CUDA-graph safe; values
+      below 0 count as 0, above maxM as maxM); ``expected_m`` > 0 is a host-side hint of the typical rows
+      per group (config choice only).
+    - Rows ``d[g, masked_m[g]:]`` are never written.
+    """,
+
+    'k_grouped_fp8_gemm_nt_contiguous': """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
+
+    - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
+      back to back; sfa float32 [Σ k_g/128, M])``, ``b`` likewise with N.
+    - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
+    - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
+      ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
+      raises ``NotImplementedError`` on SM90.
+    - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
+      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
+    """,
+
+    'bf16_gemm_nt': """``d = c + a @ b.T``: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or MN-major
+    in memory; the row stride must be a multiple of 8 elements), ``d`` ``[M, N]`` bfloat16 or float32,
+    N-major. ``c``: optional ``[M, N]`` bfloat16/float32 added in the kernel's epilogue (converted to
+    ``d``'s dtype first when it differs; ``c`` may be ``d``). TMA alignment as in :func:`fp8_gemm_nt`.
+    For tuning, ``DG_BF16_GEMM_CONFIG="block_m,block_n,stages[,multicast]"`` forces the kernel config of the
+    four dense BF16 ops (README; call :func:`reload_settings` after changing it).""",
+
+    'bf16_gemm_nn': """``d = c + a @ b`` with ``b`` ``[K, N]``. See :func:`bf16_gemm_nt`.""",
+
+    'bf16_gemm_tn': """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``. See :func:`bf16_gemm_nt`.""",
+
+    'bf16_gemm_tt': """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``. See :func:`bf16_gemm_nt`.""",
+
+    'm_grouped_bf16_gemm_nt_contiguous': """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
+    MN-major), ``d [ΣM, N]``; ``ensure_zero_padding`` and ``expected_m_for_psum_layout`` are validated as there,
+    but the BF16 kernel does not use them yet: its padding rows' ``d`` content is unspecified.""",
+
+    'm_grouped_bf16_gemm_nt_masked': """BF16 version of :func:`m_grouped_fp8_gemm_nt_masked`: ``a [G, maxM, K]``, ``b [G, N, K]``, ``d [G, maxM, N]``.""",
+
+    'k_grouped_bf16_gemm_tn_contiguous': """Grouped GEMM over K blocks (weight gradients of a grouped linear layer), in place into ``d``:
+    ``d[g] = c[g] + a[K_g].T @ b[K_g]`` for each group ``g``, where ``K_g`` is the row range
+    ``[ks_cpu[0] + ... + ks_cpu[g-1], + ks_cpu[g])``; without ``c``, ``d[g] = a[K_g].T @ b[K_g]``.
+
+    - ``a``: bfloat16 ``[sum(ks), M]``, contiguous (the groups' rows back to back); ``b``: bfloat16
+      ``[sum(ks), N]``, contiguous. ``M`` and ``N`` must be multiples of 8 (TMA reads 16-byte rows); base
+      pointers 16-byte aligned.
+    - ``d``: float32 ``[G, M, N]``, contiguous. ``c``: optional float32 ``[G, M, N]``, contiguous; it may be
+      ``d`` itself (accumulate in place).
+    - ``ks_cpu``: the K of each group, ``G`` host ints, each a non-negative multiple of 128; ``ks_cpu[g] == 0``
+      gives ``d[g] = c[g]`` (or zeros). ``grouped_layout``: the same values as an int32 ``[G]`` tensor on the
+      GPU (read by the kernel; it is not compared with ``ks_cpu``, which would need a device sync).
+    - ``use_psum_layout=True`` (cumulative K ends) raises ``NotImplementedError`` on SM90.
+    - ``compiled_dims``: which of ``m``, ``n`` are compile-time constants (K never is: it varies per group).
+    - The kernel config depends on ``M``, ``N``, ``G`` and the average K rounded up to a power of two, so
+      changing ``ks_cpu`` rarely compiles a new kernel.
+    """,
+}

@@ -1,0 +1,91 @@
+"""The GEMM op table (csrc/python/gemm_table.hpp, _C._gemm_op_table()) is what every signature of an op
+follows: the public wrapper, the _C fast entry and the torch.library schema, and the wrappers' torch.ops
+route under tracing passes the schema's arguments."""
+
+import ast
+import inspect
+
+import pytest
+import torch
+
+import deep_gemm
+from deep_gemm import _C
+from deep_gemm._gemm_docs import DOCS
+from op_cases import CASES, CASES_BY_NAME
+
+TABLE = dict(_C._gemm_op_table())
+_REQUIRED = object()
+
+# The schema type of each kind (an FP8 operand is two tensors; half recipes are not in the schema).
+SCHEMA_TYPES = {'operand': 'Tensor', 'tensor': 'Tensor', 'out_tensor': 'Tensor', 'opt_tensor': 'Optional[Tensor]', 'int': 'int',
+                'opt_int': 'Optional[int]', 'bool': 'bool', 'str': 'str', 'int_list': 'List[int]', 'recipe': 'Optional[List[int]]'}
+
+
+def table_params(name):
+    return [(p, _REQUIRED if default is None else ast.literal_eval(default)) for p, _, default in TABLE[name]]
+
+
+def signature_params(fn):
+    return [(p.name, _REQUIRED if p.default is p.empty else p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+def test_table_has_every_gemm_op_once_with_a_docstring():
+    assert sorted(TABLE) == sorted(c.name for c in CASES)
+    assert len(TABLE) == len(_C._gemm_op_table())
+    assert sorted(DOCS) == sorted(TABLE)
+    for name in TABLE:
+        assert getattr(deep_gemm, name).__doc__ == DOCS[name]
+
+
+@pytest.mark.parametrize('name', sorted(TABLE))
+def test_wrapper_and_fast_entry_follow_the_table(name):
+    assert signature_params(getattr(deep_gemm, name)) == table_params(name)
+    assert signature_params(getattr(_C, name)) == table_params(name)
+    assert getattr(deep_gemm, f'_c_{name}') is getattr(_C, name)
+
+
+@pytest.mark.parametrize('name', sorted(TABLE))
+def test_schema_follows_the_table(name):
+    want = []
+    for param, kind, default in TABLE[name]:
+        if kind == 'operand':
+            want += [(param, 'Tensor', False, None), ('sf' + param, 'Tensor', False, None)]
+        elif kind != 'half_recipe':
+            value = None if default is None else ast.literal_eval(default)
+            want.append((param, SCHEMA_TYPES[kind], default is not None, list(value) if isinstance(value, tuple) else value))
+    schema = getattr(torch.ops.deep_gemm, name).default._schema
+    got = [(a.name, str(a.type), a.has_default_value(), a.default_value) for a in schema.arguments]
+    assert got == want
+    assert [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write] == ['d']
+    assert len(schema.returns) == 0
+
+
+class _RecordingOps:
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args: self.calls.append((name, args))
+
+
+@pytest.mark.parametrize('name', sorted(TABLE))
+def test_traced_route_passes_the_schema_arguments(name, monkeypatch):
+    """With _tracing() true, the wrapper calls torch.ops.deep_gemm.<name> with arguments the op accepts
+    (run here on meta tensors: validation only)."""
+    recorder = _RecordingOps()
+    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    args, kwargs, _ = CASES_BY_NAME[name].build('meta')
+    getattr(deep_gemm, name)(*args, **kwargs)
+    assert [call_name for call_name, _ in recorder.calls] == [name]
+    getattr(torch.ops.deep_gemm, name)(*recorder.calls[0][1])
+
+
+def test_traced_route_merges_recipe_a_and_recipe_b(monkeypatch):
+    recorder = _RecordingOps()
+    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    args, _, _ = CASES_BY_NAME['fp8_gemm_nt'].build('meta')
+    deep_gemm.fp8_gemm_nt(*args, recipe_a=(1, 128), recipe_b=(128, 128))
+    (_, op_args), = recorder.calls
+    assert op_args[6] == [1, 128, 128]  # after a, sfa, b, sfb, d, c
