@@ -109,40 +109,62 @@ void bind_operand(const char* op, const OpArg& arg, PyObject* o, const at::Tenso
         t = &tensor_arg(op, arg.name, o);
 }
 
-// Converts the arguments into `call` in the row's order, so the first bad one is the one reported.
-// `ks` owns the K-grouped ops' ks_cpu, which call.ks refers to.
-void bind(const char* op, const OpRow& row, const FastArgs& args, GemmCall& call, std::vector<int64_t>& ks) {
-    PyObject* recipe = nullptr;
-    PyObject* recipe_a = nullptr;
-    for (size_t i = 0; i < row.args.size(); ++i) {
-        const OpArg& arg = row.args[i];
-        PyObject* o = args[i];
-        switch (arg.slot) {
-            case Slot::kA: bind_operand(op, arg, o, call.a, call.sfa); break;
-            case Slot::kB: bind_operand(op, arg, o, call.b, call.sfb); break;
-            case Slot::kD: call.d = &tensor_arg(op, arg.name, o); break;
-            case Slot::kC: call.c = opt_tensor_arg(op, arg.name, o); break;
-            case Slot::kLayout: call.layout = &tensor_arg(op, arg.name, o); break;
-            case Slot::kExpectedM: call.expected_m = int_arg(op, arg.name, o); break;
-            case Slot::kKs:
-                ks = int_list_arg(op, arg.name, o);
-                call.ks = ks;
-                break;
-            // recipe, recipe_a and recipe_b are resolved together, at the last of them that the op has
-            case Slot::kRecipe:
-                recipe = o;
-                if (i + 1 == row.args.size() or row.args[i + 1].slot != Slot::kRecipeA)
-                    call.recipe = resolve_recipe_objects(op, recipe, nullptr, nullptr);
-                break;
-            case Slot::kRecipeA: recipe_a = o; break;
-            case Slot::kRecipeB: call.recipe = resolve_recipe_objects(op, recipe, recipe_a, o); break;
-            case Slot::kCompiledDims: call.compiled_dims = str_arg(op, arg.name, o, arg.default_value); break;
-            case Slot::kDisableUe8m0Cast: call.disable_ue8m0_cast = bool_arg(op, arg.name, o, bool_default(arg)); break;
-            case Slot::kUsePsumLayout: call.use_psum_layout = bool_arg(op, arg.name, o, bool_default(arg)); break;
-            case Slot::kEnsureZeroPadding: call.ensure_zero_padding = bool_arg(op, arg.name, o, bool_default(arg)); break;
-            case Slot::kExpectedMForPsumLayout: call.expected_m_for_psum_layout = opt_int_arg(op, arg.name, o); break;
-        }
+// The index of the parameter with `slot` in `row` (row.args.size() when the op has none).
+constexpr size_t slot_index(const OpRow& row, Slot slot) {
+    for (size_t i = 0; i < row.args.size(); ++i)
+        if (row.args[i].slot == slot) return i;
+    return row.args.size();
+}
+
+// Converts parameter I of the op's row into `call`. A template with `if constexpr` on the parameter's
+// slot, so each entry compiles to the straight-line code a hand-written one would be. `ks` owns the
+// K-grouped ops' ks_cpu, which call.ks refers to.
+template <GemmOp kOp, size_t I>
+void bind_arg(const char* op, const FastArgs& args, GemmCall& call, std::vector<int64_t>& ks) {
+    constexpr const OpRow& row = gemm_op_row(kOp);
+    constexpr const OpArg& arg = row.args[I];
+    constexpr Slot slot = arg.slot;
+    PyObject* o = args[I];
+    if constexpr (slot == Slot::kA) {
+        bind_operand(op, arg, o, call.a, call.sfa);
+    } else if constexpr (slot == Slot::kB) {
+        bind_operand(op, arg, o, call.b, call.sfb);
+    } else if constexpr (slot == Slot::kD) {
+        call.d = &tensor_arg(op, arg.name, o);
+    } else if constexpr (slot == Slot::kC) {
+        call.c = opt_tensor_arg(op, arg.name, o);
+    } else if constexpr (slot == Slot::kLayout) {
+        call.layout = &tensor_arg(op, arg.name, o);
+    } else if constexpr (slot == Slot::kExpectedM) {
+        call.expected_m = int_arg(op, arg.name, o);
+    } else if constexpr (slot == Slot::kKs) {
+        ks = int_list_arg(op, arg.name, o);
+        call.ks = ks;
+    } else if constexpr (slot == Slot::kRecipe or slot == Slot::kRecipeA or slot == Slot::kRecipeB) {
+        // recipe, recipe_a and recipe_b are resolved together, at the last of them that the op has
+        constexpr size_t kRecipeB = slot_index(row, Slot::kRecipeB);
+        if constexpr (slot == Slot::kRecipe and kRecipeB == row.args.size())
+            call.recipe = resolve_recipe_objects(op, o, nullptr, nullptr);
+        else if constexpr (slot == Slot::kRecipeB)
+            call.recipe = resolve_recipe_objects(op, args[slot_index(row, Slot::kRecipe)], args[slot_index(row, Slot::kRecipeA)], o);
+    } else if constexpr (slot == Slot::kCompiledDims) {
+        call.compiled_dims = str_arg(op, arg.name, o, arg.default_value);
+    } else if constexpr (slot == Slot::kDisableUe8m0Cast) {
+        call.disable_ue8m0_cast = bool_arg(op, arg.name, o, bool_default(arg));
+    } else if constexpr (slot == Slot::kUsePsumLayout) {
+        call.use_psum_layout = bool_arg(op, arg.name, o, bool_default(arg));
+    } else if constexpr (slot == Slot::kEnsureZeroPadding) {
+        call.ensure_zero_padding = bool_arg(op, arg.name, o, bool_default(arg));
+    } else {
+        static_assert(slot == Slot::kExpectedMForPsumLayout);
+        call.expected_m_for_psum_layout = opt_int_arg(op, arg.name, o);
     }
+}
+
+// Converts the arguments into `call` in the row's order, so the first bad one is the one reported.
+template <GemmOp kOp, size_t... I>
+void bind(const char* op, const FastArgs& args, GemmCall& call, std::vector<int64_t>& ks, std::index_sequence<I...>) {
+    (bind_arg<kOp, I>(op, args, call, ks), ...);
 }
 
 enum class Entry { kRun, kValidateOnly };
@@ -156,7 +178,7 @@ PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObjec
         const FastArgs args(op, row, argv, nargs, kwnames);
         GemmCall call;
         std::vector<int64_t> ks;
-        bind(op, row, args, call, ks);
+        bind<kOp>(op, args, call, ks, std::make_index_sequence<row.args.size()>());
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
         } else if (all_plain({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
