@@ -30,7 +30,8 @@ def signature_params(fn):
 
 
 def test_table_has_every_gemm_op_once_with_a_docstring():
-    assert sorted(TABLE) == sorted(c.name for c in CASES)
+    # cublaslt_gemm_* are not GemmOps (csrc/apis/cublaslt.cpp): written by hand, not in the table
+    assert sorted(TABLE) == sorted(c.name for c in CASES if not c.name.startswith('cublaslt_'))
     assert len(TABLE) == len(_C._gemm_op_table())
     assert sorted(DOCS) == sorted(TABLE)
     for name in TABLE:
