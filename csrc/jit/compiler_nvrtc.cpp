@@ -120,7 +120,7 @@ public:
     }
     std::string version() const override { return version_; }
 
-    std::vector<std::string> flags(const std::string& arch, const Settings& s) const override {
+    std::vector<std::string> flags(const std::string& arch, const Settings& s, bool trim_headers) const override {
         arch_number(arch);  // validates
         // NVRTC has no --expt-relaxed-constexpr (nor -O3: ptxas optimizes at -O3 by default); with
         // -default-device, unannotated (constexpr) functions are device functions, which covers the same use.
@@ -129,18 +129,21 @@ public:
                                       "-default-device",
                                       std::string("-I") + kIncludePlaceholder,
                                       std::string("-I") + kCudaIncludePlaceholder};
+        // --minimal (NVRTC 12.4+) leaves the runtime API types, textures and device-side launches out of
+        // NVRTC's built-in header: a smaller front end, the same cubin for kernels that use none of them.
+        if (trim_headers && (major_ > 12 || (major_ == 12 && minor_ >= 4))) f.push_back("--minimal");
         if (s.ptxas_verbose || s.debug || s.ptxas_check) f.push_back("--ptxas-options=--verbose");
         if (s.with_lineinfo) f.push_back("--generate-line-info");
         return f;
     }
 
     std::string compile(const CompileJob& job, const Settings& s) const override {
-        const std::vector<std::string> options = expand_flags(flags(job.arch, s), job.include_dir);
+        const std::vector<std::string> options = expand_flags(flags(job.arch, s, job.trim_headers), job.include_dir);
         std::string log_text;
         const std::string command = "nvrtc " + format_command(options);
         std::string cubin = run(job, s, options, command, /*want_ptx=*/false, &log_text);
         handle_ptxas_report(job.name, command, log_text, s);
-        write_file_durable(job.work_dir / "kernel.cubin", cubin);
+        write_file(job.work_dir / "kernel.cubin", cubin);  // build() rewrites it durably
         if (job.dump_ptx) {
             std::vector<std::string> ptx_options;
             for (const std::string& option : options) {
@@ -151,7 +154,7 @@ public:
                 }
             }
             const std::string ptx = run(job, s, ptx_options, "nvrtc " + format_command(ptx_options), true, nullptr);
-            write_file_durable(job.work_dir / "kernel.ptx", ptx);
+            write_file(job.work_dir / "kernel.ptx", ptx);
         }
         if (job.dump_sass) dump_sass(job, s, *this);
         return cubin;

@@ -178,6 +178,33 @@ TEST_P(Compilers, MissingCuobjdumpIsAConfigError) {
     EXPECT_TRUE(dg_test::list_dir(cache_.path() / "tmp").empty());
 }
 
+// DG_JIT_TRIM_HEADERS (default on) gives kernels that include only our headers a smaller set of CUDA headers
+// (NVCC: the device part of cuda_runtime.h through a prelude; NVRTC: --minimal). The cubin must be the same
+// byte for byte; the flags (so the cache key and the manifest) say which way it was built; a kernel that
+// includes a toolkit header itself keeps the full set.
+TEST_P(Compilers, TrimmedHeadersGiveTheSameCubin) {
+    const std::string trim_flag = nvrtc() ? "--minimal" : "-D__CUDA_RUNTIME_H__";
+    const CachedKernel trimmed = build(dg_test::wgmma_source("trim"), "sm_90a");
+    env_.set("DG_JIT_TRIM_HEADERS", "0");
+    const CachedKernel full = build(dg_test::wgmma_source("trim"), "sm_90a");
+    EXPECT_TRUE(trimmed.compiled);
+    EXPECT_TRUE(full.compiled);
+    EXPECT_NE(trimmed.dir, full.dir) << "the switch is part of the cache key";
+    EXPECT_EQ(trimmed.cubin, full.cubin);
+    EXPECT_NE(dg_test::read_text(trimmed.dir / "manifest").find(trim_flag), std::string::npos);
+    EXPECT_EQ(dg_test::read_text(full.dir / "manifest").find(trim_flag), std::string::npos);
+    for (const auto& file : dg_test::list_dir(trimmed.dir)) {
+        EXPECT_EQ(file.filename().string().find("prelude"), std::string::npos) << "the NVCC prelude stays out of the entry";
+    }
+
+    env_.set("DG_JIT_TRIM_HEADERS", "1");
+    deep_gemm::jit::KernelSource with_toolkit_header = dg_test::small_source(7);
+    with_toolkit_header.code = "#include <cuda_fp16.h>\n" + with_toolkit_header.code;
+    const CachedKernel untrimmed = build(with_toolkit_header, "sm_90a");
+    EXPECT_EQ(dg_test::read_text(untrimmed.dir / "manifest").find(trim_flag), std::string::npos)
+        << "a kernel that includes a CUDA header compiles with the full set";
+}
+
 INSTANTIATE_TEST_SUITE_P(NvccAndNvrtc, Compilers, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("Nvrtc") : std::string("Nvcc"); });
 
