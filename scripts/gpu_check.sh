@@ -24,7 +24,7 @@ if has build; then
     CXX=/usr/bin/g++ MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1
     note "build extension: rc=$? in $(( $(date +%s) - t0 )) s"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 &&
-        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime dg_host_breakdown >>"$OUT/build.log" 2>&1
+        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime dg_host_breakdown dg_kernel_sources >>"$OUT/build.log" 2>&1
     note "build smoke programs: rc=$?"
 fi
 
