@@ -1,9 +1,11 @@
-// Writes the generated sources of typical FP8 GEMM kernels as DG_JIT_RECORD lines (JSON, one per kernel) on
-// stdout, without a GPU: the kernels fp8_gemm_nt builds on an H200 (132 SMs, 227 KiB of shared memory) for
-// a list of shapes, with N and K compiled in (the default compiled_dims="nk"). benchmarks/bench_first_call.py
-// times cold compiles of them; `python -m deep_gemm warmup FILE` compiles them into a cache.
+// Writes the generated sources of typical GEMM kernels as DG_JIT_RECORD lines (JSON, one per kernel) on
+// stdout, without a GPU: the kernels an op builds on an H200 (132 SMs, 227 KiB of shared memory) for a list
+// of shapes, with N and K compiled in (the default compiled_dims="nk"). FAMILY: fp8 (fp8_gemm_nt, the
+// default), bf16 (bf16_gemm_nt) or fp8_1d1d (the FP8 GEMM with 1x128 scales on both sides).
+// benchmarks/bench_first_call.py times cold compiles of them; `python -m deep_gemm warmup FILE` compiles
+// them into a cache.
 //
-//   ./build/dg_kernel_sources [COUNT]   (default 10: the first COUNT distinct kernels of the shape list)
+//   ./build/dg_kernel_sources [COUNT [FAMILY]]   (default 10 fp8: the first COUNT distinct kernels)
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -12,7 +14,11 @@
 #include <vector>
 
 #include "jit/record.hpp"
+#include "jit_kernels/heuristics/sm90_bf16.hpp"
 #include "jit_kernels/heuristics/sm90_fp8.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
+#include "jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
 
 namespace {
@@ -34,22 +40,40 @@ std::vector<std::tuple<int, int, int>> shapes() {
     return out;
 }
 
+// The kernel the op of `family` builds for (m, n, k), N and K compiled in.
+deep_gemm::kernels::GemmKernelSource source_for(const std::string& family, int m, int n, int k) {
+    namespace h = deep_gemm::heuristics;
+    namespace kn = deep_gemm::kernels;
+    auto compiled_nk = [&](auto key) {
+        key.n = static_cast<uint32_t>(n);
+        key.k = static_cast<uint32_t>(k);
+        return key;
+    };
+    if (family == "bf16") {
+        return kn::sm90_bf16_gemm_source(compiled_nk(kn::sm90_bf16_kernel_key(h::choose_sm90_bf16_config(
+            m, n, k, kH200Sms, kH200SmemOptin, /*b_mn_major=*/false, h::Sm90Bf16Epilogue::kBf16Tma, /*out_bytes=*/2))));
+    }
+    if (family == "fp8_1d1d") {
+        return kn::sm90_fp8_gemm_1d1d_source(
+            compiled_nk(kn::sm90_fp8_1d1d_kernel_key(h::choose_sm90_fp8_1d1d_config(m, n, k, kH200Sms, kH200SmemOptin))));
+    }
+    return kn::sm90_fp8_gemm_1d2d_source(
+        compiled_nk(kn::sm90_fp8_kernel_key(h::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin))));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const int count = argc > 1 ? std::atoi(argv[1]) : 10;
-    if (count <= 0) {
-        std::fprintf(stderr, "usage: %s [COUNT > 0]\n", argv[0]);
+    const std::string family = argc > 2 ? argv[2] : "fp8";
+    if (count <= 0 || (family != "fp8" && family != "bf16" && family != "fp8_1d1d")) {
+        std::fprintf(stderr, "usage: %s [COUNT > 0 [fp8|bf16|fp8_1d1d]]\n", argv[0]);
         return 2;
     }
     std::set<std::string> symbols;
     for (const auto& [m, n, k] : shapes()) {
         if (static_cast<int>(symbols.size()) == count) break;
-        deep_gemm::kernels::Sm90Fp8GemmKernelKey key = deep_gemm::kernels::sm90_fp8_kernel_key(
-            deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin));
-        key.n = static_cast<uint32_t>(n);
-        key.k = static_cast<uint32_t>(k);
-        const auto src = deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key);
+        const auto src = source_for(family, m, n, k);
         if (!symbols.insert(src.symbol).second) continue;
         std::fputs(deep_gemm::jit::detail::format_record(src.kernel_source(), "sm_90a").c_str(), stdout);
     }
