@@ -11,7 +11,8 @@
 The kernel sources come from build/dg_kernel_sources (`cmake --build build --target dg_kernel_sources`;
 see benchmarks/kernel_sources.cpp), or --record FILE (a DG_JIT_RECORD file) for parts 1 and 2.
 
-Usage: python benchmarks/bench_first_call.py [--record FILE] [--warmup-kernels N] [--jobs J] [--no-gpu]
+Usage: python benchmarks/bench_first_call.py [--record FILE | --family fp8|bf16|fp8_1d1d] [--warmup-kernels N]
+       [--jobs J] [--no-gpu]
        [--untrimmed]   (part 1 also with DG_JIT_TRIM_HEADERS=0, the compilers' full CUDA headers)
 """
 import argparse
@@ -77,7 +78,7 @@ def run_child(args, env, timeout=600) -> str:
     return out.stdout
 
 
-def kernel_sources(count: int, record: str, tool: str, workdir: str) -> str:
+def kernel_sources(count: int, record: str, tool: str, family: str, workdir: str) -> str:
     """A DG_JIT_RECORD-format file with `count` kernels (the first `count` of --record, or the tool's)."""
     path = os.path.join(workdir, f'kernels{count}.jsonl')
     if record:
@@ -87,14 +88,19 @@ def kernel_sources(count: int, record: str, tool: str, workdir: str) -> str:
             print(f'note: {record} has only {len(lines)} kernels', file=sys.stderr)
         text = ''.join(lines)
     else:
-        text = subprocess.run([tool, str(count)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([tool, str(count), family], capture_output=True, text=True)
+        if out.returncode != 0:  # e.g. fewer distinct kernels than asked: use those there are
+            print(f'note: {os.path.basename(tool)}: {out.stderr.strip()}', file=sys.stderr)
+        text = out.stdout
     with open(path, 'w') as f:
         f.write(text)
     return path
 
 
 def short(symbol: str) -> str:
-    return symbol.replace('sm90_fp8_gemm_1d2d_', '')
+    for prefix in ('sm90_fp8_gemm_1d2d_', 'sm90_fp8_gemm_1d1d_', 'sm90_bf16_gemm_'):
+        symbol = symbol.replace(prefix, '')
+    return symbol
 
 
 def cold_compiles(path: str, untrimmed: bool) -> None:
@@ -174,6 +180,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--record', help='DG_JIT_RECORD file to take the kernels from (default: dg_kernel_sources)')
     parser.add_argument('--sources-tool', default=os.path.join(ROOT, 'build', 'dg_kernel_sources'))
+    parser.add_argument('--family', default='fp8', choices=('fp8', 'bf16', 'fp8_1d1d'),
+                        help='kernels for parts 1 and 2 from dg_kernel_sources (default fp8: fp8_gemm_nt)')
     parser.add_argument('--warmup-kernels', type=int, default=100, help='kernels in the warm-up (0: skip it)')
     parser.add_argument('--jobs', type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument('--no-gpu', action='store_true', help='skip the first-call part even with a GPU')
@@ -186,9 +194,9 @@ def main() -> int:
         return 1
     workdir = tempfile.mkdtemp(prefix='dg_bench_first_call_')
     try:
-        cold_compiles(kernel_sources(len(SHAPES), args.record, args.sources_tool, workdir), args.untrimmed)
+        cold_compiles(kernel_sources(len(SHAPES), args.record, args.sources_tool, args.family, workdir), args.untrimmed)
         if args.warmup_kernels > 0:
-            warmup(kernel_sources(args.warmup_kernels, args.record, args.sources_tool, workdir), args.jobs)
+            warmup(kernel_sources(args.warmup_kernels, args.record, args.sources_tool, args.family, workdir), args.jobs)
         if not args.no_gpu and has_gpu():
             first_calls()
     finally:
