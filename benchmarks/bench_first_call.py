@@ -13,7 +13,7 @@ see benchmarks/kernel_sources.cpp), or --record FILE (a DG_JIT_RECORD file) for 
 
 Usage: python benchmarks/bench_first_call.py [--record FILE | --family fp8|bf16|fp8_1d1d] [--warmup-kernels N]
        [--jobs J] [--no-gpu]
-       [--untrimmed]   (part 1 also with DG_JIT_TRIM_HEADERS=0, the compilers' full CUDA headers)
+       [--untrimmed] [--repeat R]   (part 1 also with DG_JIT_TRIM_HEADERS=0, the full CUDA headers; R rounds)
 """
 import argparse
 import json
@@ -103,24 +103,31 @@ def short(symbol: str) -> str:
     return symbol
 
 
-def cold_compiles(path: str, untrimmed: bool) -> None:
+def cold_compiles(path: str, untrimmed: bool, repeat: int) -> None:
     variants = [(label, nvrtc, None) for label, nvrtc in COMPILERS]
     if untrimmed:  # DG_JIT_TRIM_HEADERS=0: the compilers' full default headers
         variants = [v for label, nvrtc in COMPILERS for v in ((label, nvrtc, '1'), (label + ' full', nvrtc, '0'))]
-    results = {}
-    for label, nvrtc, trim in variants:
-        cache = tempfile.mkdtemp(prefix='dg_cold_')
-        try:
-            lines = run_child(['-c', BUILD_CHILD, path], child_env(cache, nvrtc, trim)).splitlines()
-            results[label] = [json.loads(line) for line in lines if line.startswith('{')]
-        except (RuntimeError, subprocess.TimeoutExpired) as e:
-            print(f'{label}: failed: {e}')
-        finally:
-            shutil.rmtree(cache, ignore_errors=True)
+    rounds = {}
+    for round_ in range(repeat):
+        # Every round runs every variant; the order alternates so that a drifting machine load (other jobs,
+        # clocks) does not favour one of them. Per kernel, the median over the rounds.
+        for label, nvrtc, trim in (variants if round_ % 2 == 0 else variants[::-1]):
+            cache = tempfile.mkdtemp(prefix='dg_cold_')
+            try:
+                lines = run_child(['-c', BUILD_CHILD, path], child_env(cache, nvrtc, trim)).splitlines()
+                rounds.setdefault(label, []).append([json.loads(line) for line in lines if line.startswith('{')])
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                print(f'{label}: failed: {e}')
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+    results = {label: [dict(runs[0][i], ms=statistics.median(run[i]['ms'] for run in runs))
+                       for i in range(min(len(run) for run in runs))]
+               for label, runs in rounds.items()}
     if not results:
         return
     labels = list(results)
-    print('Cold compile per kernel, fresh process, empty cache (ms; the first includes loading the compiler):')
+    print('Cold compile per kernel, fresh process, empty cache (ms; the first includes loading the compiler'
+          + (f'; median of {repeat} rounds' if repeat > 1 else '') + '):')
     print(f"  {'kernel':48s}" + ''.join(f'{label:>11s}' for label in labels))
     rows = max(len(r) for r in results.values())
     for i in range(rows):
@@ -185,6 +192,7 @@ def main() -> int:
     parser.add_argument('--warmup-kernels', type=int, default=100, help='kernels in the warm-up (0: skip it)')
     parser.add_argument('--jobs', type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument('--no-gpu', action='store_true', help='skip the first-call part even with a GPU')
+    parser.add_argument('--repeat', type=int, default=1, help='rounds of part 1 (per-kernel median), for noisy machines')
     parser.add_argument('--untrimmed', action='store_true',
                         help='also time the cold compiles with DG_JIT_TRIM_HEADERS=0 (the full CUDA headers)')
     args = parser.parse_args()
@@ -194,7 +202,8 @@ def main() -> int:
         return 1
     workdir = tempfile.mkdtemp(prefix='dg_bench_first_call_')
     try:
-        cold_compiles(kernel_sources(len(SHAPES), args.record, args.sources_tool, args.family, workdir), args.untrimmed)
+        cold_compiles(kernel_sources(len(SHAPES), args.record, args.sources_tool, args.family, workdir), args.untrimmed,
+                      max(1, args.repeat))
         if args.warmup_kernels > 0:
             warmup(kernel_sources(args.warmup_kernels, args.record, args.sources_tool, args.family, workdir), args.jobs)
         if not args.no_gpu and has_gpu():
