@@ -38,7 +38,8 @@ constexpr int kMinMajor = 12, kMinMinor = 3;
 // keywords, the built-in vector types and variables (threadIdx, ...) and the device intrinsics. The CUDA
 // internal headers expect __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__ while they are read, as cuda_runtime.h
 // arranges. Kernels that include a toolkit header themselves (cuda_fp16.h wants memcpy from the part left
-// out) are compiled with the full header (build() decides). The cubins are byte-identical either way.
+// out) are compiled with the full header (build() decides), and a trimmed compile that fails is retried with
+// the full header. The cubins are byte-identical either way.
 constexpr const char* kDevicePrelude =
     "// deep_gemm: the device-side part of cuda_runtime.h (see csrc/jit/compiler_nvcc.cpp)\n"
     "#define __CUDA_INCLUDE_COMPILER_INTERNAL_HEADERS__\n"
@@ -128,12 +129,28 @@ public:
     std::string compile(const CompileJob& job, const Settings& s) const override {
         const RunDir run_dir(job.work_dir);
         const std::filesystem::path include = nvcc_include_path(job.include_dir, run_dir.path());
-        if (job.trim_headers) write_file(run_dir.path() / device_prelude_name(), kDevicePrelude);
-        std::vector<std::string> argv = {nvcc_.string()};
-        for (std::string& flag : expand_flags(flags(job.arch, s, job.trim_headers), include)) argv.push_back(std::move(flag));
-        argv.insert(argv.end(), {"-o", "kernel.cubin", "kernel.cu"});
-        const std::string command = format_command(argv);
-        const ProcessResult result = run(job, s, argv, command, run_dir);
+        bool trim = job.trim_headers;
+        if (trim) write_file(run_dir.path() / device_prelude_name(), kDevicePrelude);
+        auto cubin_argv = [&] {
+            std::vector<std::string> argv = {nvcc_.string()};
+            for (std::string& flag : expand_flags(flags(job.arch, s, trim), include)) argv.push_back(std::move(flag));
+            argv.insert(argv.end(), {"-o", "kernel.cubin", "kernel.cu"});
+            return argv;
+        };
+        std::vector<std::string> argv = cubin_argv();
+        std::string command = format_command(argv);
+        ProcessResult result = run(job, s, argv, command, run_dir, /*may_fail=*/trim);
+        if (!result.ok()) {
+            // The prelude relies on how the toolkit splits cuda_runtime.h internally; should a toolkit
+            // differ, the compile still succeeds with the full header (then at twice the cost).
+            log(LogLevel::kWarning, "nvcc failed on kernel " + job.name + " with trimmed CUDA headers; "
+                "compiling it with the full ones (DG_JIT_TRIM_HEADERS=0 skips the first attempt). nvcc said:\n" +
+                (result.err + result.out).substr(0, 2000));
+            trim = false;
+            argv = cubin_argv();
+            command = format_command(argv);
+            result = run(job, s, argv, command, run_dir);
+        }
         handle_ptxas_report(job.name, command, result.err + result.out, s);
 
         std::optional<std::string> cubin = read_file(run_dir.path() / "kernel.cubin");
@@ -144,7 +161,7 @@ public:
             const std::string number = arch_number(job.arch);
             std::vector<std::string> ptx_argv = {nvcc_.string(), "-ptx",
                                                  "-gencode=arch=compute_" + number + ",code=compute_" + number};
-            for (std::string& flag : expand_flags(flags(job.arch, s, job.trim_headers), include)) {
+            for (std::string& flag : expand_flags(flags(job.arch, s, trim), include)) {
                 if (flag == "-cubin" || flag.rfind("-gencode", 0) == 0 || flag == "-Xptxas" || flag == "-v") continue;
                 ptx_argv.push_back(std::move(flag));
             }
@@ -160,18 +177,16 @@ public:
     }
 
 private:
+    // Runs nvcc; a failure throws CompileError, or is returned when `may_fail`.
     ProcessResult run(const CompileJob& job, const Settings& s, const std::vector<std::string>& argv,
-                      const std::string& command, const RunDir& run_dir) const {
+                      const std::string& command, const RunDir& run_dir, bool may_fail = false) const {
         if (s.print_compiler_command || s.debug) jit::log(LogLevel::kInfo, "compiling " + job.name + ": " + command);
         ProcessResult result = run_process(argv, run_dir.path(), run_dir.env());
+        if (!result.ok() && may_fail) return result;
         if (!result.ok()) {
-            const std::string hint = job.trim_headers
-                                         ? "\n(compiled with trimmed CUDA headers: if the log names a missing CUDA "
-                                           "declaration, DG_JIT_TRIM_HEADERS=0 compiles with the full ones)"
-                                         : "";
             throw CompileError("failed to compile kernel " + job.name + " with nvcc (" + result.status_text() +
                                ")\ncommand (in " + run_dir.path().string() + "): " + command + "\nlog:\n" +
-                               result.err + result.out + hint);
+                               result.err + result.out);
         }
         if (s.debug && !(result.err + result.out).empty()) {
             jit::log(LogLevel::kDebug, "nvcc output for " + job.name + ":\n" + result.err + result.out);

@@ -205,6 +205,23 @@ TEST_P(Compilers, TrimmedHeadersGiveTheSameCubin) {
         << "a kernel that includes a CUDA header compiles with the full set";
 }
 
+// A kernel that needs more than the trimmed NVCC prelude declares (here printf, from the host half of
+// cuda_runtime.h) still compiles: NVCC retries it with the full header and says so in a warning.
+TEST_P(Compilers, NvccFallsBackToTheFullHeaderWhenTrimmedFails) {
+    if (nvrtc()) GTEST_SKIP() << "NVRTC declares printf itself, --minimal or not";
+    std::vector<std::string> warnings;
+    set_log_sink([&](LogLevel level, const std::string& message) {
+        if (level == LogLevel::kWarning) warnings.push_back(message);
+    });
+    const deep_gemm::jit::KernelSource src{"dg_test_printf", "dg_test_printf",
+                                           "extern \"C\" __global__ void dg_test_printf(int v) { printf(\"%d\\n\", v); }\n"};
+    const CachedKernel entry = build(src, "sm_90a");
+    EXPECT_TRUE(entry.compiled);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("with trimmed CUDA headers"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("printf"), std::string::npos) << "nvcc's first error is quoted: " << warnings[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(NvccAndNvrtc, Compilers, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("Nvrtc") : std::string("Nvcc"); });
 
