@@ -13,7 +13,8 @@ see benchmarks/kernel_sources.cpp), or --record FILE (a DG_JIT_RECORD file) for 
 
 Usage: python benchmarks/bench_first_call.py [--record FILE | --family fp8|bf16|fp8_1d1d] [--warmup-kernels N]
        [--jobs J] [--no-gpu]
-       [--untrimmed] [--repeat R]   (part 1 also with DG_JIT_TRIM_HEADERS=0, the full CUDA headers; R rounds)
+       [--untrimmed] [--repeat R]   (part 1 also NVCC with DG_JIT_TRIM_HEADERS=0, the full cuda_runtime.h;
+                                     R rounds, per-kernel median)
 """
 import argparse
 import json
@@ -105,8 +106,8 @@ def short(symbol: str) -> str:
 
 def cold_compiles(path: str, untrimmed: bool, repeat: int) -> None:
     variants = [(label, nvrtc, None) for label, nvrtc in COMPILERS]
-    if untrimmed:  # DG_JIT_TRIM_HEADERS=0: the compilers' full default headers
-        variants = [v for label, nvrtc in COMPILERS for v in ((label, nvrtc, '1'), (label + ' full', nvrtc, '0'))]
+    if untrimmed:  # DG_JIT_TRIM_HEADERS=0: NVCC with its full default header (NVRTC has no such switch)
+        variants = [('NVCC', '0', '1'), ('NVCC full', '0', '0'), ('NVRTC', '1', None)]
     rounds = {}
     for round_ in range(repeat):
         # Every round runs every variant; the order alternates so that a drifting machine load (other jobs,
@@ -194,7 +195,7 @@ def main() -> int:
     parser.add_argument('--no-gpu', action='store_true', help='skip the first-call part even with a GPU')
     parser.add_argument('--repeat', type=int, default=1, help='rounds of part 1 (per-kernel median), for noisy machines')
     parser.add_argument('--untrimmed', action='store_true',
-                        help='also time the cold compiles with DG_JIT_TRIM_HEADERS=0 (the full CUDA headers)')
+                        help='also time NVCC cold compiles with DG_JIT_TRIM_HEADERS=0 (the full cuda_runtime.h)')
     args = parser.parse_args()
     if not args.record and not os.access(args.sources_tool, os.X_OK):
         print(f'{args.sources_tool} not found: build it (cmake --build build --target dg_kernel_sources) '

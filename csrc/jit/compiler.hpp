@@ -33,9 +33,8 @@ public:
     virtual std::string kind() const = 0;     // "nvcc" or "nvrtc"
     virtual std::string version() const = 0;  // full version text (no absolute paths)
     // Flags for `arch` under `s`, with absolute paths replaced by the placeholders above. With
-    // `trim_headers`, the kernel is compiled against only the CUDA headers device code needs (valid for
-    // kernels that include none of the toolkit's headers themselves; the cubin is the same, the front end
-    // has less to read).
+    // `trim_headers`, NVCC compiles against only the CUDA headers device code needs (valid for kernels that
+    // include none of the toolkit's headers themselves; the cubin is the same, the front end reads less).
     virtual std::vector<std::string> flags(const std::string& arch, const Settings& s, bool trim_headers) const = 0;
     // The flags of a kernel that includes only our own headers (the usual case).
     std::vector<std::string> flags(const std::string& arch, const Settings& s) const {

@@ -113,8 +113,8 @@ const std::vector<SettingInfo>& setting_registry() {
         {"DG_JIT_PTXAS_CHECK", "bool", "0", "fail a compile whose kernel uses local memory (spills, stack)"},
         {"DG_JIT_WITH_LINEINFO", "bool", "0", "embed line info for profilers"},
         {"DG_JIT_TRIM_HEADERS", "bool", "1",
-         "faster cold compiles: NVCC gets only the device part of cuda_runtime.h, NVRTC --minimal; 0 = the "
-         "compilers' full default headers"},
+         "faster cold NVCC compiles: kernels that include only our headers get the device part of "
+         "cuda_runtime.h, not all of it (same cubin); 0 = NVCC's full default header"},
         {"DG_JIT_DUMP_PTX", "bool", "0", "write kernel.ptx into the cache entry"},
         {"DG_JIT_DUMP_SASS", "bool", "0", "write kernel.sass into the cache entry (needs cuobjdump)"},
         {"DG_JIT_DUMP_ASM", "bool", "0", "both DG_JIT_DUMP_PTX and DG_JIT_DUMP_SASS"},
