@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
-# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [host] [profile] [profile_bf16]
+# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [roofline] [host] [profile]
+# [profile_bf16]
 # (default: build smoke test sanitize bench).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ if has build; then
     CXX=/usr/bin/g++ MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . >"$OUT/build.log" 2>&1
     note "build extension: rc=$? in $(( $(date +%s) - t0 )) s"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >>"$OUT/build.log" 2>&1 &&
-        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime dg_host_breakdown >>"$OUT/build.log" 2>&1
+        cmake --build build -j16 --target dg_gpu_smoke dg_gpu_smoke_runtime dg_host_breakdown dg_kernel_sources >>"$OUT/build.log" 2>&1
     note "build smoke programs: rc=$?"
 fi
 
@@ -73,6 +74,16 @@ if has host; then
     DG_JIT_USE_NVRTC=1 python3 benchmarks/bench_host_overhead.py >>"$OUT/host.log" 2>&1
     note "bench_host_overhead: rc=$?"
     cat "$OUT/host.log"
+fi
+
+if has roofline; then
+    # The FP8, BF16 and grouped sets in one table (benchmarks/bench_all.py), results kept as JSON, and the
+    # roofline PNG when matplotlib is installed (redraw anywhere: bench_all.py --from-json ... --plot ...).
+    plot=""
+    python3 -c 'import matplotlib' 2>/dev/null && plot="--plot $OUT/roofline.png"
+    timeout "${BENCH_TIMEOUT:-400}" python3 benchmarks/bench_all.py --json "$OUT/bench_all.json" $plot >"$OUT/bench_all.log" 2>&1
+    note "bench_all: rc=$? ${plot:-(no matplotlib: no plot)}"
+    tail -45 "$OUT/bench_all.log"
 fi
 
 if has profile; then

@@ -300,7 +300,12 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
                           "the deep_gemm/include directory of the installed package");
     }
     inputs.code = src.code;
-    inputs.headers = scan_includes(src.code, inc);
+    std::vector<std::string> outside_headers;
+    inputs.headers = scan_includes(src.code, inc, &outside_headers);
+    // Trimmed CUDA headers only for kernels that include nothing but our own headers (a toolkit header may
+    // need what the trimmed set leaves out). Decided by the source and headers, which the key covers.
+    const bool trim_headers = s.trim_headers && outside_headers.empty();
+    inputs.flags = c.flags(arch, s, trim_headers);
     const std::string key = compute_key(inputs);
     inputs.code.clear();
     inputs.headers.clear();
@@ -350,7 +355,7 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     log(LogLevel::kInfo, "compiling kernel " + src.name + " for " + arch + " with " + c.kind() + " (" + key + ")");
     const auto start = std::chrono::steady_clock::now();
     write_file_durable(tmp.path / "kernel.cu", src.code);
-    CompileJob job{src.name, src.code, arch, inc, tmp.path, s.dump_ptx, s.dump_sass};
+    CompileJob job{src.name, src.code, arch, inc, tmp.path, s.dump_ptx, s.dump_sass, trim_headers};
     std::string cubin = c.compile(job, s);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -22,6 +22,9 @@ struct CompileJob {
     std::filesystem::path work_dir;      // outputs: kernel.cubin, and kernel.ptx / kernel.sass when asked
     bool dump_ptx = false;
     bool dump_sass = false;
+    // Compile against trimmed CUDA headers (see Compiler::flags); build() sets it when DG_JIT_TRIM_HEADERS
+    // is on and every header the kernel includes lies under include_dir.
+    bool trim_headers = false;
 };
 
 class Compiler {
@@ -29,8 +32,14 @@ public:
     virtual ~Compiler() = default;
     virtual std::string kind() const = 0;     // "nvcc" or "nvrtc"
     virtual std::string version() const = 0;  // full version text (no absolute paths)
-    // Flags for `arch` under `s`, with absolute paths replaced by the placeholders above.
-    virtual std::vector<std::string> flags(const std::string& arch, const Settings& s) const = 0;
+    // Flags for `arch` under `s`, with absolute paths replaced by the placeholders above. With
+    // `trim_headers`, NVCC compiles against only the CUDA headers device code needs (valid for kernels that
+    // include none of the toolkit's headers themselves; the cubin is the same, the front end reads less).
+    virtual std::vector<std::string> flags(const std::string& arch, const Settings& s, bool trim_headers) const = 0;
+    // The flags of a kernel that includes only our own headers (the usual case).
+    std::vector<std::string> flags(const std::string& arch, const Settings& s) const {
+        return flags(arch, s, s.trim_headers);
+    }
     // Compiles job.code; writes work_dir/kernel.cubin (and the dumps) and returns the cubin bytes.
     // Throws CompileError (with command, status and log) or ConfigError.
     virtual std::string compile(const CompileJob& job, const Settings& s) const = 0;

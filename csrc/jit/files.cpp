@@ -35,7 +35,8 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
     return data;
 }
 
-void write_file_durable(const std::filesystem::path& path, const std::string& data) {
+namespace {
+void write_whole_file(const std::filesystem::path& path, const std::string& data, bool durable) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw Error("cannot create " + path.string() + ": " + std::strerror(errno));
     std::size_t done = 0;
@@ -49,12 +50,21 @@ void write_file_durable(const std::filesystem::path& path, const std::string& da
         }
         done += static_cast<std::size_t>(n);
     }
-    if (::fsync(fd) != 0) {
+    if (durable && ::fsync(fd) != 0) {
         const int err = errno;
         ::close(fd);
         throw Error("cannot fsync " + path.string() + ": " + std::strerror(err));
     }
     if (::close(fd) != 0) throw Error("cannot close " + path.string() + ": " + std::strerror(errno));
+}
+}  // namespace
+
+void write_file_durable(const std::filesystem::path& path, const std::string& data) {
+    write_whole_file(path, data, /*durable=*/true);
+}
+
+void write_file(const std::filesystem::path& path, const std::string& data) {
+    write_whole_file(path, data, /*durable=*/false);
 }
 
 void fsync_dir(const std::filesystem::path& dir) noexcept {

@@ -13,6 +13,10 @@ std::optional<std::string> read_file(const std::filesystem::path& path);
 // Creates/truncates `path`, writes `data`, fsyncs and closes. Throws jit::Error on failure.
 void write_file_durable(const std::filesystem::path& path, const std::string& data);
 
+// The same without the fsync: for scratch files, and for compiler outputs that build() rewrites durably
+// before publishing an entry.
+void write_file(const std::filesystem::path& path, const std::string& data);
+
 // fsync of a directory (its entries become durable). Best effort: failures are ignored.
 void fsync_dir(const std::filesystem::path& dir) noexcept;
 

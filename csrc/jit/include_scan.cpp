@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sys/stat.h>
 
 #include "files.hpp"
@@ -57,9 +58,11 @@ std::vector<std::string> parse_include_lines(const std::string& text) {
     return targets;
 }
 
-std::vector<IncludedHeader> scan_includes(const std::string& source, const std::filesystem::path& include_root) {
+std::vector<IncludedHeader> scan_includes(const std::string& source, const std::filesystem::path& include_root,
+                                          std::vector<std::string>* outside) {
     const std::filesystem::path root = include_root.lexically_normal();
     std::map<std::string, std::string> found;  // relative path -> content
+    std::set<std::string> not_found;
     // Work list of (text to scan, directory of that file relative to root or empty for the source).
     std::vector<std::pair<std::string, std::filesystem::path>> pending;
     pending.emplace_back(source, std::filesystem::path());
@@ -72,10 +75,12 @@ std::vector<IncludedHeader> scan_includes(const std::string& source, const std::
             std::vector<std::filesystem::path> candidates;
             if (quoted && !dir.empty()) candidates.push_back(root / dir / name);
             candidates.push_back(root / name);
+            bool resolved = false;
             for (const auto& candidate : candidates) {
                 if (!regular_file_exists(candidate)) continue;
                 const std::string rel = relative_to_root(candidate, root);
-                if (rel.empty()) break;
+                if (rel.empty()) break;  // escapes the root: counts as outside
+                resolved = true;
                 if (found.count(rel) == 0) {
                     std::optional<std::string> content = read_file(candidate);
                     if (!content) break;
@@ -84,8 +89,10 @@ std::vector<IncludedHeader> scan_includes(const std::string& source, const std::
                 }
                 break;
             }
+            if (!resolved) not_found.insert(name);
         }
     }
+    if (outside != nullptr) outside->assign(not_found.begin(), not_found.end());
     std::vector<IncludedHeader> headers;
     headers.reserve(found.size());
     for (auto& [rel, content] : found) headers.push_back({rel, std::move(content)});

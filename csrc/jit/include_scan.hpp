@@ -16,8 +16,11 @@ struct IncludedHeader {
 // Every file reachable from `source` through `#include <...>` / `#include "..."` lines that resolves
 // under `include_root` ("..." also relative to the including header). Headers not found there (system
 // and toolkit headers) are skipped. Conditionals are ignored, so the set may be larger than what the
-// preprocessor reads, never smaller. Sorted by relative path.
-std::vector<IncludedHeader> scan_includes(const std::string& source, const std::filesystem::path& include_root);
+// preprocessor reads, never smaller. Sorted by relative path. When `outside` is given, it receives the
+// targets not found under the root (sorted, without duplicates), e.g. "cuda_fp16.h": a kernel with none
+// uses only our own headers, which is what lets the compilers leave most CUDA headers out.
+std::vector<IncludedHeader> scan_includes(const std::string& source, const std::filesystem::path& include_root,
+                                          std::vector<std::string>* outside = nullptr);
 
 // The targets of the #include lines of `text`, in order (exposed for tests).
 std::vector<std::string> parse_include_lines(const std::string& text);

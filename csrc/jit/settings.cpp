@@ -64,6 +64,7 @@ std::unique_ptr<Settings> read_environment() {
     s->ptxas_verbose = env_bool("DG_JIT_PTXAS_VERBOSE", false);
     s->ptxas_check = env_bool("DG_JIT_PTXAS_CHECK", false);
     s->with_lineinfo = env_bool("DG_JIT_WITH_LINEINFO", false);
+    s->trim_headers = env_bool("DG_JIT_TRIM_HEADERS", true);
     const bool dump_asm = env_bool("DG_JIT_DUMP_ASM", false);
     s->dump_ptx = env_bool("DG_JIT_DUMP_PTX", false) || dump_asm;
     s->dump_sass = env_bool("DG_JIT_DUMP_SASS", false) || dump_asm;
@@ -111,6 +112,9 @@ const std::vector<SettingInfo>& setting_registry() {
         {"DG_JIT_PTXAS_VERBOSE", "bool", "0", "log the ptxas resource report (registers, smem, spills)"},
         {"DG_JIT_PTXAS_CHECK", "bool", "0", "fail a compile whose kernel uses local memory (spills, stack)"},
         {"DG_JIT_WITH_LINEINFO", "bool", "0", "embed line info for profilers"},
+        {"DG_JIT_TRIM_HEADERS", "bool", "1",
+         "faster cold NVCC compiles: kernels that include only our headers get the device part of "
+         "cuda_runtime.h, not all of it (same cubin); 0 = NVCC's full default header"},
         {"DG_JIT_DUMP_PTX", "bool", "0", "write kernel.ptx into the cache entry"},
         {"DG_JIT_DUMP_SASS", "bool", "0", "write kernel.sass into the cache entry (needs cuobjdump)"},
         {"DG_JIT_DUMP_ASM", "bool", "0", "both DG_JIT_DUMP_PTX and DG_JIT_DUMP_SASS"},

@@ -20,6 +20,7 @@ struct Settings {
     bool ptxas_verbose = false;       // DG_JIT_PTXAS_VERBOSE
     bool ptxas_check = false;         // DG_JIT_PTXAS_CHECK
     bool with_lineinfo = false;       // DG_JIT_WITH_LINEINFO
+    bool trim_headers = true;         // DG_JIT_TRIM_HEADERS: lighter CUDA headers for faster cold compiles
     bool dump_ptx = false;            // DG_JIT_DUMP_PTX or DG_JIT_DUMP_ASM
     bool dump_sass = false;           // DG_JIT_DUMP_SASS or DG_JIT_DUMP_ASM
     bool print_configs = false;       // DG_PRINT_CONFIGS

@@ -178,6 +178,55 @@ TEST_P(Compilers, MissingCuobjdumpIsAConfigError) {
     EXPECT_TRUE(dg_test::list_dir(cache_.path() / "tmp").empty());
 }
 
+// DG_JIT_TRIM_HEADERS (default on) gives NVCC compiles of kernels that include only our headers the device
+// part of cuda_runtime.h (a prelude). The cubin must be the same byte for byte; the flags (so the cache key
+// and the manifest) say which way it was built; a kernel that includes a toolkit header itself keeps the
+// full set. NVRTC's flags do not depend on the switch.
+TEST_P(Compilers, TrimmedHeadersGiveTheSameCubin) {
+    if (nvrtc()) {
+        const auto& c = detail::compiler();
+        EXPECT_EQ(c.flags("sm_90a", settings(), true), c.flags("sm_90a", settings(), false));
+        GTEST_SKIP() << "NVRTC reads no host headers: nothing to trim";
+    }
+    const std::string trim_flag = "-D__CUDA_RUNTIME_H__";
+    const CachedKernel trimmed = build(dg_test::wgmma_source("trim"), "sm_90a");
+    env_.set("DG_JIT_TRIM_HEADERS", "0");
+    const CachedKernel full = build(dg_test::wgmma_source("trim"), "sm_90a");
+    EXPECT_TRUE(trimmed.compiled);
+    EXPECT_TRUE(full.compiled);
+    EXPECT_NE(trimmed.dir, full.dir) << "the switch is part of the cache key";
+    EXPECT_EQ(trimmed.cubin, full.cubin);
+    EXPECT_NE(dg_test::read_text(trimmed.dir / "manifest").find(trim_flag), std::string::npos);
+    EXPECT_EQ(dg_test::read_text(full.dir / "manifest").find(trim_flag), std::string::npos);
+    for (const auto& file : dg_test::list_dir(trimmed.dir)) {
+        EXPECT_EQ(file.filename().string().find("prelude"), std::string::npos) << "the NVCC prelude stays out of the entry";
+    }
+
+    env_.set("DG_JIT_TRIM_HEADERS", "1");
+    deep_gemm::jit::KernelSource with_toolkit_header = dg_test::small_source(7);
+    with_toolkit_header.code = "#include <cuda_fp16.h>\n" + with_toolkit_header.code;
+    const CachedKernel untrimmed = build(with_toolkit_header, "sm_90a");
+    EXPECT_EQ(dg_test::read_text(untrimmed.dir / "manifest").find(trim_flag), std::string::npos)
+        << "a kernel that includes a CUDA header compiles with the full set";
+}
+
+// A kernel that needs more than the trimmed NVCC prelude declares (here printf, from the host half of
+// cuda_runtime.h) still compiles: NVCC retries it with the full header and says so in a warning.
+TEST_P(Compilers, NvccFallsBackToTheFullHeaderWhenTrimmedFails) {
+    if (nvrtc()) GTEST_SKIP() << "NVRTC declares printf itself, --minimal or not";
+    std::vector<std::string> warnings;
+    set_log_sink([&](LogLevel level, const std::string& message) {
+        if (level == LogLevel::kWarning) warnings.push_back(message);
+    });
+    const deep_gemm::jit::KernelSource src{"dg_test_printf", "dg_test_printf",
+                                           "extern \"C\" __global__ void dg_test_printf(int v) { printf(\"%d\\n\", v); }\n"};
+    const CachedKernel entry = build(src, "sm_90a");
+    EXPECT_TRUE(entry.compiled);
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("with trimmed CUDA headers"), std::string::npos) << warnings[0];
+    EXPECT_NE(warnings[0].find("printf"), std::string::npos) << "nvcc's first error is quoted: " << warnings[0];
+}
+
 INSTANTIATE_TEST_SUITE_P(NvccAndNvrtc, Compilers, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? std::string("Nvrtc") : std::string("Nvcc"); });
 
