@@ -29,6 +29,7 @@ struct GemmCallShape {
     bool use_psum_layout = false;   // M-contiguous
     bool ensure_zero_padding = true;
     int mk_alignment = 128;         // get_mk_alignment_for_contiguous_layout()
+    int block_m_multiple = 1, block_n_multiple = 1;  // get_block_size_multiple_of()
     std::optional<std::string> compiled_dims;  // nullopt: the op's default
     std::vector<int> ks;            // K-grouped FP8: each group's K (empty: k split evenly)
 };
@@ -47,6 +48,7 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
     p.m = call.m, p.n = call.n, p.k = call.k;
     p.expected_m = call.expected_m;
     p.with_c = call.with_c;
+    p.block_m_multiple = call.block_m_multiple, p.block_n_multiple = call.block_n_multiple;
     p.compiled_dims = call.compiled_dims ? std::string_view(*call.compiled_dims) : spec->default_compiled_dims;
     if (spec->grouping != Grouping::kNone) p.num_groups = call.num_groups;
     switch (spec->grouping) {

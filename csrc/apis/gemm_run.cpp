@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "layout.hpp"
@@ -57,6 +58,7 @@ kernels::GemmDesc call_desc(kernels::GemmKernel kernel, const Problem& p, const 
     desc.problem.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
     desc.problem.num_sms = num_sms_for_device(device);
     desc.problem.pdl = get_pdl();
+    std::tie(desc.problem.block_m_multiple, desc.problem.block_n_multiple) = get_block_size_multiple_of();
     desc.problem.device = device;
     desc.operands.stream = current_stream(device);
     return desc;

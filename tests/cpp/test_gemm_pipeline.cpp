@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,73 @@ TEST(GemmPipeline, PlanRejectsWhatRunWould) {
     k::DeviceLimits tiny;
     tiny.smem_optin = 32 * 1024;  // not even 3 stages of the smallest FP8 tile (33584 bytes) fit
     EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_nt", 4096, 4096, 4096), tiny), deep_gemm::jit::Error);
+}
+
+// set_block_size_multiple_of: every chooser picks only tiles whose BLOCK_M / BLOCK_N are multiples of the
+// knob's values, over small and large, dense and grouped shapes.
+TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {
+    const std::tuple<int, int, int> shapes[] = {{1, 576, 192},      {64, 2112, 7168}, {128, 2112, 7168},
+                                                {1000, 100, 512},   {4096, 7168, 2048}, {8192, 24576, 1536}};
+    for (const h::BlockMultiples mult : {h::BlockMultiples{1, 1}, h::BlockMultiples{128, 1}, h::BlockMultiples{64, 32},
+                                         h::BlockMultiples{1, 48}, h::BlockMultiples{128, 64}}) {
+        for (const auto& [m, n, kk] : shapes) {
+            SCOPED_TRACE(std::to_string(mult.m) + "x" + std::to_string(mult.n) + " at " + std::to_string(m) + "x" +
+                         std::to_string(n) + "x" + std::to_string(kk));
+            auto expect_allowed = [&](int block_m, int block_n, int stages, int min_stages) {
+                EXPECT_TRUE(mult.allows(block_m, block_n)) << block_m << "x" << block_n;
+                EXPECT_GE(stages, min_stages);
+            };
+            for (const auto chooser : {h::Sm90Fp8Chooser::kModel, h::Sm90Fp8Chooser::kRules, h::Sm90Fp8Chooser::kLegacy}) {
+                const auto dense = h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin, chooser, mult);
+                expect_allowed(dense.block_m, dense.block_n, dense.num_stages, h::kSm90Fp8MinStages);
+                for (const int rows_per_group : {0, 48, 200}) {
+                    const auto grouped = h::choose_sm90_fp8_grouped_config(8 * m, n, kk, kH200Sms, kH200SmemOptin,
+                                                                           rows_per_group, chooser, mult);
+                    expect_allowed(grouped.block_m, grouped.block_n, grouped.num_stages, h::kSm90Fp8MinStages);
+                    EXPECT_LE(grouped.block_m, 128);
+                }
+            }
+            const auto c1d1d = h::choose_sm90_fp8_1d1d_config(m, n, kk, kH200Sms, kH200SmemOptin, mult);
+            expect_allowed(c1d1d.block_m, c1d1d.block_n, c1d1d.num_stages, h::kSm90Fp8MinStages);
+            for (const int rows_per_group : {0, 48}) {
+                const auto bf16 = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, false,
+                                                             h::Sm90Bf16Epilogue::kBf16Tma, 2, rows_per_group, 1, mult);
+                expect_allowed(bf16.block_m, bf16.block_n, bf16.num_stages, h::kSm90Bf16MinStages);
+            }
+            const auto kgrouped = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, true,
+                                                             h::Sm90Bf16Epilogue::kAccumDirect, 4, 0, 4, mult);
+            expect_allowed(kgrouped.block_m, kgrouped.block_n, kgrouped.num_stages, h::kSm90Bf16MinStages);
+        }
+    }
+}
+
+// The pipeline applies the knob (the plan's tile respects it) and rejects multiples no tile has.
+TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
+    GemmCallShape call = call_of("fp8_gemm_nt", 128, 2112, 7168);
+    call.block_m_multiple = 128, call.block_n_multiple = 64;
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        h::choose_sm90_fp8_config(128, 2112, 7168, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {128, 64}));
+    EXPECT_EQ(key.block_m % 128, 0);
+    EXPECT_EQ(key.block_n % 64, 0);
+    key.n = 2112, key.k = 7168;
+    expect_plan(call, key);
+
+    GemmCallShape masked = call_of("m_grouped_bf16_gemm_nt_masked", 256, 4096, 7168);
+    masked.num_groups = 8, masked.expected_m = 32;
+    masked.block_m_multiple = 128;  // 64-row tiles (the small-group choice) are not allowed: 128
+    const std::vector<k::GemmKernelSource> plan = plan_gemm_call(masked);
+    ASSERT_EQ(plan.size(), 1u);
+    EXPECT_NE(plan[0].symbol.find("_bm128_"), std::string::npos) << plan[0].symbol;
+
+    call.block_m_multiple = 512;  // no SM90 tile has 512 rows
+    try {
+        plan_gemm_call(call);
+        ADD_FAILURE() << "no error for BLOCK_M multiples of 512";
+    } catch (const deep_gemm::jit::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("fp8_gemm_nt: no kernel config has BLOCK_M a multiple of 512"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 // The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The host

@@ -170,7 +170,8 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::Co
         chosen.multicast_request = ov.multicast_request;
     } else {
         chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
-                                                          epilogue, q.out_bytes, q.rows_per_group, q.groups);
+                                                          epilogue, q.out_bytes, q.rows_per_group, q.groups,
+                                                          pipeline::block_multiples(q));
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).

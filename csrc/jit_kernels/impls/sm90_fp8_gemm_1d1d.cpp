@@ -56,7 +56,8 @@ pipeline::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, int 
 }
 
 heuristics::Sm90Fp8Gemm1d1dConfig Fp8Gemm1d1dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
-    const Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit);
+    const Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
+                                                                    pipeline::block_multiples(q));
     log_config(op, q.m, q.n, q.k, q.num_sms, heuristics::to_string(config));
     return config;
 }

@@ -202,9 +202,10 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
     const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
-                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser())
+                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
+                                                             pipeline::block_multiples(q))
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
-                                                                     ov.chooser());
+                                                                     ov.chooser(), pipeline::block_multiples(q));
     if (ov.active()) {
         config.block_m = ov.block_m;
         config.block_n = ov.block_n;

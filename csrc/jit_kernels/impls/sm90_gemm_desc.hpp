@@ -43,6 +43,9 @@ struct GemmProblem {
     bool d_tma_ok = true;
     // BF16 dense: TMA multicast of B over 2-CTA clusters, 0 = heuristic, 1 = off, 2 = on when legal.
     int multicast = 0;
+    // set_block_size_multiple_of: the config's BLOCK_M and BLOCK_N must be multiples of these (else
+    // jit::Error when no config is).
+    int block_m_multiple = 1, block_n_multiple = 1;
     // Which of m/n/k are baked into the kernel as constants (letters m/n/k); the others are runtime.
     std::string_view compiled_dims = "nk";  // must outlive the call
     int num_sms = 0;                        // SMs the persistent grid may use (<= 0 or more than the device: all)

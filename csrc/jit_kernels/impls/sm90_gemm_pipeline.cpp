@@ -28,6 +28,14 @@ bool check_common(const char* op, const GemmProblem& p) {
     return true;
 }
 
+void check_block_multiples(const char* op, const GemmProblem& p, int block_m, int block_n) {
+    if (block_m % p.block_m_multiple == 0 && block_n % p.block_n_multiple == 0) return;
+    throw jit::Error(std::string(op) + ": no kernel config has BLOCK_M a multiple of " +
+                     std::to_string(p.block_m_multiple) + " and BLOCK_N a multiple of " +
+                     std::to_string(p.block_n_multiple) + " (set_block_size_multiple_of); got BLOCK_M = " +
+                     std::to_string(block_m) + ", BLOCK_N = " + std::to_string(block_n));
+}
+
 namespace {
 
 template <typename Traits>

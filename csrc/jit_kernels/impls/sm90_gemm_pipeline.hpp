@@ -30,6 +30,7 @@
 #include "../../jit/direct_mapped_cache.hpp"
 #include "../../jit/jit.hpp"
 #include "../../jit/settings.hpp"
+#include "../heuristics/common.hpp"
 #include "sm90_gemm_desc.hpp"
 
 namespace deep_gemm::kernels::pipeline {
@@ -40,6 +41,7 @@ struct ConfigQuery {
     int32_t m = 0, n = 0, k = 0, num_sms = 0, smem_limit = 0;  // the shape the cost model sees
     int32_t mode = 0, rows_per_group = 0, groups = 0;
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
+    int32_t block_m_multiple = 1, block_n_multiple = 1;
     int32_t forced[5] = {0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
     bool operator==(const ConfigQuery&) const = default;
 };
@@ -60,6 +62,7 @@ struct LaunchKey {
     int64_t lda, ldb, ldc, ldd, sfa_stride, sfb_stride;
     int64_t a_group_stride, b_group_stride, sfa_group_stride, d_group_stride, c_group_stride;
     int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
+    int32_t block_m_multiple, block_n_multiple;
     uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, d_tma_ok, pdl, zero_padding;
 };
 
@@ -68,6 +71,14 @@ jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>>& kernel_table();
 
 // The checks every kernel shares. False: nothing to compute (M or N is 0).
 bool check_common(const char* op, const GemmProblem& p);
+
+// The chosen (or forced) tile against set_block_size_multiple_of (jit::Error when it is not a multiple).
+void check_block_multiples(const char* op, const GemmProblem& p, int block_m, int block_n);
+
+// The multiples as the heuristics take them.
+inline heuristics::BlockMultiples block_multiples(const ConfigQuery& q) {
+    return heuristics::BlockMultiples{q.block_m_multiple, q.block_n_multiple};
+}
 
 // The config of a shape class, memoized per query (the query includes the forced config of the current
 // settings generation, so reload_settings() takes effect).
@@ -95,8 +106,11 @@ template <typename Traits>
 Planned<Traits> plan_kernel(const char* op, const GemmProblem& p, const CompiledDims& dims, int num_sms,
                             int smem_limit) {
     Planned<Traits> planned;
-    planned.config = memo_config<Traits>(op, Traits::config_query(p, num_sms, smem_limit));
+    ConfigQuery query = Traits::config_query(p, num_sms, smem_limit);
+    query.block_m_multiple = p.block_m_multiple, query.block_n_multiple = p.block_n_multiple;
+    planned.config = memo_config<Traits>(op, query);
     planned.key = Traits::kernel_key(op, p, planned.config, num_sms, dims);
+    check_block_multiples(op, p, planned.key.block_m, planned.key.block_n);
     return planned;
 }
 
@@ -144,6 +158,7 @@ void run_gemm(const GemmDesc& desc) {
     key.m = p.m, key.n = p.n, key.k = p.k, key.num_sms = p.num_sms, key.device = p.device;
     key.num_groups = p.num_groups, key.expected_m = p.expected_m, key.alignment = p.alignment;
     key.multicast = p.multicast;
+    key.block_m_multiple = p.block_m_multiple, key.block_n_multiple = p.block_n_multiple;
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
