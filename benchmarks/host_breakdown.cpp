@@ -1,5 +1,5 @@
 // Where the host time of one cached fp8_gemm_nt call goes, below Python and torch (needs a Hopper GPU):
-// times the torch-free kernel entry (kernels::sm90_fp8_gemm_1d2d) and its pieces on their own —
+// times the torch-free kernel entry (kernels::run_gemm, the SM90 GEMM host pipeline) and its pieces on their own —
 // device info lookup, the four tensor-map encodings (memo hits), a bare launch of the same kernel with
 // the same arguments, and bare launches of an empty kernel without and with 512 bytes of tensor maps
 // (the driver's floor). Median over batches of back-to-back calls; the GPU work queues behind.
@@ -15,7 +15,7 @@
 
 #include "jit/driver_api.hpp"
 #include "jit/jit.hpp"
-#include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
 
 using namespace deep_gemm;
 
@@ -54,23 +54,25 @@ int main(int argc, char** argv) {
         const jit::DeviceInfo& info = jit::device_info(0);
         const int kb = (k + 127) / 128, m4 = (m + 3) / 4 * 4;
 
-        kernels::Fp8Gemm1d2dArgs args;
+        kernels::GemmDesc desc;
+        desc.problem.kernel = kernels::GemmKernel::kFp8_1d2d;
+        desc.problem.m = m, desc.problem.n = n, desc.problem.k = k;
+        desc.problem.device = 0;
+        kernels::GemmOperands& args = desc.operands;
         args.a = reinterpret_cast<void*>(alloc(size_t(m) * k));
         args.b = reinterpret_cast<void*>(alloc(size_t(n) * k));
         args.sfa = reinterpret_cast<const float*>(alloc(size_t(m4) * kb * 4));
         args.sfb = reinterpret_cast<const float*>(alloc(size_t((n + 127) / 128) * kb * 4));
         args.d = reinterpret_cast<void*>(alloc(size_t(m) * n * 2));
-        args.m = m, args.n = n, args.k = k;
         args.lda = k, args.ldb = k, args.ldd = n, args.sfa_stride = m4;
-        args.device = 0;
 
-        kernels::sm90_fp8_gemm_1d2d(args);  // compile (or load) + first launch
+        kernels::run_gemm(desc);  // compile (or load) + first launch
         sync_device();
 
         std::printf("host time per call, fp8 1d2d M=%d N=%d K=%d on sm_%d%d (%d SMs); median of 15 x 200 calls\n", m, n,
                     k, info.cc_major, info.cc_minor, info.sm_count);
         auto row = [](const char* what, double us) { std::printf("  %8.3f us  %s\n", us, what); };
-        row("kernels::sm90_fp8_gemm_1d2d (whole torch-free entry)", per_call_us([&] { kernels::sm90_fp8_gemm_1d2d(args); }));
+        row("kernels::run_gemm (whole torch-free entry)", per_call_us([&] { kernels::run_gemm(desc); }));
         row("jit::device_info", per_call_us([&] { (void)jit::device_info(0); }));
 
         // The four encodings the entry does (same arguments, so memo hits).

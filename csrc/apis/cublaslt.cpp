@@ -31,10 +31,10 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;
 
 // The rules of the dense BF16 ops, under our own names (GemmOp is unused by validate()).
 constexpr std::array<GemmOpSpec, 4> kCublasLtSpecs = {{
-    {GemmOp::kBf16Nt, "cublaslt_gemm_nt", F::kBf16, G::kNone, false, false},
-    {GemmOp::kBf16Nn, "cublaslt_gemm_nn", F::kBf16, G::kNone, false, true},
-    {GemmOp::kBf16Tn, "cublaslt_gemm_tn", F::kBf16, G::kNone, true, true},
-    {GemmOp::kBf16Tt, "cublaslt_gemm_tt", F::kBf16, G::kNone, true, false},
+    {GemmOp::kBf16Nt, "cublaslt_gemm_nt", F::kBf16, G::kNone, false, false, nullptr},
+    {GemmOp::kBf16Nn, "cublaslt_gemm_nn", F::kBf16, G::kNone, false, true, nullptr},
+    {GemmOp::kBf16Tn, "cublaslt_gemm_tn", F::kBf16, G::kNone, true, true, nullptr},
+    {GemmOp::kBf16Tt, "cublaslt_gemm_tt", F::kBf16, G::kNone, true, false, nullptr},
 }};
 
 const GemmOpSpec& spec_of(CublasLtLayout layout) { return kCublasLtSpecs[static_cast<int>(layout)]; }

@@ -9,30 +9,10 @@
 #include <string_view>
 
 #include "common.hpp"
+#include "gemm_ops.hpp"
 #include "layout.hpp"
 
 namespace deep_gemm::api {
-
-enum class Family { kFp8, kBf16 };
-enum class Grouping { kNone, kMContiguous, kMMasked, kKContiguous };
-
-enum class GemmOp : int {
-    kFp8Nt, kFp8Nn, kFp8Tn, kFp8Tt,
-    kMGroupedFp8NtContiguous, kMGroupedFp8NtMasked, kKGroupedFp8NtContiguous,
-    kBf16Nt, kBf16Nn, kBf16Tn, kBf16Tt,
-    kMGroupedBf16NtContiguous, kMGroupedBf16NtMasked, kKGroupedBf16TnContiguous,
-    kCount
-};
-
-struct GemmOpSpec {
-    GemmOp op;
-    const char* name;  // the public name, also the torch.library op name (parameters: csrc/python/gemm_table.hpp)
-    Family family;
-    Grouping grouping;
-    bool trans_a;      // the API takes A as [K, M] ("t" first letter): the kernel sees a.transpose(-2, -1)
-    bool trans_b;      // the API takes B as [K, N] ("n" second letter)
-                       // (K-grouped ops: false; their operands are validated as given, see gemm_validation.cpp)
-};
 
 const GemmOpSpec& gemm_op_spec(GemmOp op);
 

@@ -1,6 +1,7 @@
 // GEMM execution: run_gemm (validate, device and empty-problem handling, kernel dispatch) and the
-// per-kernel runners that turn a validated Problem into kernel arguments (FP8 1D2D; FP8 1D1D dense and
-// K-grouped; BF16 dense, M-grouped and K-grouped).
+// per-kernel runners that turn a validated Problem into the one description of a kernel call
+// (kernels::GemmDesc; FP8 1D2D; FP8 1D1D dense and K-grouped; BF16 dense, M-grouped and K-grouped), which
+// the SM90 GEMM host pipeline runs (kernels::run_gemm).
 #include "gemm_internal.hpp"
 
 #include <ATen/ATen.h>
@@ -8,10 +9,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
-#include "../jit_kernels/impls/sm90_bf16_gemm.hpp"
-#include "../jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
-#include "../jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "layout.hpp"
 #include "runtime.hpp"
 
@@ -48,6 +48,22 @@ bool packed_row_major(const View& v) {
     return true;
 }
 
+// The description of a kernel call with the settings every op shares (the caller adds tensors and grouping).
+kernels::GemmDesc call_desc(kernels::GemmKernel kernel, const Problem& p, const GemmCall& call, int device) {
+    kernels::GemmDesc desc;
+    desc.problem.kernel = kernel;
+    desc.problem.m = static_cast<int>(p.m);
+    desc.problem.n = static_cast<int>(p.n);
+    desc.problem.k = static_cast<int>(p.k);
+    desc.problem.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
+    desc.problem.num_sms = num_sms_for_device(device);
+    desc.problem.pdl = get_pdl();
+    std::tie(desc.problem.block_m_multiple, desc.problem.block_n_multiple) = get_block_size_multiple_of();
+    desc.problem.device = device;
+    desc.operands.stream = current_stream(device);
+    return desc;
+}
+
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const bool masked = spec.grouping == G::kMMasked;
     const int im = p.sfa.dim - 2, ik = p.sfa.dim - 1;  // sfa's M and K-block dims ([G, M, K'] when masked)
@@ -79,47 +95,38 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     at::Tensor c_saved;
     if (p.has_c and p.c_is_d) c_saved = call.c->clone();
 
-    kernels::Fp8Gemm1d2dArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.sfa = sfa_ptr;
-    args.sfb = sfb_ptr;
-    args.d = call.d->mutable_data_ptr();
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
+    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d2d, p, call, device);
+    kernels::GemmProblem& q = desc.problem;
+    kernels::GemmOperands& o = desc.operands;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.sfa = sfa_ptr;
+    o.sfb = sfb_ptr;
+    o.d = call.d->mutable_data_ptr();
     // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
     const int ia = p.a.dim - 2, ib = p.b.dim - 2, id = p.d.dim - 2;
-    args.lda = p.m > 1 ? p.a.stride[ia] : align_up(p.k, 16);
-    args.ldb = p.n > 1 ? p.b.stride[ib] : align_up(p.k, 16);
+    o.lda = p.m > 1 ? p.a.stride[ia] : align_up(p.k, 16);
+    o.ldb = p.n > 1 ? p.b.stride[ib] : align_up(p.k, 16);
     // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
-    args.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
-    args.sfa_stride = sfa_stride;
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-    if (spec.grouping == G::kNone) {
-        kernels::sm90_fp8_gemm_1d2d(args);
-    } else {
-        kernels::Fp8GroupedArgs grouped;
-        grouped.grouped = call.layout->const_data_ptr<int>();
-        grouped.num_groups = static_cast<int>(p.groups);
-        grouped.b_group_stride = p.groups > 1 ? p.b.stride[0] : p.n * args.ldb;
+    o.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
+    o.sfa_stride = sfa_stride;
+    if (spec.grouping != G::kNone) {
+        o.grouped = call.layout->const_data_ptr<int>();
+        q.num_groups = static_cast<int>(p.groups);
+        o.b_group_stride = p.groups > 1 ? p.b.stride[0] : p.n * o.ldb;
         if (masked) {
-            grouped.mode = kernels::GemmGroupedMode::kMGroupedMasked;
-            grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
-            grouped.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * args.lda;
-            grouped.sfa_group_stride = sfa_group_stride;
+            q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
+            q.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
+            o.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * o.lda;
+            o.sfa_group_stride = sfa_group_stride;
         } else {
-            grouped.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                                : kernels::GemmGroupedMode::kMGroupedContiguous;
-            grouped.alignment = get_mk_alignment_for_contiguous_layout();
-            grouped.ensure_zero_padding = call.ensure_zero_padding;
+            q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
+            q.alignment = get_mk_alignment_for_contiguous_layout();
+            q.ensure_zero_padding = call.ensure_zero_padding;
         }
-        kernels::sm90_m_grouped_fp8_gemm_1d2d(args, grouped);
     }
+    kernels::run_gemm(desc);
 
     if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
 }
@@ -146,50 +153,37 @@ MnMajorScales mn_major_scales(const GemmOpSpec& spec, const View& v, const at::T
     return s;
 }
 
-// The arguments every 1D1D launch shares.
-kernels::Fp8Gemm1d1dArgs fp8_1d1d_common_args(const GemmOpSpec& spec, const GemmCall& call, int device) {
-    kernels::Fp8Gemm1d1dArgs args;
-    args.op = spec.name;
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-    return args;
-}
-
 // fp8_gemm_{nt,nn,tn,tt} with recipe (1, 1, 128): d (float32) = c + A @ B^T, C added in the kernel's epilogue
 // (c may be d). Validation has mapped every variant onto K-major A and B views.
 void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const MnMajorScales sfa = mn_major_scales(spec, p.sfa, *call.sfa, spec.trans_a, "sfa");
     const MnMajorScales sfb = mn_major_scales(spec, p.sfb, *call.sfb, spec.trans_b, "sfb");
 
-    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.sfa = sfa.ptr, args.sfa_stride = sfa.stride;
-    args.sfb = sfb.ptr, args.sfb_stride = sfb.stride;
-    args.d = call.d->mutable_data_ptr<float>();
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
+    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d1d, p, call, device);
+    desc.problem.op = spec.name;
+    kernels::GemmOperands& o = desc.operands;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.sfa = sfa.ptr, o.sfa_stride = sfa.stride;
+    o.sfb = sfb.ptr, o.sfb_stride = sfb.stride;
+    o.d = call.d->mutable_data_ptr<float>();
     // A size-1 dim may carry any stride; give TMA an aligned one (only row 0 is read).
-    args.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
-    args.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
-    args.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 4);
+    o.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
+    o.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
+    o.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 4);
     // C: read by the epilogue with unit column stride and rows of at least N elements; convert anything else.
     at::Tensor c_converted;
     if (p.has_c) {
         if (p.c_is_d) {
-            args.c = args.d, args.ldc = args.ldd;
+            o.c = o.d, o.ldc = o.ldd;
         } else {
             const bool usable = (p.c.stride[1] == 1 or p.n <= 1) and (p.m <= 1 or p.c.stride[0] >= p.n);
             const at::Tensor& c = usable ? *call.c : (c_converted = call.c->contiguous());
-            args.c = c.const_data_ptr<float>();
-            args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
+            o.c = c.const_data_ptr<float>();
+            o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
         }
     }
-    kernels::sm90_fp8_gemm_1d1d(args);
+    kernels::run_gemm(desc);
 }
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
@@ -220,11 +214,11 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     float* d = call.d->mutable_data_ptr<float>();
     const float* c = p.has_c ? (p.c_is_d ? d : call.c->const_data_ptr<float>()) : nullptr;
 
-    kernels::Fp8Gemm1d1dArgs args = fp8_1d1d_common_args(spec, call, device);
-    args.m = static_cast<int>(m);
-    args.n = static_cast<int>(n);
-    args.sfa_stride = sfa_stride, args.sfb_stride = sfb_stride;
-    args.ldd = n, args.ldc = n;
+    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d1d, p, call, device);
+    desc.problem.op = spec.name;
+    kernels::GemmOperands& o = desc.operands;
+    o.sfa_stride = sfa_stride, o.sfb_stride = sfb_stride;
+    o.ldd = n, o.ldc = n;
     int64_t k_prefix = 0;
     for (int64_t g = 0; g < p.groups; ++g) {
         const int64_t kg = call.ks[static_cast<size_t>(g)];
@@ -238,15 +232,15 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
             }
             continue;
         }
-        args.a = a + m * k_prefix;
-        args.b = b + n * k_prefix;
-        args.lda = kg, args.ldb = kg;
-        args.k = static_cast<int>(kg);
-        args.sfa = sfa + (k_prefix / 128) * sfa_stride;
-        args.sfb = sfb + (k_prefix / 128) * sfb_stride;
-        args.d = d + g * m * n;
-        args.c = c != nullptr ? c + g * m * n : nullptr;
-        kernels::sm90_fp8_gemm_1d1d(args);
+        o.a = a + m * k_prefix;
+        o.b = b + n * k_prefix;
+        o.lda = kg, o.ldb = kg;
+        desc.problem.k = static_cast<int>(kg);
+        o.sfa = sfa + (k_prefix / 128) * sfa_stride;
+        o.sfb = sfb + (k_prefix / 128) * sfb_stride;
+        o.d = d + g * m * n;
+        o.c = c != nullptr ? c + g * m * n : nullptr;
+        kernels::run_gemm(desc);
         k_prefix += kg;
     }
 }
@@ -267,33 +261,25 @@ OperandMemory operand_memory(const View& v, int64_t elems_per_16b) {
 // k_grouped_bf16_gemm_tn_contiguous: a [sum_K, M] and b [sum_K, N] contiguous (MN-major for the kernel);
 // d and c float32 [G, M, N] contiguous. Groups with K == 0 are handled by the kernel (d[g] = c[g] or zeros).
 void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
-    kernels::Bf16GemmArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.a_k_major = false, args.lda = p.m;
-    args.b_k_major = false, args.ldb = p.n;
-    args.d = call.d->mutable_data_ptr();
-    args.ldd = p.n;
-    args.d_fp32 = true;
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
+    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kBf16, p, call, device);
+    kernels::GemmProblem& q = desc.problem;
+    kernels::GemmOperands& o = desc.operands;
+    q.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
+    q.num_groups = static_cast<int>(p.groups);
+    q.a_k_major = false, q.b_k_major = false;
+    q.d_fp32 = true;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.lda = p.m, o.ldb = p.n;
+    o.d = call.d->mutable_data_ptr();
+    o.ldd = p.n;
     if (p.has_c) {
-        args.c = p.c_is_d ? args.d : call.c->const_data_ptr();
-        args.ldc = p.n;
+        o.c = p.c_is_d ? o.d : call.c->const_data_ptr();
+        o.ldc = p.n;
     }
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
-
-    kernels::Bf16GroupedArgs grouped;
-    grouped.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
-    grouped.grouped = call.layout->const_data_ptr<int>();
-    grouped.num_groups = static_cast<int>(p.groups);
-    grouped.d_group_stride = grouped.c_group_stride = p.m * p.n;
-    kernels::sm90_k_grouped_bf16_gemm(args, grouped);
+    o.grouped = call.layout->const_data_ptr<int>();
+    o.d_group_stride = o.c_group_stride = p.m * p.n;
+    kernels::run_gemm(desc);
 }
 
 void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
@@ -302,56 +288,49 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
     const OperandMemory ma = operand_memory(p.a, 8), mb = operand_memory(p.b, 8);
     const int id = p.d.dim - 2;
 
-    kernels::Bf16GemmArgs args;
-    args.a = call.a->const_data_ptr();
-    args.b = call.b->const_data_ptr();
-    args.a_k_major = ma.k_major, args.lda = ma.ld;
-    args.b_k_major = mb.k_major, args.ldb = mb.ld;
-    args.d = call.d->mutable_data_ptr();
-    args.ldd = p.m > 1 ? p.d.stride[id] : align_up(p.n, d_fp32 ? 4 : 8);
-    args.d_fp32 = d_fp32;
-    args.m = static_cast<int>(p.m);
-    args.n = static_cast<int>(p.n);
-    args.k = static_cast<int>(p.k);
+    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kBf16, p, call, device);
+    kernels::GemmProblem& q = desc.problem;
+    kernels::GemmOperands& o = desc.operands;
+    q.a_k_major = ma.k_major, q.b_k_major = mb.k_major;
+    q.d_fp32 = d_fp32;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.lda = ma.ld, o.ldb = mb.ld;
+    o.d = call.d->mutable_data_ptr();
+    o.ldd = p.m > 1 ? p.d.stride[id] : align_up(p.n, d_fp32 ? 4 : 8);
 
     // C: the kernel adds a C of d's dtype, N-major (it may be d itself); convert anything else once.
     at::Tensor c_converted;
     if (p.has_c) {
         if (p.c_is_d) {
-            args.c = args.d, args.ldc = args.ldd;
+            o.c = o.d, o.ldc = o.ldd;
         } else {
             const bool usable = call.c->scalar_type() == call.d->scalar_type() and (p.c.stride[1] == 1 or p.n <= 1);
             const at::Tensor& c = usable ? *call.c : (c_converted = call.c->to(call.d->scalar_type()).contiguous());
-            args.c = c.const_data_ptr();
-            args.ldc = p.m > 1 ? c.stride(0) : args.ldd;
+            o.c = c.const_data_ptr();
+            o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
         }
     }
-    args.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
-    args.num_sms = num_sms_for_device(device);
-    args.pdl = get_pdl();
-    args.device = device;
-    args.stream = current_stream(device);
 
-    if (spec.grouping == G::kNone) return kernels::sm90_bf16_gemm(args);
-
-    kernels::Bf16GroupedArgs grouped;
-    grouped.grouped = call.layout->const_data_ptr<int>();
-    grouped.num_groups = static_cast<int>(p.groups);
-    grouped.b_group_stride = p.b.stride[0];
-    if (spec.grouping == G::kMContiguous) {
-        if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
-            check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
-                                              "get_mk_alignment_for_contiguous_layout() is {}",
-                                              get_mk_alignment_for_contiguous_layout()));
-        grouped.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                            : kernels::GemmGroupedMode::kMGroupedContiguous;
-    } else {
-        grouped.mode = kernels::GemmGroupedMode::kMGroupedMasked;
-        grouped.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
-        grouped.a_group_stride = p.a.stride[0];
-        grouped.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * args.ldd;
+    if (spec.grouping != G::kNone) {
+        o.grouped = call.layout->const_data_ptr<int>();
+        q.num_groups = static_cast<int>(p.groups);
+        o.b_group_stride = p.b.stride[0];
+        if (spec.grouping == G::kMContiguous) {
+            if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
+                check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
+                                                  "get_mk_alignment_for_contiguous_layout() is {}",
+                                                  get_mk_alignment_for_contiguous_layout()));
+            q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
+        } else {
+            q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
+            q.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
+            o.a_group_stride = p.a.stride[0];
+            o.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * o.ldd;
+        }
     }
-    kernels::sm90_m_grouped_bf16_gemm(args, grouped);
+    kernels::run_gemm(desc);
 }
 
 void check_int_range(const Checker& check, const Problem& p) {

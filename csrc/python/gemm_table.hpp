@@ -115,6 +115,21 @@ constexpr bool rows_in_op_order() {
 }
 static_assert(rows_in_op_order(), "kRows must list the ops in GemmOp order");
 
+constexpr bool same_text(const char* x, const char* y) {
+    while (*x != 0 and *x == *y) ++x, ++y;
+    return *x == *y;
+}
+// The compiled_dims default of each row is the op spec's (which CPU planning, csrc/apis/gemm_plan.hpp, uses).
+constexpr bool dims_defaults_match_specs() {
+    for (const OpRow& row : kRows)
+        for (const OpArg& arg : row.args)
+            if (arg.slot == Slot::kCompiledDims and
+                not same_text(arg.default_value, api::kSpecs[static_cast<int>(row.op)].default_compiled_dims))
+                return false;
+    return true;
+}
+static_assert(dims_defaults_match_specs(), "compiled_dims defaults must equal api::kSpecs' default_compiled_dims");
+
 }  // namespace table
 
 // The row of an op (constexpr, so the fast entries' loops over it unroll).

@@ -8,6 +8,7 @@
 // DG_JIT_PTXAS_CHECK=1 additionally makes any spill a compile error.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <tuple>
@@ -17,6 +18,7 @@
 #include "jit_kernels/heuristics/sm90_bf16.hpp"
 #include "jit_kernels/impls/sm90_bf16_config_override.hpp"
 #include "jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "kernel_compile_util.hpp"
 
 namespace {
@@ -24,11 +26,14 @@ namespace {
 using deep_gemm::heuristics::Sm90Bf16Epilogue;
 using deep_gemm::heuristics::Sm90Bf16GemmConfig;
 using deep_gemm::kernels::GemmGroupedMode;
-using deep_gemm::kernels::Sm90Bf16GemmKernelKey;
+using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
+
+// GemmKernelKey::multicast of a cluster size from choose_sm90_bf16_multicast (2: B shared by a 2-CTA pair).
+uint8_t key_multicast(int cluster) { return cluster == 2 ? 1 : 0; }
 
 std::vector<std::tuple<int, int, int>> bf16_shapes() {
     const int ms[] = {1, 128, 1000, 4096};
@@ -36,25 +41,25 @@ std::vector<std::tuple<int, int, int>> bf16_shapes() {
     return dg_test::shape_grid(ms, nks);
 }
 
-Sm90Bf16GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf16Epilogue epi, bool d_fp32,
+GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf16Epilogue epi, bool d_fp32,
                                bool with_c, GemmGroupedMode mode = GemmGroupedMode::kNone, int multicast_request = 0) {
     const int out_bytes = (d_fp32 ? 4 : 2) * (with_c ? 2 : 1);
     const Sm90Bf16GemmConfig c =
         deep_gemm::heuristics::choose_sm90_bf16_config(m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, out_bytes);
-    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
     key.a_mn_major = a_mn;
     key.b_mn_major = b_mn;
     key.epilogue = int(epi);
     key.d_fp32 = d_fp32;
     key.with_c = with_c;
     key.mode = int(mode);
-    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, int(mode), b_mn, multicast_request);
+    key.multicast = key_multicast(deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, int(mode), b_mn, multicast_request));
     return key;
 }
 
 // Every distinct config the heuristics pick for the representative NT BF16 shapes, plus the variants.
-std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
-    std::vector<Sm90Bf16GemmKernelKey> keys;
+std::vector<GemmKernelKey> shipped_bf16_keys() {
+    std::vector<GemmKernelKey> keys;
     std::set<std::tuple<int, int, int>> seen;
     for (const auto& [m, n, k] : bf16_shapes()) {
         const auto key = make_key(m, n, k, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false);
@@ -70,7 +75,7 @@ std::vector<Sm90Bf16GemmKernelKey> shipped_bf16_keys() {
     {
         auto key = make_key(4096, 7168, 2048, true, true, Sm90Bf16Epilogue::kBf16Tma, false, false);
         key.block_m = 64, key.block_n = 48, key.num_stages = 4;  // sub-atom BLOCK_N, MN-major both
-        key.multicast = 1;
+        key.multicast = 0;
         keys.push_back(key);
     }
     // Multicast (off unless requested) forced on for a large-tile and a small-tile shape.
@@ -118,25 +123,25 @@ const KGroupedShape kKGroupedShapes[] = {
     {128, 256, 32 * 512, 32},  {128, 512, 16 * 2048, 16}, {64, 256, 32 * 2048, 32},   {64, 136, 32 * 8192, 32},
 };
 
-Sm90Bf16GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
+GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
     const Sm90Bf16GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
         s.m, s.n, deep_gemm::heuristics::sm90_bf16_k_grouped_hint_k(s.sum_k, s.groups), kH200Sms, kH200SmemOptin,
         /*b_mn_major=*/true, Sm90Bf16Epilogue::kAccumDirect, with_c ? 8 : 4, 0, s.groups);
-    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
     key.a_mn_major = true;
     key.b_mn_major = true;
     key.mode = int(GemmGroupedMode::kKGroupedContiguous);
     key.epilogue = int(Sm90Bf16Epilogue::kAccumDirect);
     key.d_fp32 = true;
     key.with_c = with_c;
-    key.multicast = 1;
+    key.multicast = 0;
     return key;
 }
 
 // Every distinct K-grouped config the heuristics pick for the shapes above, with and without C, plus one
 // with compiled M and N (the op's default compiled_dims "mn").
-std::vector<Sm90Bf16GemmKernelKey> k_grouped_bf16_keys() {
-    std::vector<Sm90Bf16GemmKernelKey> keys;
+std::vector<GemmKernelKey> k_grouped_bf16_keys() {
+    std::vector<GemmKernelKey> keys;
     std::set<std::tuple<int, int, int, bool>> seen;
     for (const auto& shape : kKGroupedShapes) {
         for (bool with_c : {false, true}) {
@@ -152,13 +157,13 @@ std::vector<Sm90Bf16GemmKernelKey> k_grouped_bf16_keys() {
 
 // The kernel key bf16_gemm_nt (K-major A and B, bf16 D through the TMA store, default compiled_dims "nk")
 // builds for m x n x k with DG_BF16_GEMM_CONFIG=`config`, on an H200.
-Sm90Bf16GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
+GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
     const auto ov = deep_gemm::kernels::parse_sm90_bf16_config_override(config);
     const Sm90Bf16GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
         ov, /*b_mn_major=*/false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
-    Sm90Bf16GemmKernelKey key = deep_gemm::kernels::sm90_bf16_kernel_key(c);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
     key.epilogue = int(Sm90Bf16Epilogue::kBf16Tma);
-    key.multicast = deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request);
+    key.multicast = key_multicast(deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request));
     key.n = uint32_t(n), key.k = uint32_t(k);
     return key;
 }
@@ -167,8 +172,8 @@ class KernelCompileBf16 : public dg_test::KernelCompileTest {
 protected:
     KernelCompileBf16() : KernelCompileTest("dg_kernel_bf16_") {}
 
-    void build_and_check(const Sm90Bf16GemmKernelKey& key) {
-        build_and_check_sass(deep_gemm::kernels::sm90_bf16_gemm_source(key), [&](const std::string& sass) {
+    void build_and_check(const GemmKernelKey& key) {
+        build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [&](const std::string& sass) {
             EXPECT_EQ(count_op(sass, "HGMMA"), 4) << "expected four BF16 wgmmas (HGMMA) per stage";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
@@ -181,7 +186,7 @@ protected:
             if (key.with_c) {
                 EXPECT_GT(count_op(sass, "LDG"), 0) << "C is never loaded";
             }
-            if (key.multicast > 1) {
+            if (key.multicast != 0) {
                 EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
             }
         });
@@ -236,9 +241,9 @@ TEST(KernelConfigsBf16, KGroupedHeuristicsAreValid) {
 TEST(KernelConfigsBf16, SourceIsDistinctPerKey) {
     auto keys = shipped_bf16_keys();
     for (const auto& key : k_grouped_bf16_keys()) keys.push_back(key);
-    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_bf16_gemm_source);
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::gemm_kernel_source);
     for (const auto& key : k_grouped_bf16_keys()) {
-        EXPECT_NE(deep_gemm::kernels::sm90_bf16_gemm_source(key).code.find("KGroupedScheduler"), std::string::npos);
+        EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(key).code.find("KGroupedScheduler"), std::string::npos);
     }
 }
 
@@ -280,16 +285,16 @@ TEST_F(KernelCompileBf16, Sm90Bf16KGroupedNvrtc) {
 // the heuristics never pick for M = 128.
 TEST_F(KernelCompileBf16, ForcedSweepConfigsNvrtc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    const Sm90Bf16GemmKernelKey wide = forced_nt_key("128,256,0,1", 4096, 7168, 2048);
+    const GemmKernelKey wide = forced_nt_key("128,256,0,1", 4096, 7168, 2048);
     EXPECT_EQ(wide.block_m, 128);
     EXPECT_EQ(wide.block_n, 256);
     EXPECT_EQ(wide.num_stages, 3) << "stages 0: as many as fit next to the 64 KB D staging";
-    EXPECT_EQ(wide.multicast, 2);
+    EXPECT_EQ(wide.multicast, 1);
     build_and_check(wide);
-    const Sm90Bf16GemmKernelKey narrow = forced_nt_key("64,96,0", 128, 2112, 7168);
+    const GemmKernelKey narrow = forced_nt_key("64,96,0", 128, 2112, 7168);
     EXPECT_EQ(narrow.block_m, 64);
     EXPECT_EQ(narrow.block_n, 96);
-    EXPECT_EQ(narrow.multicast, 1) << "heuristic multicast (field absent) is off below M = 1024";
+    EXPECT_EQ(narrow.multicast, 0) << "heuristic multicast (field absent) is off below M = 1024";
     build_and_check(narrow);
 }
 

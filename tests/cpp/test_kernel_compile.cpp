@@ -4,24 +4,30 @@
 // local memory (LDL / STL). DG_JIT_PTXAS_CHECK=1 additionally makes any spill a compile error.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "jit/jit.hpp"
+#include "jit_kernels/heuristics/sm90_bf16.hpp"
 #include "jit_kernels/heuristics/sm90_fp8.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "kernel_compile_util.hpp"
 
 namespace {
 
 using deep_gemm::heuristics::Sm90Fp8GemmConfig;
-using deep_gemm::kernels::Sm90Fp8GemmKernelKey;
+using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
+
+// GemmKernelKey::epilogue of the bf16 direct-store epilogue (outputs TMA cannot address).
+constexpr uint8_t kDirectStore = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kBf16Direct);
 
 // The shapes the library is tuned and tested for (the benchmark shapes of benchmarks/bench_fp8_gemm.py, the GPU tests, typical LLM projections).
 std::vector<std::tuple<int, int, int>> representative_shapes() {
@@ -34,37 +40,37 @@ std::vector<std::tuple<int, int, int>> representative_shapes() {
 using deep_gemm::heuristics::Sm90Fp8Chooser;
 
 // The kernel key of the config the heuristics choose for (m, n, k), all dims at run time.
-Sm90Fp8GemmKernelKey heuristic_key(int m, int n, int k, Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
-    return deep_gemm::kernels::sm90_fp8_kernel_key(
+GemmKernelKey heuristic_key(int m, int n, int k, Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
+    return deep_gemm::kernels::gemm_kernel_key(
         deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, chooser));
 }
 
 // What decides whether a config compiles cleanly (registers, code paths): tile rows, promotion mode,
 // multicast, D swizzle width, B scales straddling 128-column blocks, more than 128 columns. Stage counts and
 // other widths of the same kind share all code paths (keeps CI's compile time bounded).
-std::tuple<int, int, int, int, int, int> kernel_kind(const Sm90Fp8GemmKernelKey& key) {
+std::tuple<int, int, int, int, int, int> kernel_kind(const GemmKernelKey& key) {
     return {key.block_m, key.pipelined, key.multicast, deep_gemm::heuristics::sm90_fp8_d_swizzle_bytes(key.block_n),
             int(128 % key.block_n != 0), int(key.block_n > 128)};
 }
 
 // One config of each kind the heuristics pick for those shapes (all dims at run time) plus a few
 // instances with N and K compiled in (the default `compiled_dims='nk'`).
-std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
+std::vector<GemmKernelKey> shipped_fp8_keys() {
     std::set<std::tuple<int, int, int, int>> seen;
     std::set<std::tuple<int, int, int, int, int, int>> kinds;
-    std::vector<Sm90Fp8GemmKernelKey> keys;
+    std::vector<GemmKernelKey> keys;
     // The config model (default), the previous rules and the legacy choice (DG_FP8_GEMM_CONFIG=rules /
     // legacy) over the shape set.
     for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
         for (const auto& [m, n, k] : representative_shapes()) {
-            const Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k, chooser);
+            const GemmKernelKey key = heuristic_key(m, n, k, chooser);
             if (!kinds.insert(kernel_kind(key)).second) continue;
             seen.insert({key.block_m, key.block_n, key.num_stages, key.group_n + 100 * key.pipelined + 1000 * key.multicast});
             keys.push_back(key);
         }
     }
     for (const auto& [m, n, k] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
-        Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k);
+        GemmKernelKey key = heuristic_key(m, n, k);
         key.n = uint32_t(n);
         key.k = uint32_t(k);
         keys.push_back(key);
@@ -73,7 +79,7 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
     // B scales, both warpgroup counts, the widest BLOCK_N it allows.
     for (const auto& [bm, bn] : {std::pair{128, 128}, std::pair{128, 112}, std::pair{128, 96}, std::pair{64, 128},
                                  std::pair{64, 64}}) {
-        Sm90Fp8GemmKernelKey key;
+        GemmKernelKey key;  // kernel kFp8_1d2d by default
         key.block_m = bm;
         key.block_n = bn;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin);
@@ -87,7 +93,7 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
                                          std::tuple{128, 128, 1, 2}, std::tuple{64, 96, 1, 2},
                                          std::tuple{128, 112, 0, 2}, std::tuple{256, 128, 0, 2},
                                          std::tuple{256, 128, 0, 1}, std::tuple{256, 112, 0, 0}}) {
-        Sm90Fp8GemmKernelKey key;
+        GemmKernelKey key;  // kernel kFp8_1d2d by default
         key.block_m = bm;
         key.block_n = bn;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin);
@@ -98,8 +104,8 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
     }
     // Direct-store epilogue (outputs TMA cannot address, e.g. N = 100 contiguous).
     for (const auto& [m, n, k] : {std::tuple{128, 100, 512}, std::tuple{4096, 100, 7168}, std::tuple{4096, 7168, 7168}}) {
-        Sm90Fp8GemmKernelKey key = heuristic_key(m, n, k);
-        key.direct_store = true;
+        GemmKernelKey key = heuristic_key(m, n, k);
+        key.epilogue = kDirectStore;
         if (!seen.insert({key.block_m, key.block_n, key.num_stages, key.group_n + 100 * key.pipelined + 10000}).second)
             continue;
         keys.push_back(key);
@@ -110,10 +116,10 @@ std::vector<Sm90Fp8GemmKernelKey> shipped_fp8_keys() {
 // The M-grouped variants (few: each is a full kernel compile): contiguous with zero padding (the default)
 // and psum with untouched padding (rows clipped per tile) from the grouped heuristics on TARGETS-like
 // shapes, and a masked one with 64-row tiles (small expected_m).
-std::vector<Sm90Fp8GemmKernelKey> grouped_fp8_keys() {
+std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
     auto key_of = [](int cost_m, int n, int k, int rows_per_group, GemmGroupedMode mode, int padding, int psum_align) {
-        Sm90Fp8GemmKernelKey key = deep_gemm::kernels::sm90_fp8_kernel_key(deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
             cost_m, n, k, kH200Sms, kH200SmemOptin, rows_per_group));
         key.mode = int(mode);
         key.padding = padding;
@@ -122,7 +128,7 @@ std::vector<Sm90Fp8GemmKernelKey> grouped_fp8_keys() {
         key.k = uint32_t(k);
         return key;
     };
-    std::vector<Sm90Fp8GemmKernelKey> keys = {
+    std::vector<GemmKernelKey> keys = {
         key_of(8 * 4256, 6144, 7168, 0, GemmGroupedMode::kMGroupedContiguous, 1, 0),
         key_of(4 * 8576, 4096, 4096, 0, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
         key_of(32 * 48, 6144, 7168, 48, GemmGroupedMode::kMGroupedMasked, 0, 0)};
@@ -136,12 +142,12 @@ class KernelCompile : public dg_test::KernelCompileTest {
 protected:
     KernelCompile() : KernelCompileTest("dg_kernel_compile_") {}
 
-    void build_and_check(const Sm90Fp8GemmKernelKey& key) {
-        build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key), [&](const std::string& sass) {
+    void build_and_check(const GemmKernelKey& key) {
+        build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [&](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
-            if (key.direct_store) {
+            if ((key.epilogue == kDirectStore)) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogue uses no TMA store";
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
             } else {
@@ -204,14 +210,14 @@ TEST(KernelConfigs, Sm90Fp8GroupedHeuristicsAreValid) {
 
 TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
     const auto keys = grouped_fp8_keys();
-    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_fp8_gemm_1d2d_source,
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::gemm_kernel_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");
-    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[1]).code.find("ContiguousLayoutScheduler<64u"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("ContiguousLayoutScheduler<64u"),
               std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[1]).code.find("PaddingRows::kUntouched, 128u>"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("PaddingRows::kUntouched, 128u>"),
               std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(keys[2]).code.find("MaskedGroupedScheduler<64u"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("MaskedGroupedScheduler<64u"),
               std::string::npos);
 }
 
@@ -223,7 +229,7 @@ TEST(KernelConfigs, Sm90Fp8ModelReportsNoFit) {
 }
 
 TEST(KernelConfigs, Sm90Fp8SourceIsDistinctPerKey) {
-    dg_test::expect_distinct_sources(shipped_fp8_keys(), deep_gemm::kernels::sm90_fp8_gemm_1d2d_source,
+    dg_test::expect_distinct_sources(shipped_fp8_keys(), deep_gemm::kernels::gemm_kernel_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");
 }
 
@@ -240,7 +246,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dNvrtc) {
     for (const auto& key : keys) {
         const int swizzle = deep_gemm::heuristics::sm90_fp8_d_swizzle_bytes(key.block_n);
         const int straddles = (128 % key.block_n) != 0;
-        if (!kinds.insert({key.block_m * 1000 + swizzle + (key.direct_store ? 100000 : 0) + (key.pipelined ? 1000000 : 0) +
+        if (!kinds.insert({key.block_m * 1000 + swizzle + ((key.epilogue == kDirectStore) ? 100000 : 0) + (key.pipelined ? 1000000 : 0) +
                                key.multicast * 10000000,
                            straddles}).second)
             continue;
@@ -267,12 +273,12 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
 // kernel refuses to instantiate them with two (the host also rejects a forced block_m 256 for grouped ops).
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGrouped256RowTilesRejected) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    Sm90Fp8GemmKernelKey key = grouped_fp8_keys()[2];  // masked (clipped rows)
+    GemmKernelKey key = grouped_fp8_keys()[2];  // masked (clipped rows)
     key.block_m = 256;
     key.block_n = 128;
     key.pipelined = false;
     key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin);
-    const auto src = deep_gemm::kernels::sm90_fp8_gemm_1d2d_source(key);
+    const auto src = deep_gemm::kernels::gemm_kernel_source(key);
     try {
         deep_gemm::jit::build({src.name, src.symbol, src.code}, "sm_90a");
         ADD_FAILURE() << "a masked kernel with 256-row tiles compiled";

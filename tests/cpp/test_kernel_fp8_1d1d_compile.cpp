@@ -8,12 +8,13 @@
 
 #include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "kernel_compile_util.hpp"
 
 namespace {
 
 using deep_gemm::heuristics::Sm90Fp8Gemm1d1dConfig;
-using deep_gemm::kernels::Sm90Fp8Gemm1d1dKernelKey;
+using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
 using dg_test::kH200Sms;
@@ -45,11 +46,11 @@ TEST(KernelConfigs, Sm90Fp8_1d1dHeuristicsAreValid) {
 }
 
 TEST(KernelConfigs, Sm90Fp8_1d1dSourceIsDistinctPerKey) {
-    std::vector<Sm90Fp8Gemm1d1dKernelKey> keys(3);
+    std::vector<GemmKernelKey> keys(3, deep_gemm::kernels::gemm_kernel_key(Sm90Fp8Gemm1d1dConfig{}));
     keys[1].with_c = true;
     keys[2].n = 4096;
     keys[2].k = 7168;
-    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::sm90_fp8_gemm_1d1d_source,
+    dg_test::expect_distinct_sources(keys, deep_gemm::kernels::gemm_kernel_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh");
 }
 
@@ -58,12 +59,12 @@ protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
     void build_and_check(int block_m, int block_n, bool with_c) {
-        Sm90Fp8Gemm1d1dKernelKey key;
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(Sm90Fp8Gemm1d1dConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
-        build_and_check_sass(deep_gemm::kernels::sm90_fp8_gemm_1d1d_source(key), [](const std::string& sass) {
+        build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "the FP32 epilogue stores from registers";

@@ -3,6 +3,13 @@
 
 namespace deep_gemm::heuristics {
 
+// set_block_size_multiple_of: the tiles a chooser may pick have BLOCK_M % m == 0 and BLOCK_N % n == 0
+// (1, 1: any tile).
+struct BlockMultiples {
+    int m = 1, n = 1;
+    bool allows(int block_m, int block_n) const { return block_m % m == 0 && block_n % n == 0; }
+};
+
 // Width (bytes) of the swizzle of a bf16 D tile staged in shared memory: the widest of 128/64/32 that
 // divides a BLOCK_N row of bf16.
 inline int bf16_d_swizzle_bytes(int block_n) {

@@ -85,20 +85,25 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 // (M <= 128) that still gives at least half a wave of 64-wide N tiles runs fastest with 64-wide tiles
 // (128x24576x1536: 29.3 us vs 33.8 us for the modelled 128x256; 128x7168x2048: 16.0 vs 16.1): these
 // problems stream B, and more CTAs stream it faster than the model's wave count suggests.
+// `multiples` (set_block_size_multiple_of) filters the candidates.
 inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
                                                   Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
-                                                  int groups = 1) {
+                                                  int groups = 1, BlockMultiples multiples = {}) {
     Sm90Bf16GemmConfig best;
-    if (m <= 128 && groups == 1 && rows_per_group == 0 && 2L * ((n + 63) / 64) >= num_sms) {
-        best.block_m = m <= 64 ? 64 : 128;
+    const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
+    const int small_block_m = small_m && 64 % multiples.m == 0 ? 64 : 128;  // 64-row tiles when allowed
+    if (m <= 128 && groups == 1 && rows_per_group == 0 && 2L * ((n + 63) / 64) >= num_sms &&
+        multiples.allows(small_block_m, 64)) {
+        best.block_m = small_block_m;
         best.block_n = 64;
         best.num_stages = sm90_bf16_max_stages(best.block_m, best.block_n, b_mn_major, epilogue, smem_limit);
         if (best.num_stages >= kSm90Bf16MinStages) return best;
     }
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
-        if (block_m == 128 && (m <= 64 || (rows_per_group > 0 && rows_per_group <= 64))) continue;
+        if (block_m == 128 && small_block_m == 64) continue;
         for (int block_n = 16; block_n <= kSm90Bf16MaxBlockN; block_n += 16) {
+            if (!multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
             if (stages < kSm90Bf16MinStages) continue;
             const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);

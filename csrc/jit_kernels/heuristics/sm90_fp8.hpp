@@ -90,12 +90,14 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
 
 // The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): minimum modelled cost over
 // every tile, no pipelined promotion, no multicast.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit) {
+inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                       BlockMultiples multiples = {}) {
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
-        if (block_m == 128 && m <= 64) continue;
+        if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
         for (int block_n = 16; block_n <= kSm90Fp8MaxBlockN; block_n += 16) {
+            if (!multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit, kSm90Fp8MaxStagesRules);
             if (stages < kSm90Fp8MinStages) continue;
             const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
@@ -206,17 +208,24 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
 struct Sm90Fp8ModelSpace {
     int min_block_m = 64, max_block_m = 256;
     bool multicast = true;
+    BlockMultiples multiples;  // set_block_size_multiple_of
 };
 
 inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
                                                       Sm90Fp8ModelSpace space = {}) {
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
+    // The smallest BLOCK_M the space allows takes any M; larger ones need at least half their rows used.
+    int smallest_m = space.max_block_m;
+    for (int block_m : {256, 128, 64})
+        if (block_m >= space.min_block_m && block_m <= space.max_block_m && block_m % space.multiples.m == 0)
+            smallest_m = block_m;
     for (int block_m : {64, 128, 256}) {
         if (block_m < space.min_block_m || block_m > space.max_block_m) continue;
-        if (block_m > space.min_block_m && m <= block_m / 2) continue;  // at least half the rows of a tile used
+        if (block_m > smallest_m && m <= block_m / 2) continue;  // at least half the rows of a tile used
         const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : kSm90Fp8MaxBlockN;
         for (int block_n = 16; block_n <= max_n; block_n += 16) {
+            if (!space.multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
             if (stages < kSm90Fp8MinStages) continue;
             const int pipelined = (block_m != 256 && block_n <= kSm90Fp8MaxBlockNPipelined) ? 1 : 0;
@@ -252,13 +261,19 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
 // of the previous round ("rules"), or the first version's ("legacy").
 enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
 
+// `multiples` (set_block_size_multiple_of) filters the candidates; the rules pick fixed tiles, so where
+// theirs is not allowed the model chooses among the allowed ones.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
-    switch (chooser) {
-        case Sm90Fp8Chooser::kLegacy: return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit);
-        case Sm90Fp8Chooser::kRules: return choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
-        default: return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit);
+                                                Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
+                                                BlockMultiples multiples = {}) {
+    if (chooser == Sm90Fp8Chooser::kLegacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit, multiples);
+    if (chooser == Sm90Fp8Chooser::kRules) {
+        const Sm90Fp8GemmConfig rules = choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
+        if (multiples.allows(rules.block_m, rules.block_n)) return rules;
     }
+    Sm90Fp8ModelSpace space;
+    space.multiples = multiples;
+    return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
 }
 
 // M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m).
@@ -268,21 +283,23 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
 // rule on that M made valid the same way; its 32-wide N tiles only pay off with A multicast: 64 instead.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
                                                         int rows_per_group,
-                                                        Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
-    const int masked_block_m = rows_per_group <= 64 ? 64 : 128;
-    if (chooser == Sm90Fp8Chooser::kModel) {
-        Sm90Fp8ModelSpace space;
-        space.max_block_m = 128;
-        space.multicast = false;
-        if (rows_per_group > 0) space.min_block_m = space.max_block_m = masked_block_m;
-        return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+                                                        Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
+                                                        BlockMultiples multiples = {}) {
+    const int masked_block_m = rows_per_group <= 64 && 64 % multiples.m == 0 ? 64 : 128;
+    if (chooser != Sm90Fp8Chooser::kModel) {
+        Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser, multiples);
+        config.block_m = rows_per_group > 0 ? masked_block_m : std::min(config.block_m, 128);
+        if (config.block_n < 64) config.block_n = 64;
+        config.multicast = 0;
+        config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
+        if (multiples.allows(config.block_m, config.block_n)) return config;  // else: the model's allowed tiles
     }
-    Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser);
-    config.block_m = rows_per_group > 0 ? masked_block_m : std::min(config.block_m, 128);
-    if (config.block_n < 64) config.block_n = 64;
-    config.multicast = 0;
-    config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
-    return config;
+    Sm90Fp8ModelSpace space;
+    space.max_block_m = 128;
+    space.multicast = false;
+    space.multiples = multiples;
+    if (rows_per_group > 0) space.min_block_m = space.max_block_m = masked_block_m;
+    return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
 }
 
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {

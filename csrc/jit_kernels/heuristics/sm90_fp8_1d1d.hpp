@@ -42,12 +42,15 @@ inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
 // kernel's (sm90_fp8_cost, without pipelined promotion or multicast: this kernel has neither), which
 // covers waves, tensor-core time plus the promotion bubble, and load bandwidth; the 1D1D promotion does
 // one more multiply per element and the FP32 output doubles the store bytes, which shifts all tiles alike.
-inline Sm90Fp8Gemm1d1dConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit) {
+// `multiples` (set_block_size_multiple_of) filters the candidates.
+inline Sm90Fp8Gemm1d1dConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                         BlockMultiples multiples = {}) {
     Sm90Fp8Gemm1d1dConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
-        if (block_m == 128 && m <= 64) continue;
+        if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
         for (int block_n = 16; block_n <= kSm90Fp8_1d1dMaxBlockN; block_n += 16) {
+            if (!multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_fp8_1d1d_max_stages(block_m, block_n, smem_limit);
             if (stages < kSm90Fp8MinStages) continue;
             const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);

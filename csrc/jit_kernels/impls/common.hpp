@@ -1,6 +1,6 @@
-// Host pieces shared by the SM90 GEMM implementations (sm90_fp8_gemm_1d2d/_1d1d, sm90_bf16_gemm): the generated
-// source of one kernel instance, hashing of the memo keys, operand alignment, `compiled_dims` parsing, the
-// device check, 2-D tensor maps and config logging. Torch-free.
+// Host pieces shared by the SM90 GEMM pipeline (sm90_gemm_pipeline.*) and its kernels (sm90_fp8_gemm_1d2d/_1d1d,
+// sm90_bf16_gemm): the generated source of one kernel instance, hashing of the memo keys, operand alignment,
+// `compiled_dims` parsing, the device check, tensor maps and config logging. Torch-free.
 #pragma once
 
 #include <cuda.h>
@@ -38,23 +38,19 @@ struct GemmKernelSource {
     jit::KernelSource kernel_source() const { return jit::KernelSource{name, symbol, code}; }
 };
 
-// Finishes a kernel-key hash: `h` packs the block config; the compiled-in dims (0 = runtime) are mixed in.
-inline size_t hash_with_dims(uint64_t h, uint32_t m, uint32_t n, uint32_t k) {
-    h = h * 0x9E3779B97F4A7C15ull ^ m;
-    h = h * 0x9E3779B97F4A7C15ull ^ n;
-    h = h * 0x9E3779B97F4A7C15ull ^ k;
+// Hash of a key compared bytewise (a POD without padding, or one zeroed before it was filled).
+inline size_t hash_bytes(const void* data, size_t size) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
     return size_t(h ^ (h >> 29));
 }
 
-// Hash of a config-memo key: the problem shape and device limits, plus `extra` (the op's own fields, packed).
-inline size_t hash_shape(int m, int n, int k, int num_sms, int smem_limit, uint64_t extra) {
-    uint64_t h = uint64_t(uint32_t(m));
-    h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(n);
-    h = h * 0x9E3779B97F4A7C15ull ^ uint32_t(k);
-    h = h * 0x9E3779B97F4A7C15ull ^ (uint64_t(uint32_t(num_sms)) << 32 | uint32_t(smem_limit));
-    h = h * 0x9E3779B97F4A7C15ull ^ extra;
-    return size_t(h ^ (h >> 31));
-}
+// Hash functor of such keys (for std::unordered_map).
+template <typename Key>
+struct BytewiseHash {
+    size_t operator()(const Key& key) const noexcept { return hash_bytes(&key, sizeof(Key)); }
+};
 
 inline bool aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
@@ -77,6 +73,18 @@ inline CUtensorMap make_tmap_2d(CUtensorMapDataType dtype, const void* base, uin
     const uint64_t strides[1] = {row_stride_bytes};
     const uint32_t box[2] = {box_inner, box_outer};
     return jit::encode_tensor_map(dtype, 2, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
+}
+
+// 3-D tiled tensor map {inner, outer, groups}: `row_stride_bytes` between rows, `group_stride_bytes` between
+// groups (unused, but must be valid, when there is one group).
+inline CUtensorMap make_tmap_3d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer,
+                                uint64_t groups, uint64_t row_stride_bytes, uint64_t group_stride_bytes,
+                                uint32_t box_inner, uint32_t box_outer, CUtensorMapSwizzle swizzle, const char* what) {
+    const uint64_t dims[3] = {inner, outer, groups};
+    const uint64_t strides[2] = {row_stride_bytes,
+                                 groups > 1 ? group_stride_bytes : row_stride_bytes * std::max<uint64_t>(outer, 1)};
+    const uint32_t box[3] = {box_inner, box_outer, 1};
+    return jit::encode_tensor_map(dtype, 3, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, what);
 }
 
 // Which of M/N/K are baked into the kernel as constants (`compiled_dims`, e.g. "nk"); the others are runtime.

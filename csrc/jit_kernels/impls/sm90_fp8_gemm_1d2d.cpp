@@ -1,6 +1,4 @@
-// Host side of the SM90 FP8 1D2D GEMM: config choice (memoized per shape), source generation, kernel
-// lookup (memoized per config key), TMA descriptors and launch; a cached call reuses all of it from a
-// per-thread memo keyed by its arguments.
+// Host side of the SM90 FP8 1D2D GEMM: its part of the host pipeline (sm90_gemm_pipeline.hpp).
 #include "sm90_fp8_gemm_1d2d.hpp"
 
 #include <algorithm>
@@ -9,45 +7,36 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 
-#include "../../jit/direct_mapped_cache.hpp"
 #include "../../jit/errors.hpp"
-#include "../../jit/jit.hpp"
 #include "../../jit/log.hpp"
+#include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "../../jit/settings.hpp"
-#include "../heuristics/sm90_fp8.hpp"
 
 namespace deep_gemm::kernels {
 
 namespace {
 
+using Epilogue = heuristics::Sm90Bf16Epilogue;
+using ConfigOverride = Sm90Fp8ConfigOverride;
+
 constexpr const char* kOpName = "fp8_gemm_nt";
+constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 
-const char* op_name(GemmGroupedMode mode) {
-    switch (mode) {
-        case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_fp8_gemm_nt_contiguous";
-        case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_fp8_gemm_nt_contiguous (psum layout)";
-        case GemmGroupedMode::kMGroupedMasked: return "m_grouped_fp8_gemm_nt_masked";
-        default: return kOpName;
-    }
-}
+[[noreturn]] void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
+[[noreturn]] void fail_op(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
-std::string make_symbol(const Sm90Fp8GemmKernelKey& key) {
+std::string make_symbol(const GemmKernelKey& key) {
     static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
     static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
-    return "sm90_fp8_gemm_1d2d_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
-           std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
-           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k) + (key.direct_store ? "_direct" : "") +
+    return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
            kModes[key.mode] + kPadding[key.padding] + (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : "");
 }
 
 // The scheduler type (template arguments included) of a kernel key.
-std::string scheduler_type(const Sm90Fp8GemmKernelKey& key) {
+std::string scheduler_type(const GemmKernelKey& key) {
     const std::string tile = std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " +
                              std::to_string(key.group_n) + "u";
     static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
@@ -66,34 +55,10 @@ std::string scheduler_type(const Sm90Fp8GemmKernelKey& key) {
            "<" + tile + ">";
 }
 
-using ConfigOverride = Sm90Fp8ConfigOverride;
-
-struct ShapeKey {
-    int m, n, k, num_sms, smem_limit;
-    int mode, rows_per_group;  // grouped: GemmGroupedMode and (masked) the expected rows per group
-    ConfigOverride ov;
-    bool operator==(const ShapeKey&) const = default;
-};
-
-struct ShapeKeyHash {
-    size_t operator()(const ShapeKey& s) const noexcept {
-        const size_t h = hash_shape(s.m, s.n, s.k, s.num_sms, s.smem_limit,
-                                    uint64_t(uint32_t(s.ov.block_m)) | uint64_t(uint32_t(s.ov.block_n)) << 16 |
-                                        uint64_t(uint32_t(s.ov.num_stages)) << 32 |
-                                        uint64_t(uint32_t(s.ov.pipelined)) << 48 | uint64_t(uint32_t(s.ov.multicast)) << 56);
-        return h ^ size_t((uint64_t(uint32_t(s.rows_per_group)) << 8 | uint64_t(s.mode)) * 0x9E3779B97F4A7C15ull);
-    }
-};
-
-// Process-wide memo tables (this translation unit owns them).
-std::mutex g_config_mutex;
-std::unordered_map<ShapeKey, heuristics::Sm90Fp8GemmConfig, ShapeKeyHash> g_configs;
-jit::KernelTable<Sm90Fp8GemmKernelKey, Sm90Fp8GemmKernelKeyHash> g_kernels;
-
-[[noreturn]] void fail(const std::string& what);
-[[noreturn]] void fail_op(const char* op, const std::string& what);
-
-constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
+bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
+bool is_contiguous(const GemmProblem& p) {
+    return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
+}
 
 }  // namespace
 
@@ -147,36 +112,107 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     return ov;
 }
 
-namespace {
+GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
+    GemmKernelKey key;
+    key.kernel = GemmKernel::kFp8_1d2d;
+    key.block_m = config.block_m;
+    key.block_n = config.block_n;
+    key.num_stages = config.num_stages;
+    key.group_n = config.group_n;
+    key.pipelined = uint8_t(config.pipelined);
+    key.multicast = uint8_t(config.multicast);
+    return key;
+}
 
-// The config of a shape class. Grouped modes: m = the rows the cost model sees (sum of M, or expected_m * G
-// for masked), rows_per_group = expected_m (masked) or 0.
-heuristics::Sm90Fp8GemmConfig get_config(const char* op, int m, int n, int k, int num_sms, int smem_limit,
-                                         GemmGroupedMode mode, int rows_per_group) {
-    const jit::Settings& settings = jit::settings();
-    std::lock_guard<std::mutex> lock(g_config_mutex);
-    // DG_FP8_GEMM_CONFIG is parsed again only after reload_settings() (a new settings generation), so a
-    // cached call compares one pointer here.
-    static const jit::Settings* override_parsed_for = nullptr;
-    static ConfigOverride override_value;
-    if (override_parsed_for != &settings) {
-        override_value = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
-        override_parsed_for = &settings;
+const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
+    switch (p.mode) {
+        case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_fp8_gemm_nt_contiguous";
+        case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_fp8_gemm_nt_contiguous (psum layout)";
+        case GemmGroupedMode::kMGroupedMasked: return "m_grouped_fp8_gemm_nt_masked";
+        case GemmGroupedMode::kNone: return kOpName;
+        default: return "m_grouped_fp8_gemm";
     }
-    const ShapeKey key{m, n, k, num_sms, smem_limit, int(mode), rows_per_group, override_value};
-    if (auto it = g_configs.find(key); it != g_configs.end()) return it->second;
-    heuristics::Sm90Fp8GemmConfig config =
-        mode == GemmGroupedMode::kNone
-            ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, key.ov.chooser())
-            : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, rows_per_group,
-                                                         key.ov.chooser());
-    if (key.ov.active()) {
-        config.block_m = key.ov.block_m;
-        config.block_n = key.ov.block_n;
-        config.pipelined = key.ov.pipelined;
-        config.multicast = key.ov.multicast;
+}
+
+void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
+    const GemmProblem& p = desc.problem;
+    const GemmOperands& o = desc.operands;
+    auto check = [op](bool ok, const char* what) {
+        if (!ok) fail_op(op, what);
+    };
+    const int m = p.m, n = p.n, k = p.k;
+    const bool grouped = p.mode != GemmGroupedMode::kNone;
+    const bool masked = is_masked(p);
+    if (k % 16 != 0) fail_op(op, "K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
+    check(o.a && o.b && o.sfa && o.sfb && o.d, "null pointer argument");
+    check(!grouped || o.grouped, masked ? "masked_m is null" : "grouped_layout is null");
+    check(aligned(o.a, 16) && aligned(o.b, 16) && aligned(o.sfa, 16), "a, b and sfa must be 16-byte aligned");
+    check(aligned(o.d, 2), "d must be 2-byte aligned");
+    check(o.lda >= k && o.lda % 16 == 0, "lda must be >= K and a multiple of 16");
+    check(o.ldb >= k && o.ldb % 16 == 0, "ldb must be >= K and a multiple of 16");
+    check(o.ldd >= n, "ldd must be >= N");
+    check(o.lda < (int64_t(1) << 32) && o.ldb < (int64_t(1) << 32) && o.ldd < (int64_t(1) << 32),
+          "row strides must be < 2^32 elements");
+    check(o.sfa_stride >= m && o.sfa_stride % 4 == 0,
+          "sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
+    if (grouped) {
+        check(masked || is_contiguous(p), "grouped mode must be contiguous (either layout) or masked");
+        check(o.b_group_stride >= int64_t(n) * o.ldb && o.b_group_stride % 16 == 0,
+              "b_group_stride must cover one group ([N, K]) and be a multiple of 16");
+        check(masked || (p.alignment > 0 && p.alignment % 128 == 0), "the group alignment must be a multiple of 128");
+    }
+    if (masked) {
+        check(o.a_group_stride >= int64_t(m) * o.lda && o.a_group_stride % 16 == 0,
+              "a_group_stride must cover one group ([max_m, K]) and be a multiple of 16");
+        check(o.sfa_group_stride >= int64_t((k + 127) / 128) * o.sfa_stride && o.sfa_group_stride % 4 == 0,
+              "sfa_group_stride must cover one group and be a multiple of 4");
+        check(int64_t(p.num_groups) * m < (int64_t(1) << 32), "num_groups * max_m must be < 2^32");
+    }
+}
+
+// Grouped modes: m = the rows the cost model sees (sum of M, or expected_m * G for masked), rows_per_group =
+// expected_m (masked) or 0.
+pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
+    const bool masked = is_masked(p);
+    pipeline::ConfigQuery q;
+    q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m)) : 0;
+    q.m = masked ? int(std::min<int64_t>(int64_t(q.rows_per_group) * p.num_groups, INT32_MAX)) : p.m;
+    q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
+    q.mode = int(p.mode);
+    return q;
+}
+
+// DG_FP8_GEMM_CONFIG is parsed again only after reload_settings() (a new settings generation), so a cached
+// call compares one pointer here. Called with the config memo's lock held.
+void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings, pipeline::ConfigQuery& q) {
+    static const jit::Settings* parsed_for = nullptr;
+    static ConfigOverride parsed;
+    if (parsed_for != &settings) {
+        parsed = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
+        parsed_for = &settings;
+    }
+    const int forced[5] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast};
+    std::memcpy(q.forced, forced, sizeof(forced));
+}
+
+heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
+    ConfigOverride ov;
+    ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
+    ov.pipelined = q.forced[3], ov.multicast = q.forced[4];
+    const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
+    const GemmGroupedMode mode = GemmGroupedMode(q.mode);
+    Config config = mode == GemmGroupedMode::kNone
+                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
+                                                             pipeline::block_multiples(q))
+                        : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
+                                                                     ov.chooser(), pipeline::block_multiples(q));
+    if (ov.active()) {
+        config.block_m = ov.block_m;
+        config.block_n = ov.block_n;
+        config.pipelined = ov.pipelined;
+        config.multicast = ov.multicast;
         const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
-        config.num_stages = key.ov.num_stages != 0 ? key.ov.num_stages : max_stages;
+        config.num_stages = ov.num_stages != 0 ? ov.num_stages : max_stages;
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
@@ -198,28 +234,30 @@ heuristics::Sm90Fp8GemmConfig get_config(const char* op, int m, int n, int k, in
                           heuristics::kFp8ModelClkPerUs);
         log_config(op, m, n, k, num_sms, heuristics::to_string(config) + modelled);
     }
-    g_configs.emplace(key, config);
     return config;
 }
 
-void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
-[[noreturn]] void fail_op(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
-
-}  // namespace
-
-Sm90Fp8GemmKernelKey sm90_fp8_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
-    Sm90Fp8GemmKernelKey key;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
-    key.pipelined = config.pipelined;
-    key.multicast = config.multicast;
+GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
+                                            const CompiledDims& dims) {
+    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail_op(op, "not enough shared memory on this device");
+    if (is_contiguous(p) && p.alignment % config.block_m != 0)
+        fail_op(op, "the group alignment (" + std::to_string(p.alignment) + " rows) must be a multiple of BLOCK_M");
+    GemmKernelKey key = gemm_kernel_key(config);
+    // Clusters need two CTAs per cluster in the persistent grid.
+    if (num_sms < 2) key.multicast = 0;
+    dims.apply(key, p.m, p.n, p.k);
+    // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
+    key.epilogue = uint8_t(p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
+    key.mode = uint8_t(p.mode);
+    if (is_contiguous(p)) {
+        key.padding = p.ensure_zero_padding ? 1 : 2;
+        if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
+    }
     return key;
 }
 
-Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
-    Sm90Fp8GemmSource src;
+GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
+    GemmKernelSource src;
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
     src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
@@ -236,7 +274,7 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
                " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const int* grouped, unsigned int m,"
                " unsigned int n, unsigned int k, unsigned int num_groups) {\n"
                "    using Scheduler = " + scheduler_type(key) + ";\n"
-               "    using Epilogue = deep_gemm::" + (key.direct_store ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
+               "    using Epilogue = deep_gemm::" + (key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
                "<" + bm + ", " + bn + epilogue_rows + ">;\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
@@ -252,192 +290,59 @@ Sm90Fp8GemmSource sm90_fp8_gemm_1d2d_source(const Sm90Fp8GemmKernelKey& key) {
     return src;
 }
 
-namespace {
-
-// Everything a call derives from its arguments (except the stream): config, kernel, launch shape, tensor
-// maps. A cached call finds it in a small per-thread memo keyed by those arguments and only launches.
-struct PreparedLaunch {
-    const jit::LoadedKernel* kernel = nullptr;
-    jit::LaunchConfig launch;
-    CUtensorMap tmap_a, tmap_b, tmap_sfa, tmap_d;
-};
-
-// The memo key: the arguments a PreparedLaunch depends on, plus the settings generation (which carries
-// DG_FP8_GEMM_CONFIG); not sfb nor the group layout, plain kernel arguments. Zero-initialised and compared
-// bytewise.
-struct LaunchKey {
-    const void *a, *b, *sfa, *d;
-    int64_t lda, ldb, ldd, sfa_stride;
-    int64_t a_group_stride, b_group_stride, sfa_group_stride;
-    const jit::Settings* settings;
-    int m, n, k, num_sms, device;
-    int num_groups, expected_m, alignment;
-    uint8_t dims_mask;  // compiled m/n/k as bits 0/1/2
-    uint8_t mode;       // GemmGroupedMode
-    bool pdl, zero_padding;
-};
-
-// Per thread, so no lock; a collision just prepares again.
-thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
-
-// 3-D tiled tensor map {inner, outer, groups}: `row_stride_bytes` between rows, `group_stride_bytes` between
-// groups (unused, but must be valid, when there is one group).
-CUtensorMap make_tmap_3d(CUtensorMapDataType dtype, const void* base, uint64_t inner, uint64_t outer, uint64_t groups,
-                         uint64_t row_stride_bytes, uint64_t group_stride_bytes, uint32_t box_inner, uint32_t box_outer,
-                         CUtensorMapSwizzle swizzle, const std::string& what) {
-    const uint64_t dims[3] = {inner, outer, groups};
-    const uint64_t strides[2] = {row_stride_bytes, groups > 1 ? group_stride_bytes : row_stride_bytes * std::max<uint64_t>(outer, 1)};
-    const uint32_t box[3] = {box_inner, box_outer, 1};
-    return jit::encode_tensor_map(dtype, 3, base, dims, strides, box, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                  what.c_str());
-}
-
-PreparedLaunch prepare(const Fp8Gemm1d2dArgs& args, const Fp8GroupedArgs& g, const CompiledDims& compiled) {
-    const char* op = op_name(g.mode);
-    const int m = args.m, n = args.n, k = args.k;
-    const bool masked = g.mode == GemmGroupedMode::kMGroupedMasked;
-    const bool contiguous = g.mode == GemmGroupedMode::kMGroupedContiguous ||
-                            g.mode == GemmGroupedMode::kMGroupedContiguousPsum;
-    const jit::DeviceInfo& dev = sm90_device_info(op, args.device);
-    const int num_sms = usable_sms(dev, args.num_sms);
-    const int rows_per_group = masked ? std::max(1, std::min(g.expected_m > 0 ? g.expected_m : m, m)) : 0;
-    const int cost_m = masked ? int(std::min<int64_t>(int64_t(rows_per_group) * g.num_groups, INT32_MAX)) : m;
-    const auto config = get_config(op, cost_m, n, k, num_sms, dev.max_smem_per_block_optin, g.mode, rows_per_group);
-    if (config.num_stages < heuristics::kSm90Fp8MinStages) fail_op(op, "not enough shared memory on this device");
-    if (contiguous && g.alignment % config.block_m != 0)
-        fail_op(op, "the group alignment (" + std::to_string(g.alignment) + " rows) must be a multiple of BLOCK_M");
-
-    Sm90Fp8GemmKernelKey key = sm90_fp8_kernel_key(config);
-    // Clusters need two CTAs per cluster in the persistent grid.
-    if (num_sms < 2) key.multicast = 0;
-    compiled.apply(key, m, n, k);
-    // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
-    key.direct_store = !aligned(args.d, 16) || (args.ldd % 8) != 0;
-    key.mode = int(g.mode);
-    if (contiguous) {
-        key.padding = g.ensure_zero_padding ? 1 : 2;
-        if (g.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = g.alignment;
-    }
-
-    PreparedLaunch p;
-    p.kernel = &g_kernels.get(args.device, key, [&] { return sm90_fp8_gemm_1d2d_source(key).kernel_source(); });
-
-    // Tensor maps (innermost dimension first); A, B and sfa are 3-D {inner, outer, group}.
+void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
+                                int num_sms, pipeline::PreparedLaunch& prepared) {
+    const GemmProblem& p = desc.problem;
+    const GemmOperands& o = desc.operands;
+    const int m = p.m, n = p.n, k = p.k;
+    // Tensor maps (innermost dimension first): a, b, sfa 3-D {inner, outer, group}; d 2-D.
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
     const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
-    const uint64_t a_groups = masked ? uint64_t(g.num_groups) : 1;
-    const uint64_t b_groups = g.mode != GemmGroupedMode::kNone ? uint64_t(g.num_groups) : 1;
+    const uint64_t a_groups = is_masked(p) ? uint64_t(p.num_groups) : 1;
+    const uint64_t b_groups = p.mode != GemmGroupedMode::kNone ? uint64_t(p.num_groups) : 1;
     const std::string what = std::string(op) + ": tensor map for ";
-    p.tmap_a = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.a, uint64_t(k), uint64_t(m), a_groups, uint64_t(args.lda),
-                            uint64_t(g.a_group_stride), heuristics::kSm90Fp8BlockK,
-                            uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
-                            what + "a");
-    p.tmap_b = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, args.b, uint64_t(k), uint64_t(n), b_groups, uint64_t(args.ldb),
-                            uint64_t(g.b_group_stride), heuristics::kSm90Fp8BlockK,
-                            uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
-                            what + "b");
-    p.tmap_sfa = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, args.sfa, uint64_t(m), uint64_t(num_kb), a_groups,
-                              uint64_t(args.sfa_stride) * 4, uint64_t(g.sfa_group_stride) * 4, uint32_t(config.block_m), 1,
-                              CU_TENSOR_MAP_SWIZZLE_NONE, what + "sfa");
-    std::memset(&p.tmap_d, 0, sizeof(p.tmap_d));
+    CUtensorMap* t = prepared.tmaps;
+    t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), a_groups, uint64_t(o.lda),
+                        uint64_t(o.a_group_stride), heuristics::kSm90Fp8BlockK,
+                        uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
+                        (what + "a").c_str());
+    t[1] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), b_groups, uint64_t(o.ldb),
+                        uint64_t(o.b_group_stride), heuristics::kSm90Fp8BlockK,
+                        uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
+                        (what + "b").c_str());
+    t[2] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb), a_groups,
+                        uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(config.block_m), 1,
+                        CU_TENSOR_MAP_SWIZZLE_NONE, (what + "sfa").c_str());
+    std::memset(&t[3], 0, sizeof(t[3]));
     const uint64_t d_rows = uint64_t(m) * a_groups;  // masked: [G * max_m, N]
-    if (!key.direct_store)
-        p.tmap_d = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, args.d, uint64_t(n), d_rows, uint64_t(args.ldd) * 2,
-                                uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle), (what + "d").c_str());
+    if (key.epilogue == int(Epilogue::kBf16Tma))
+        t[3] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, uint64_t(n), d_rows, uint64_t(o.ldd) * 2,
+                            uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle), (what + "d").c_str());
 
     const int64_t m_blocks = int64_t(a_groups) * ((m + config.block_m - 1) / config.block_m);
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    p.launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, m_blocks * n_blocks)
-                       : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
-                                            : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
-    p.launch.block[0] = unsigned(config.num_threads());
-    p.launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
-    p.launch.cluster_x = key.multicast != 0 ? 2u : 1u;
-    p.launch.pdl = args.pdl;
-    return p;
+    jit::LaunchConfig& launch = prepared.launch;
+    launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, m_blocks * n_blocks)
+                     : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
+                                          : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
+    launch.block[0] = unsigned(config.num_threads());
+    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
+    launch.cluster_x = key.multicast != 0 ? 2u : 1u;
 }
 
-// The common implementation of the dense and M-grouped ops.
-void run(const Fp8Gemm1d2dArgs& args, const Fp8GroupedArgs& g) {
-    const char* op = op_name(g.mode);
-    auto check = [op](bool ok, const char* what) {
-        if (!ok) fail_op(op, what);
-    };
-    const int m = args.m, n = args.n, k = args.k;
-    const bool grouped = g.mode != GemmGroupedMode::kNone;
-    const bool masked = g.mode == GemmGroupedMode::kMGroupedMasked;
-    check(m >= 0 && n >= 0 && k >= 0, "negative problem size");
-    check(!grouped || g.num_groups > 0, "num_groups must be positive");
-    if (m == 0 || n == 0) return;
-    check(k != 0, "K == 0 must be handled by the caller (D = C or zeros)");
-    if (k % 16 != 0) fail_op(op, "K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
-    check(args.a && args.b && args.sfa && args.sfb && args.d, "null pointer argument");
-    check(!grouped || g.grouped, masked ? "masked_m is null" : "grouped_layout is null");
-    check(aligned(args.a, 16) && aligned(args.b, 16) && aligned(args.sfa, 16), "a, b and sfa must be 16-byte aligned");
-    check(aligned(args.d, 2), "d must be 2-byte aligned");
-    check(args.lda >= k && args.lda % 16 == 0, "lda must be >= K and a multiple of 16");
-    check(args.ldb >= k && args.ldb % 16 == 0, "ldb must be >= K and a multiple of 16");
-    check(args.ldd >= n, "ldd must be >= N");
-    check(args.lda < (int64_t(1) << 32) && args.ldb < (int64_t(1) << 32) && args.ldd < (int64_t(1) << 32),
-          "row strides must be < 2^32 elements");
-    check(args.sfa_stride >= m && args.sfa_stride % 4 == 0,
-          "sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
-    if (grouped) {
-        check(g.b_group_stride >= int64_t(n) * args.ldb && g.b_group_stride % 16 == 0,
-              "b_group_stride must cover one group ([N, K]) and be a multiple of 16");
-        check(masked || (g.alignment > 0 && g.alignment % 128 == 0), "the group alignment must be a multiple of 128");
-    }
-    if (masked) {
-        check(g.a_group_stride >= int64_t(m) * args.lda && g.a_group_stride % 16 == 0,
-              "a_group_stride must cover one group ([max_m, K]) and be a multiple of 16");
-        check(g.sfa_group_stride >= int64_t((k + 127) / 128) * args.sfa_stride && g.sfa_group_stride % 4 == 0,
-              "sfa_group_stride must cover one group and be a multiple of 4");
-        check(int64_t(g.num_groups) * m < (int64_t(1) << 32), "num_groups * max_m must be < 2^32");
-    }
-
-    const CompiledDims compiled = parse_compiled_dims(op, args.compiled_dims);
-
-    LaunchKey key;
-    std::memset(&key, 0, sizeof(key));  // padding takes part in the hash and compare
-    key.a = args.a, key.b = args.b, key.sfa = args.sfa, key.d = args.d;
-    key.lda = args.lda, key.ldb = args.ldb, key.ldd = args.ldd, key.sfa_stride = args.sfa_stride;
-    key.settings = &jit::settings();
-    key.m = m, key.n = n, key.k = k, key.num_sms = args.num_sms, key.device = args.device;
-    key.dims_mask = uint8_t(compiled.m | compiled.n << 1 | compiled.k << 2);
-    key.pdl = args.pdl;
-    if (grouped) {
-        key.a_group_stride = g.a_group_stride, key.b_group_stride = g.b_group_stride;
-        key.sfa_group_stride = g.sfa_group_stride;
-        key.num_groups = g.num_groups, key.expected_m = g.expected_m, key.alignment = g.alignment;
-        key.mode = uint8_t(g.mode);
-        key.zero_padding = g.ensure_zero_padding;
-    }
-    const PreparedLaunch* prepared = t_launches.find(key);
-    if (prepared == nullptr) prepared = &t_launches.insert(key, prepare(args, g, compiled));
-
-    const PreparedLaunch& p = *prepared;
-    jit::LaunchConfig launch = p.launch;
-    launch.stream = args.stream;
-    const float* sfb = args.sfb;
-    void* d = args.d;
-    const int* grouped_ptr = g.grouped;
-    unsigned int uldd = unsigned(args.ldd), um = unsigned(m), un = unsigned(n), uk = unsigned(k),
-                 ug = unsigned(grouped ? g.num_groups : 1);
-    void* kernel_args[] = {const_cast<CUtensorMap*>(&p.tmap_a), const_cast<CUtensorMap*>(&p.tmap_b),
-                           const_cast<CUtensorMap*>(&p.tmap_sfa), const_cast<CUtensorMap*>(&p.tmap_d),
-                           &sfb, &d, &uldd, &grouped_ptr, &um, &un, &uk, &ug};
-    p.kernel->launch(launch, kernel_args);
-}
-
-}  // namespace
-
-void sm90_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args) { run(args, Fp8GroupedArgs{}); }
-
-void sm90_m_grouped_fp8_gemm_1d2d(const Fp8Gemm1d2dArgs& args, const Fp8GroupedArgs& grouped) {
-    if (grouped.mode != GemmGroupedMode::kMGroupedContiguous && grouped.mode != GemmGroupedMode::kMGroupedMasked &&
-        grouped.mode != GemmGroupedMode::kMGroupedContiguousPsum)
-        throw jit::Error("m_grouped_fp8_gemm: grouped mode must be contiguous (either layout) or masked");
-    run(args, grouped);
+void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+    const GemmProblem& p = desc.problem;
+    const GemmOperands& o = desc.operands;
+    jit::LaunchConfig launch = prepared.launch;
+    launch.stream = o.stream;
+    const float* sfb = o.sfb;
+    void* d = o.d;
+    const int* grouped = o.grouped;
+    unsigned int uldd = unsigned(o.ldd), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
+                 ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
+    CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
+    void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &grouped, &um, &un, &uk, &ug};
+    prepared.kernel->launch(launch, args);
 }
 
 }  // namespace deep_gemm::kernels

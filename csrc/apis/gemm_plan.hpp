@@ -1,0 +1,101 @@
+// Which kernels a GEMM op call would compile, from a plain description of the call (op name, sizes, groups,
+// output dtype, recipe) and assumed device limits: no tensors and no GPU. For compiling kernels ahead of
+// time on a CPU machine (warm-up lists of op + shape). The choice is the one run_gemm makes (same op table,
+// same config memo, key and source), for tensors laid out as the ops produce them: contiguous, 16-byte
+// aligned outputs. Header-only and torch-free.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../jit/errors.hpp"
+#include "../jit_kernels/impls/sm90_gemm_desc.hpp"
+#include "gemm_ops.hpp"
+
+namespace deep_gemm::api {
+
+struct GemmCallShape {
+    std::string op;  // public op name, e.g. "fp8_gemm_nt", "m_grouped_bf16_gemm_nt_masked"
+    // As the op sees them: M-contiguous m = sum of M, masked m = max_m, K-grouped k = sum of the groups' K.
+    int m = 0, n = 0, k = 0;
+    int num_groups = 1;
+    int expected_m = 0;             // masked: the config hint (0: max_m)
+    bool fp8_recipe_1d1d = false;   // FP8 dense: recipe (1, 1, 128), FP32 D (else (1, 128, 128), BF16 D)
+    bool d_fp32 = false;            // BF16: float32 D
+    bool with_c = false;            // a C is given (FP8 1D1D and BF16)
+    bool use_psum_layout = false;   // M-contiguous
+    bool ensure_zero_padding = true;
+    int mk_alignment = 128;         // get_mk_alignment_for_contiguous_layout()
+    int block_m_multiple = 1, block_n_multiple = 1;  // get_block_size_multiple_of()
+    std::optional<std::string> compiled_dims;  // nullopt: the op's default
+    std::vector<int> ks;            // K-grouped FP8: each group's K (empty: k split evenly)
+};
+
+// The generated sources of the kernels `call` would build (one, or for K-grouped FP8 one per distinct
+// per-group kernel). Raises jit::Error for an unknown op and wherever run_gemm would for the config.
+inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape& call,
+                                                             const kernels::DeviceLimits& limits = {}) {
+    const GemmOpSpec* spec = nullptr;
+    for (const GemmOpSpec& s : kSpecs)
+        if (call.op == s.name) spec = &s;
+    if (spec == nullptr) throw jit::Error("plan_gemm_call: unknown GEMM op '" + call.op + "'");
+
+    kernels::GemmProblem p;
+    p.op = spec->name;
+    p.m = call.m, p.n = call.n, p.k = call.k;
+    p.expected_m = call.expected_m;
+    p.with_c = call.with_c;
+    p.block_m_multiple = call.block_m_multiple, p.block_n_multiple = call.block_n_multiple;
+    p.compiled_dims = call.compiled_dims ? std::string_view(*call.compiled_dims) : spec->default_compiled_dims;
+    if (spec->grouping != Grouping::kNone) p.num_groups = call.num_groups;
+    switch (spec->grouping) {
+        case Grouping::kMContiguous:
+            p.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
+            p.alignment = call.mk_alignment;
+            p.ensure_zero_padding = call.ensure_zero_padding;
+            break;
+        case Grouping::kMMasked: p.mode = kernels::GemmGroupedMode::kMGroupedMasked; break;
+        case Grouping::kKContiguous: p.mode = kernels::GemmGroupedMode::kKGroupedContiguous; break;
+        default: break;
+    }
+
+    if (spec->family == Family::kBf16) {
+        p.kernel = kernels::GemmKernel::kBf16;
+        // The BF16 ops hand the kernel A [M, K] / B [N, K] views: stored transposed = MN-major.
+        const bool k_grouped = spec->grouping == Grouping::kKContiguous;
+        p.a_k_major = !spec->trans_a && !k_grouped;
+        p.b_k_major = !spec->trans_b && !k_grouped;
+        p.d_fp32 = call.d_fp32 || k_grouped;
+        p.d_tma_ok = (p.n * (p.d_fp32 ? 4 : 2)) % 16 == 0;
+        return {kernels::plan_gemm(p, limits)};
+    }
+    if (spec->grouping != Grouping::kKContiguous && !call.fp8_recipe_1d1d) {
+        // The FP8 1D2D kernel takes K-major views of every variant; D is bf16.
+        p.kernel = kernels::GemmKernel::kFp8_1d2d;
+        p.with_c = false;  // the op adds C after the kernel
+        p.d_tma_ok = p.n % 8 == 0;
+        return {kernels::plan_gemm(p, limits)};
+    }
+    // FP8 1D1D: dense, or K-grouped as one dense launch per non-empty group.
+    p.kernel = kernels::GemmKernel::kFp8_1d1d;
+    p.mode = kernels::GemmGroupedMode::kNone;
+    if (spec->grouping != Grouping::kKContiguous) return {kernels::plan_gemm(p, limits)};
+    std::vector<int> ks = call.ks;
+    if (ks.empty()) ks.assign(size_t(std::max(call.num_groups, 1)), call.k / std::max(call.num_groups, 1));
+    std::vector<kernels::GemmKernelSource> sources;
+    for (int kg : ks) {
+        if (kg == 0) continue;
+        p.k = kg;
+        kernels::GemmKernelSource src = kernels::plan_gemm(p, limits);
+        bool seen = false;
+        for (const auto& s : sources) seen = seen || s.symbol == src.symbol;
+        if (!seen) sources.push_back(std::move(src));
+    }
+    return sources;
+}
+
+}  // namespace deep_gemm::api

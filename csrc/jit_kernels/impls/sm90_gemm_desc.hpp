@@ -1,0 +1,126 @@
+// The SM90 GEMM host pipeline's public face: one description of a GEMM call (GemmDesc), the one kernel key
+// every SM90 GEMM kernel is compiled and looked up by (GemmKernelKey), and the entries: run_gemm (launch a
+// described call), plan_gemm (the kernel a call would compile, without a GPU) and gemm_kernel_source (the
+// generated translation unit of a key). Torch-free: the torch layer (csrc/apis) validates tensors and fills
+// the description. How the pipeline runs a call: sm90_gemm_pipeline.hpp.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "common.hpp"
+
+namespace deep_gemm::kernels {
+
+// The SM90 GEMM kernels (the dtypes and scale recipe are the kernel's):
+//   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense and M-grouped
+//   kFp8_1d1d  D fp32 = C + A @ B^T, FP8 operands, 1x128 scales on both (recipe (1, 1, 128)); dense
+//   kBf16      D bf16 or fp32 = C + A @ B^T, BF16 operands of either major; dense, M-grouped, K-grouped
+enum class GemmKernel : uint8_t { kFp8_1d2d = 0, kFp8_1d1d = 1, kBf16 = 2 };
+
+// Everything about a call that picks the kernel and its config, without pointers: what plan_gemm takes.
+struct GemmProblem {
+    GemmKernel kernel = GemmKernel::kFp8_1d2d;
+    GemmGroupedMode mode = GemmGroupedMode::kNone;
+    // The calling op, for errors and logs (a string literal). Only the FP8 1D1D kernel, which serves several
+    // ops, uses it; the others name the op from the mode (and BF16 from the majors).
+    const char* op = "fp8_gemm_nt";
+    int m = 0, n = 0, k = 0;  // grouped: contiguous m = sum of M, masked m = max_m, K-grouped k = sum of K
+    int num_groups = 0;       // grouped modes
+    int expected_m = 0;       // masked: rows per group the config is chosen for (0: max_m)
+    int alignment = 128;      // FP8 contiguous: row alignment of each group (a multiple of 128)
+    // Contiguous padding rows (rows of no group): true writes them as zeros, false never writes them.
+    bool ensure_zero_padding = true;
+    bool a_k_major = true, b_k_major = true;  // BF16 (the FP8 kernels take K-major operands only)
+    bool d_fp32 = false;                      // BF16: float32 D (else bfloat16)
+    // Set by run_gemm from the operands (plan_gemm: the caller's): a C is added in the epilogue (FP8 1D1D,
+    // BF16), and D can be stored through TMA (16-byte aligned base, row stride a multiple of 8 elements).
+    bool with_c = false;
+    bool d_tma_ok = true;
+    // BF16 dense: TMA multicast of B over 2-CTA clusters, 0 = heuristic, 1 = off, 2 = on when legal.
+    int multicast = 0;
+    // set_block_size_multiple_of: the config's BLOCK_M and BLOCK_N must be multiples of these (else
+    // jit::Error when no config is).
+    int block_m_multiple = 1, block_n_multiple = 1;
+    // Which of m/n/k are baked into the kernel as constants (letters m/n/k); the others are runtime.
+    std::string_view compiled_dims = "nk";  // must outlive the call
+    int num_sms = 0;                        // SMs the persistent grid may use (<= 0 or more than the device: all)
+    bool pdl = false;                       // programmatic dependent launch
+    int device = 0;
+};
+
+// The tensors of a call (unused ones null / 0). Strides are in elements.
+//   a    FP8: [M, K] (masked [G, max_m, K], a_group_stride); BF16 K-major [M, K] or MN-major stored [K, M]
+//   b    [N, K] (M-grouped [G, N, K], b_group_stride); BF16 MN-major: stored [K, N] ([G, K, N])
+//   sfa  FP8, float32 M-major: element (m, kb) at sfa[kb * sfa_stride + m] (masked: + g * sfa_group_stride)
+//   sfb  FP8 1D2D: float32 [(G,) ceil(N/128), ceil(K/128)] packed; 1D1D: N-major like sfa, sfb_stride
+//   d    [M, N] (masked [G, max_m, N] contiguous across groups: d_group_stride == max_m * ldd)
+//   c    optional, as d (may be d); K-grouped and masked BF16: c_group_stride == M * ldc
+//   grouped  int32 on the GPU: contiguous grouped_layout [sum_M] (psum layout: group ends [G]), masked
+//            masked_m [G], K-grouped ks [G]
+struct GemmOperands {
+    const void* a = nullptr;
+    const void* b = nullptr;
+    const float* sfa = nullptr;
+    const float* sfb = nullptr;
+    void* d = nullptr;
+    const void* c = nullptr;
+    const int* grouped = nullptr;
+    int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, sfa_stride = 0, sfb_stride = 0;
+    int64_t a_group_stride = 0, b_group_stride = 0, sfa_group_stride = 0, d_group_stride = 0, c_group_stride = 0;
+    CUstream stream = nullptr;
+};
+
+struct GemmDesc {
+    GemmProblem problem;
+    GemmOperands operands;
+};
+
+// Chooses a config (memoized per shape), builds/loads the kernel (memoized per key) and launches it; a call
+// with the same arguments as a recent one on this thread only launches. Violated preconditions raise
+// jit::Error naming the op, never crash. K == 0 is the caller's (D = C or zeros).
+void run_gemm(const GemmDesc& desc);
+
+// The compile-time part of one kernel instance, for every SM90 GEMM kernel: compared and hashed bytewise
+// (no padding). Fields a kernel does not have stay at their defaults.
+struct GemmKernelKey {
+    GemmKernel kernel = GemmKernel::kFp8_1d2d;
+    uint8_t mode = 0;      // GemmGroupedMode
+    uint8_t epilogue = 0;  // heuristics::Sm90Bf16Epilogue: 0 bf16 TMA store, 1 bf16 direct, 2 FP32 / with C
+    uint8_t padding = 0;   // FP8 1D2D contiguous modes: PaddingRows (0 unspecified, 1 zero, 2 untouched)
+    uint8_t pipelined = 0;  // FP8 1D2D promotion overlap: 0 none, 1 two scratch accumulators
+    uint8_t multicast = 0;  // 0 no cluster; 1 2-CTA cluster sharing B (M-block pairs); 2 sharing A (FP8 1D2D)
+    bool a_mn_major = false, b_mn_major = false;  // BF16
+    bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
+    uint8_t unused[2] = {0, 0};
+    int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
+    int32_t psum_align = 0;  // FP8 1D2D psum layout with a padding mode: the group alignment (rows); else 0
+    uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime
+    bool operator==(const GemmKernelKey&) const = default;
+};
+static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");
+
+// The generated translation unit of a key (used by the ops, plan_gemm and the compile-only tests).
+GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
+
+// The kernel symbol: `prefix` + the tile, stages, scheduler group and compiled dims (each kernel appends its
+// own variant suffixes).
+std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key);
+
+// What plan_gemm assumes of the device (the H200 by default).
+struct DeviceLimits {
+    int num_sms = 132;
+    int smem_optin = 232448;  // max dynamic shared memory per block (opt-in), bytes
+    int cc_major = 9;
+};
+
+// The kernel run_gemm would build for `problem` on a device with `limits`: the same config choice, key and
+// source, with no GPU. Raises jit::Error as run_gemm would for an impossible config. K-grouped FP8 calls
+// launch one dense 1D1D kernel per group: plan each group's K with kernel kFp8_1d1d.
+GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits);
+
+}  // namespace deep_gemm::kernels

@@ -1,0 +1,89 @@
+// The SM90 GEMM host pipeline's entries (sm90_gemm_desc.hpp): dispatch of a described call, a key or a plan
+// to the kernel's Traits, and the pieces every kernel shares.
+#include "sm90_gemm_pipeline.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "../../jit/errors.hpp"
+#include "sm90_bf16_gemm.hpp"
+#include "sm90_fp8_gemm_1d1d.hpp"
+#include "sm90_fp8_gemm_1d2d.hpp"
+
+namespace deep_gemm::kernels {
+
+namespace pipeline {
+
+jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>>& kernel_table() {
+    static jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>> table;
+    return table;
+}
+
+bool check_common(const char* op, const GemmProblem& p) {
+    auto fail = [op](const char* what) { throw jit::Error(std::string(op) + ": " + what); };
+    if (p.m < 0 || p.n < 0 || p.k < 0) fail("negative problem size");
+    if (p.mode != GemmGroupedMode::kNone && p.num_groups <= 0) fail("num_groups must be positive");
+    if (p.m == 0 || p.n == 0) return false;
+    if (p.k == 0) fail("K == 0 must be handled by the caller (D = C or zeros)");
+    return true;
+}
+
+void check_block_multiples(const char* op, const GemmProblem& p, int block_m, int block_n) {
+    if (block_m % p.block_m_multiple == 0 && block_n % p.block_n_multiple == 0) return;
+    throw jit::Error(std::string(op) + ": no kernel config has BLOCK_M a multiple of " +
+                     std::to_string(p.block_m_multiple) + " and BLOCK_N a multiple of " +
+                     std::to_string(p.block_n_multiple) + " (set_block_size_multiple_of); got BLOCK_M = " +
+                     std::to_string(block_m) + ", BLOCK_N = " + std::to_string(block_n));
+}
+
+namespace {
+
+template <typename Traits>
+GemmKernelSource plan_with(const GemmProblem& problem, const DeviceLimits& limits) {
+    const char* op = Traits::op_name(problem);
+    if (limits.cc_major != 9)
+        throw jit::Error(std::string(op) + ": the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
+    if (!check_common(op, problem)) throw jit::Error(std::string(op) + ": M or N is 0: no kernel to compile");
+    const CompiledDims dims = parse_compiled_dims(op, problem.compiled_dims);
+    const int num_sms = problem.num_sms > 0 ? std::min(problem.num_sms, limits.num_sms) : limits.num_sms;
+    return Traits::source(plan_kernel<Traits>(op, problem, dims, num_sms, limits.smem_optin).key);
+}
+
+}  // namespace
+
+}  // namespace pipeline
+
+void run_gemm(const GemmDesc& desc) {
+    switch (desc.problem.kernel) {
+        case GemmKernel::kFp8_1d2d: return pipeline::run_gemm<Fp8Gemm1d2dTraits>(desc);
+        case GemmKernel::kFp8_1d1d: return pipeline::run_gemm<Fp8Gemm1d1dTraits>(desc);
+        case GemmKernel::kBf16: return pipeline::run_gemm<Bf16GemmTraits>(desc);
+    }
+    throw jit::Error("run_gemm: unknown SM90 GEMM kernel");
+}
+
+GemmKernelSource gemm_kernel_source(const GemmKernelKey& key) {
+    switch (key.kernel) {
+        case GemmKernel::kFp8_1d2d: return Fp8Gemm1d2dTraits::source(key);
+        case GemmKernel::kFp8_1d1d: return Fp8Gemm1d1dTraits::source(key);
+        case GemmKernel::kBf16: return Bf16GemmTraits::source(key);
+    }
+    throw jit::Error("gemm_kernel_source: unknown SM90 GEMM kernel");
+}
+
+GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits) {
+    switch (problem.kernel) {
+        case GemmKernel::kFp8_1d2d: return pipeline::plan_with<Fp8Gemm1d2dTraits>(problem, limits);
+        case GemmKernel::kFp8_1d1d: return pipeline::plan_with<Fp8Gemm1d1dTraits>(problem, limits);
+        case GemmKernel::kBf16: return pipeline::plan_with<Bf16GemmTraits>(problem, limits);
+    }
+    throw jit::Error("plan_gemm: unknown SM90 GEMM kernel");
+}
+
+std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key) {
+    return prefix + "_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
+           std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
+           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k);
+}
+
+}  // namespace deep_gemm::kernels

@@ -1,0 +1,173 @@
+// The host skeleton every SM90 GEMM kernel runs through (internal to csrc/jit_kernels/impls):
+//
+//   run_gemm<Traits>(desc)
+//     common + kernel argument checks
+//     per-thread prepared-launch memo, keyed bytewise by the call's arguments   <- a cached call stops here
+//     on a miss: device limits -> config memo (per shape class + settings generation) -> kernel key
+//                -> generated source -> jit::KernelTable -> tensor maps + launch shape
+//   launch with the kernel's argument list
+//
+// A kernel plugs in with a small Traits struct (sm90_fp8_gemm_1d2d.hpp, sm90_fp8_gemm_1d1d.hpp,
+// sm90_bf16_gemm.hpp):
+//   using Config                                    its heuristics' config type
+//   static constexpr bool kSfbInTensorMap, kDInTensorMap   which of sfb / d the tensor maps hold (they key
+//                                                   the launch memo; plain-argument pointers do not)
+//   op_name(problem)                                the op named in errors and logs
+//   check(op, desc)                                 the kernel's argument checks (jit::Error on failure)
+//   config_query(problem, num_sms, smem_limit)      the shape class the config depends on
+//   set_override(op, settings, query)               the settings' forced config into the query
+//   choose(op, query) -> Config                     config choice (and DG_PRINT_CONFIGS log)
+//   kernel_key(op, problem, config, num_sms, dims)  the key (rejecting configs the call cannot use)
+//   source(key) -> GemmKernelSource                 template arguments, smem formula, symbol
+//   prepare(op, desc, config, key, num_sms, launch) tensor maps and launch shape
+//   launch(desc, launch)                            the kernel argument array, then the launch
+#pragma once
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "../../jit/direct_mapped_cache.hpp"
+#include "../../jit/jit.hpp"
+#include "../../jit/settings.hpp"
+#include "../heuristics/common.hpp"
+#include "sm90_gemm_desc.hpp"
+
+namespace deep_gemm::kernels::pipeline {
+
+// The shape class a config is chosen for, filled by Traits::config_query / set_override (unused fields 0).
+// Compared and hashed bytewise.
+struct ConfigQuery {
+    int32_t m = 0, n = 0, k = 0, num_sms = 0, smem_limit = 0;  // the shape the cost model sees
+    int32_t mode = 0, rows_per_group = 0, groups = 0;
+    int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
+    int32_t block_m_multiple = 1, block_n_multiple = 1;
+    int32_t forced[5] = {0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
+    bool operator==(const ConfigQuery&) const = default;
+};
+
+// Everything a call derives from its arguments except the stream: kernel, launch shape, tensor maps.
+struct PreparedLaunch {
+    const jit::LoadedKernel* kernel = nullptr;
+    jit::LaunchConfig launch;
+    CUtensorMap tmaps[4];
+};
+
+// The prepared-launch memo key: the arguments a PreparedLaunch depends on, plus the settings generation
+// (which carries the forced configs). Zeroed, then filled; compared bytewise.
+struct LaunchKey {
+    const void *a, *b, *sfa, *sfb, *d;  // sfb / d only when a tensor map holds them
+    const jit::Settings* settings;
+    const char* op;
+    int64_t lda, ldb, ldc, ldd, sfa_stride, sfb_stride;
+    int64_t a_group_stride, b_group_stride, sfa_group_stride, d_group_stride, c_group_stride;
+    int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
+    int32_t block_m_multiple, block_n_multiple;
+    uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, d_tma_ok, pdl, zero_padding;
+};
+
+// One table of loaded kernels for every SM90 GEMM kernel (the key names the kernel).
+jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>>& kernel_table();
+
+// The checks every kernel shares. False: nothing to compute (M or N is 0).
+bool check_common(const char* op, const GemmProblem& p);
+
+// The chosen (or forced) tile against set_block_size_multiple_of (jit::Error when it is not a multiple).
+void check_block_multiples(const char* op, const GemmProblem& p, int block_m, int block_n);
+
+// The multiples as the heuristics take them.
+inline heuristics::BlockMultiples block_multiples(const ConfigQuery& q) {
+    return heuristics::BlockMultiples{q.block_m_multiple, q.block_n_multiple};
+}
+
+// The config of a shape class, memoized per query (the query includes the forced config of the current
+// settings generation, so reload_settings() takes effect).
+template <typename Traits>
+typename Traits::Config memo_config(const char* op, ConfigQuery query) {
+    static std::mutex mutex;
+    static std::unordered_map<ConfigQuery, typename Traits::Config, BytewiseHash<ConfigQuery>> configs;
+    const jit::Settings& settings = jit::settings();
+    std::lock_guard<std::mutex> lock(mutex);
+    Traits::set_override(op, settings, query);
+    if (auto it = configs.find(query); it != configs.end()) return it->second;
+    const typename Traits::Config config = Traits::choose(op, query);
+    configs.emplace(query, config);
+    return config;
+}
+
+template <typename Traits>
+struct Planned {
+    typename Traits::Config config;
+    GemmKernelKey key;
+};
+
+// Config and kernel key of a problem on a device with `num_sms` usable SMs and `smem_limit` bytes.
+template <typename Traits>
+Planned<Traits> plan_kernel(const char* op, const GemmProblem& p, const CompiledDims& dims, int num_sms,
+                            int smem_limit) {
+    Planned<Traits> planned;
+    ConfigQuery query = Traits::config_query(p, num_sms, smem_limit);
+    query.block_m_multiple = p.block_m_multiple, query.block_n_multiple = p.block_n_multiple;
+    planned.config = memo_config<Traits>(op, query);
+    planned.key = Traits::kernel_key(op, p, planned.config, num_sms, dims);
+    check_block_multiples(op, p, planned.key.block_m, planned.key.block_n);
+    return planned;
+}
+
+template <typename Traits>
+PreparedLaunch prepare(const char* op, const GemmDesc& desc, const GemmProblem& p, const CompiledDims& dims) {
+    const jit::DeviceInfo& dev = sm90_device_info(op, p.device);
+    const int num_sms = usable_sms(dev, p.num_sms);
+    const Planned<Traits> planned = plan_kernel<Traits>(op, p, dims, num_sms, dev.max_smem_per_block_optin);
+    PreparedLaunch prepared;
+    prepared.kernel =
+        &kernel_table().get(p.device, planned.key, [&] { return Traits::source(planned.key).kernel_source(); });
+    Traits::prepare(op, desc, planned.config, planned.key, num_sms, prepared);
+    prepared.launch.pdl = p.pdl;
+    return prepared;
+}
+
+// Per thread and kernel, so no lock; a collision just prepares again. 16 slots: a K-grouped FP8 call of up to
+// 16 groups (one launch each) finds every group's launch again on the next call with the same tensors.
+template <typename Traits>
+thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
+
+template <typename Traits>
+void run_gemm(const GemmDesc& desc) {
+    const GemmOperands& o = desc.operands;
+    GemmProblem p = desc.problem;
+    const char* op = Traits::op_name(p);
+    if (!check_common(op, p)) return;
+    Traits::check(op, desc);
+    p.with_c = o.c != nullptr;
+    p.d_tma_ok = Traits::kDInTensorMap && aligned(o.d, 16) && o.ldd % 8 == 0;
+    const CompiledDims dims = parse_compiled_dims(op, p.compiled_dims);
+
+    LaunchKey key;
+    std::memset(&key, 0, sizeof(key));  // padding takes part in the hash and compare
+    key.a = o.a, key.b = o.b, key.sfa = o.sfa;
+    key.sfb = Traits::kSfbInTensorMap ? o.sfb : nullptr;
+    key.d = Traits::kDInTensorMap ? o.d : nullptr;
+    key.settings = &jit::settings();
+    key.op = op;
+    key.lda = o.lda, key.ldb = o.ldb, key.ldc = o.ldc, key.ldd = o.ldd;
+    key.sfa_stride = o.sfa_stride, key.sfb_stride = o.sfb_stride;
+    key.a_group_stride = o.a_group_stride, key.b_group_stride = o.b_group_stride;
+    key.sfa_group_stride = o.sfa_group_stride, key.d_group_stride = o.d_group_stride;
+    key.c_group_stride = o.c_group_stride;
+    key.m = p.m, key.n = p.n, key.k = p.k, key.num_sms = p.num_sms, key.device = p.device;
+    key.num_groups = p.num_groups, key.expected_m = p.expected_m, key.alignment = p.alignment;
+    key.multicast = p.multicast;
+    key.block_m_multiple = p.block_m_multiple, key.block_n_multiple = p.block_n_multiple;
+    key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
+    key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
+    key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
+    key.with_c = p.with_c, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
+
+    auto& launches = t_launches<Traits>;
+    const PreparedLaunch* prepared = launches.find(key);
+    if (prepared == nullptr) prepared = &launches.insert(key, prepare<Traits>(op, desc, p, dims));
+    Traits::launch(desc, *prepared);
+}
+
+}  // namespace deep_gemm::kernels::pipeline

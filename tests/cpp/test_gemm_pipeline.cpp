@@ -1,0 +1,253 @@
+// The SM90 GEMM host pipeline without a GPU: planning a call from a plain description (api::plan_gemm_call)
+// yields exactly the kernels the compile-only tests build from the heuristics' configs, the generated
+// sources of a few keys stay byte-identical (pinned hashes: a change to the code generation must be
+// deliberate), and bad plans raise.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "apis/gemm_plan.hpp"
+#include "jit/errors.hpp"
+#include "jit/sha256.hpp"
+#include "jit_kernels/heuristics/sm90_bf16.hpp"
+#include "jit_kernels/heuristics/sm90_fp8.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
+#include "jit_kernels/impls/sm90_bf16_gemm.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
+#include "kernel_compile_util.hpp"
+
+namespace {
+
+namespace h = deep_gemm::heuristics;
+namespace k = deep_gemm::kernels;
+using deep_gemm::api::GemmCallShape;
+using deep_gemm::api::plan_gemm_call;
+using dg_test::kH200SmemOptin;
+using dg_test::kH200Sms;
+
+GemmCallShape call_of(const char* op, int m, int n, int k_) {
+    GemmCallShape call;
+    call.op = op;
+    call.m = m, call.n = n, call.k = k_;
+    return call;
+}
+
+// The one source a call plans, which must be the source of `expected`.
+void expect_plan(const GemmCallShape& call, const k::GemmKernelKey& expected) {
+    SCOPED_TRACE(call.op);
+    const std::vector<k::GemmKernelSource> plan = plan_gemm_call(call);
+    ASSERT_EQ(plan.size(), 1u);
+    const k::GemmKernelSource want = k::gemm_kernel_source(expected);
+    EXPECT_EQ(plan[0].symbol, want.symbol);
+    EXPECT_EQ(plan[0].code, want.code);
+    EXPECT_EQ(plan[0].smem_bytes, want.smem_bytes);
+}
+
+TEST(GemmPipeline, PlanDenseFp8MatchesTheHeuristicKey) {
+    for (const auto& [m, n, kk] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
+        k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin));
+        key.n = uint32_t(n), key.k = uint32_t(kk);  // the op's default compiled_dims "nk"
+        expect_plan(call_of("fp8_gemm_nt", m, n, kk), key);
+    }
+    // N = 100: D rows are not 16-byte multiples, so the direct-store epilogue.
+    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(128, 100, 512, kH200Sms, kH200SmemOptin));
+    key.n = 100, key.k = 512;
+    key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kBf16Direct);
+    expect_plan(call_of("fp8_gemm_nt", 128, 100, 512), key);
+}
+
+TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
+    GemmCallShape contiguous = call_of("m_grouped_fp8_gemm_nt_contiguous", 8 * 4256, 6144, 7168);
+    contiguous.num_groups = 8;
+    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms,
+                                                                                kH200SmemOptin, 0));
+    key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguous);
+    key.padding = 1;  // zero padding rows (the default)
+    key.n = 6144, key.k = 7168;
+    expect_plan(contiguous, key);
+
+    contiguous.use_psum_layout = true;
+    contiguous.ensure_zero_padding = false;
+    key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
+    key.padding = 2, key.psum_align = 128;
+    expect_plan(contiguous, key);
+
+    GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 6144, 7168);
+    masked.num_groups = 32, masked.expected_m = 48;
+    key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(32 * 48, 6144, 7168, kH200Sms, kH200SmemOptin, 48));
+    key.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
+    key.n = 6144, key.k = 7168;
+    expect_plan(masked, key);
+}
+
+TEST(GemmPipeline, PlanFp8_1d1dMatchesTheHeuristicKey) {
+    GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
+    call.fp8_recipe_1d1d = true;
+    call.with_c = true;
+    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
+    key.n = 7168, key.k = 2048, key.with_c = true;
+    expect_plan(call, key);
+
+    // K-grouped: one dense launch per non-empty group, K at run time (default compiled_dims "mn").
+    GemmCallShape kg = call_of("k_grouped_fp8_gemm_nt_contiguous", 256, 7168, 0);
+    kg.num_groups = 3;
+    kg.ks = {512, 0, 8192};
+    std::set<std::string> want;
+    for (int group_k : {512, 8192}) {
+        key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(256, 7168, group_k, kH200Sms, kH200SmemOptin));
+        key.m = 256, key.n = 7168;
+        want.insert(k::gemm_kernel_source(key).symbol);
+    }
+    std::set<std::string> got;
+    for (const auto& src : plan_gemm_call(kg)) got.insert(src.symbol);
+    EXPECT_EQ(got, want);
+}
+
+TEST(GemmPipeline, PlanBf16MatchesTheHeuristicKey) {
+    const auto epi = h::Sm90Bf16Epilogue::kBf16Tma;
+    h::Sm90Bf16GemmConfig c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, false, epi, 2);
+    k::GemmKernelKey key = k::gemm_kernel_key(c);
+    key.epilogue = uint8_t(epi);
+    key.n = 7168, key.k = 2048;
+    expect_plan(call_of("bf16_gemm_nt", 4096, 7168, 2048), key);
+
+    // nn: B stored [K, N] (MN-major).
+    c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, true, epi, 2);
+    key = k::gemm_kernel_key(c);
+    key.b_mn_major = true, key.epilogue = uint8_t(epi);
+    key.n = 7168, key.k = 2048;
+    expect_plan(call_of("bf16_gemm_nn", 4096, 7168, 2048), key);
+
+    // K-grouped: MN-major operands, FP32 D with C, config for the bucketed average K, compiled M and N.
+    GemmCallShape kg = call_of("k_grouped_bf16_gemm_tn_contiguous", 7168, 2048, 4 * 4096);
+    kg.num_groups = 4, kg.with_c = true;
+    c = h::choose_sm90_bf16_config(7168, 2048, h::sm90_bf16_k_grouped_hint_k(4 * 4096, 4), kH200Sms, kH200SmemOptin,
+                                   true, h::Sm90Bf16Epilogue::kAccumDirect, 8, 0, 4);
+    key = k::gemm_kernel_key(c);
+    key.a_mn_major = key.b_mn_major = true;
+    key.mode = uint8_t(k::GemmGroupedMode::kKGroupedContiguous);
+    key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kAccumDirect);
+    key.d_fp32 = key.with_c = true;
+    key.m = 7168, key.n = 2048;
+    expect_plan(kg, key);
+}
+
+TEST(GemmPipeline, PlanRejectsWhatRunWould) {
+    EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_xx", 128, 128, 128)), deep_gemm::jit::Error);
+    GemmCallShape bad_dims = call_of("bf16_gemm_nt", 128, 128, 128);
+    bad_dims.compiled_dims = "nq";
+    EXPECT_THROW(plan_gemm_call(bad_dims), deep_gemm::jit::Error);
+    k::DeviceLimits ampere;
+    ampere.cc_major = 8;
+    EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_nt", 128, 128, 128), ampere), deep_gemm::jit::Error);
+    k::DeviceLimits tiny;
+    tiny.smem_optin = 32 * 1024;  // not even 3 stages of the smallest FP8 tile (33584 bytes) fit
+    EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_nt", 4096, 4096, 4096), tiny), deep_gemm::jit::Error);
+}
+
+// set_block_size_multiple_of: every chooser picks only tiles whose BLOCK_M / BLOCK_N are multiples of the
+// knob's values, over small and large, dense and grouped shapes.
+TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {
+    const std::tuple<int, int, int> shapes[] = {{1, 576, 192},      {64, 2112, 7168}, {128, 2112, 7168},
+                                                {1000, 100, 512},   {4096, 7168, 2048}, {8192, 24576, 1536}};
+    for (const h::BlockMultiples mult : {h::BlockMultiples{1, 1}, h::BlockMultiples{128, 1}, h::BlockMultiples{64, 32},
+                                         h::BlockMultiples{1, 48}, h::BlockMultiples{128, 64}}) {
+        for (const auto& [m, n, kk] : shapes) {
+            SCOPED_TRACE(std::to_string(mult.m) + "x" + std::to_string(mult.n) + " at " + std::to_string(m) + "x" +
+                         std::to_string(n) + "x" + std::to_string(kk));
+            auto expect_allowed = [&](int block_m, int block_n, int stages, int min_stages) {
+                EXPECT_TRUE(mult.allows(block_m, block_n)) << block_m << "x" << block_n;
+                EXPECT_GE(stages, min_stages);
+            };
+            for (const auto chooser : {h::Sm90Fp8Chooser::kModel, h::Sm90Fp8Chooser::kRules, h::Sm90Fp8Chooser::kLegacy}) {
+                const auto dense = h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin, chooser, mult);
+                expect_allowed(dense.block_m, dense.block_n, dense.num_stages, h::kSm90Fp8MinStages);
+                for (const int rows_per_group : {0, 48, 200}) {
+                    const auto grouped = h::choose_sm90_fp8_grouped_config(8 * m, n, kk, kH200Sms, kH200SmemOptin,
+                                                                           rows_per_group, chooser, mult);
+                    expect_allowed(grouped.block_m, grouped.block_n, grouped.num_stages, h::kSm90Fp8MinStages);
+                    EXPECT_LE(grouped.block_m, 128);
+                }
+            }
+            const auto c1d1d = h::choose_sm90_fp8_1d1d_config(m, n, kk, kH200Sms, kH200SmemOptin, mult);
+            expect_allowed(c1d1d.block_m, c1d1d.block_n, c1d1d.num_stages, h::kSm90Fp8MinStages);
+            for (const int rows_per_group : {0, 48}) {
+                const auto bf16 = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, false,
+                                                             h::Sm90Bf16Epilogue::kBf16Tma, 2, rows_per_group, 1, mult);
+                expect_allowed(bf16.block_m, bf16.block_n, bf16.num_stages, h::kSm90Bf16MinStages);
+            }
+            const auto kgrouped = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, true,
+                                                             h::Sm90Bf16Epilogue::kAccumDirect, 4, 0, 4, mult);
+            expect_allowed(kgrouped.block_m, kgrouped.block_n, kgrouped.num_stages, h::kSm90Bf16MinStages);
+        }
+    }
+}
+
+// The pipeline applies the knob (the plan's tile respects it) and rejects multiples no tile has.
+TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
+    GemmCallShape call = call_of("fp8_gemm_nt", 128, 2112, 7168);
+    call.block_m_multiple = 128, call.block_n_multiple = 64;
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        h::choose_sm90_fp8_config(128, 2112, 7168, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {128, 64}));
+    EXPECT_EQ(key.block_m % 128, 0);
+    EXPECT_EQ(key.block_n % 64, 0);
+    key.n = 2112, key.k = 7168;
+    expect_plan(call, key);
+
+    GemmCallShape masked = call_of("m_grouped_bf16_gemm_nt_masked", 256, 4096, 7168);
+    masked.num_groups = 8, masked.expected_m = 32;
+    masked.block_m_multiple = 128;  // 64-row tiles (the small-group choice) are not allowed: 128
+    const std::vector<k::GemmKernelSource> plan = plan_gemm_call(masked);
+    ASSERT_EQ(plan.size(), 1u);
+    EXPECT_NE(plan[0].symbol.find("_bm128_"), std::string::npos) << plan[0].symbol;
+
+    call.block_m_multiple = 512;  // no SM90 tile has 512 rows
+    try {
+        plan_gemm_call(call);
+        ADD_FAILURE() << "no error for BLOCK_M multiples of 512";
+    } catch (const deep_gemm::jit::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("fp8_gemm_nt: no kernel config has BLOCK_M a multiple of 512"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The host
+// pipeline was introduced with these unchanged from the per-kernel hosts it replaced.
+TEST(GemmPipeline, GeneratedSourcesArePinned) {
+    k::GemmKernelKey fp8 = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 2});
+    fp8.n = 7168, fp8.k = 2048;
+    k::GemmKernelKey fp8_masked = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{64, 96, 5, 8, 1, 0});
+    fp8_masked.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
+    fp8_masked.epilogue = uint8_t(h::Sm90Bf16Epilogue::kBf16Direct);
+    k::GemmKernelKey fp8_1d1d = k::gemm_kernel_key(h::Sm90Fp8Gemm1d1dConfig{128, 112, 4, 8});
+    fp8_1d1d.with_c = true;
+    k::GemmKernelKey bf16 = k::gemm_kernel_key(h::Sm90Bf16GemmConfig{128, 256, 6, 8});
+    bf16.b_mn_major = true, bf16.multicast = 1, bf16.n = 7168, bf16.k = 2048;
+    const struct {
+        k::GemmKernelKey key;
+        const char* symbol;
+        const char* sha256;
+    } pinned[] = {
+        {fp8, "sm90_fp8_gemm_1d2d_bm128_bn128_s5_g8_m0_n7168_k2048_pp_mca", 
+         "45db7a8afd5ed3f72798d09820949ff2185a4543ec264f6b874f837b7ef91428"},
+        {fp8_masked, "sm90_fp8_gemm_1d2d_bm64_bn96_s5_g8_m0_n0_k0_direct_pp_masked", 
+         "0abb516c02587913137364c76f6de37f5ec329c4b8f3db361888ba3917d0cdec"},
+        {fp8_1d1d, "sm90_fp8_gemm_1d1d_bm128_bn112_s4_g8_m0_n0_k0_c", 
+         "a10766eb8f127aaaea3395693c4eb04b4e809f540f68a9d8191f5406de53e45a"},
+        {bf16, "sm90_bf16_gemm_nn_bm128_bn256_s6_g8_m0_n7168_k2048_tma_bf16_mc2", 
+         "21e127c47e2e5a6e420c9ae448c21d62b525e5429ada617f46d8ef8828d3b5f2"},
+    };
+    for (const auto& p : pinned) {
+        const k::GemmKernelSource src = k::gemm_kernel_source(p.key);
+        EXPECT_EQ(src.symbol, p.symbol);
+        EXPECT_EQ(deep_gemm::jit::detail::sha256_hex(src.code), p.sha256) << src.symbol;
+    }
+}
+
+}  // namespace
