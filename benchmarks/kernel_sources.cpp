@@ -14,12 +14,7 @@
 #include <vector>
 
 #include "jit/record.hpp"
-#include "jit_kernels/heuristics/sm90_bf16.hpp"
-#include "jit_kernels/heuristics/sm90_fp8.hpp"
-#include "jit_kernels/heuristics/sm90_fp8_1d1d.hpp"
-#include "jit_kernels/impls/sm90_bf16_gemm.hpp"
-#include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
-#include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
+#include "jit_kernels/impls/sm90_gemm_desc.hpp"
 
 namespace {
 
@@ -40,25 +35,16 @@ std::vector<std::tuple<int, int, int>> shapes() {
     return out;
 }
 
-// The kernel the op of `family` builds for (m, n, k), N and K compiled in.
+// The kernel the op of `family` builds for (m, n, k), N and K compiled in (planned as on an H200).
 deep_gemm::kernels::GemmKernelSource source_for(const std::string& family, int m, int n, int k) {
-    namespace h = deep_gemm::heuristics;
     namespace kn = deep_gemm::kernels;
-    auto compiled_nk = [&](auto key) {
-        key.n = static_cast<uint32_t>(n);
-        key.k = static_cast<uint32_t>(k);
-        return key;
-    };
-    if (family == "bf16") {
-        return kn::sm90_bf16_gemm_source(compiled_nk(kn::sm90_bf16_kernel_key(h::choose_sm90_bf16_config(
-            m, n, k, kH200Sms, kH200SmemOptin, /*b_mn_major=*/false, h::Sm90Bf16Epilogue::kBf16Tma, /*out_bytes=*/2))));
-    }
-    if (family == "fp8_1d1d") {
-        return kn::sm90_fp8_gemm_1d1d_source(
-            compiled_nk(kn::sm90_fp8_1d1d_kernel_key(h::choose_sm90_fp8_1d1d_config(m, n, k, kH200Sms, kH200SmemOptin))));
-    }
-    return kn::sm90_fp8_gemm_1d2d_source(
-        compiled_nk(kn::sm90_fp8_kernel_key(h::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin))));
+    kn::GemmProblem p;
+    p.kernel = family == "bf16" ? kn::GemmKernel::kBf16 : family == "fp8_1d1d" ? kn::GemmKernel::kFp8_1d1d
+                                                                               : kn::GemmKernel::kFp8_1d2d;
+    p.op = family == "bf16" ? "bf16_gemm_nt" : "fp8_gemm_nt";
+    p.m = m, p.n = n, p.k = k;
+    p.compiled_dims = "nk";
+    return kn::plan_gemm(p, kn::DeviceLimits{kH200Sms, kH200SmemOptin});
 }
 
 }  // namespace

@@ -89,8 +89,8 @@ DOCS = {
     'bf16_gemm_tt': """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``. See :func:`bf16_gemm_nt`.""",
 
     'm_grouped_bf16_gemm_nt_contiguous': """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
-    MN-major), ``d [ΣM, N]``; ``ensure_zero_padding`` and ``expected_m_for_psum_layout`` are validated as there,
-    but the BF16 kernel does not use them yet: its padding rows' ``d`` content is unspecified.""",
+    MN-major), ``d [ΣM, N]``; padding rows follow ``ensure_zero_padding`` as there (zeros, or never written);
+    ``expected_m_for_psum_layout`` is validated as there (a hint the config choice does not use yet).""",
 
     'm_grouped_bf16_gemm_nt_masked': """BF16 version of :func:`m_grouped_fp8_gemm_nt_masked`: ``a [G, maxM, K]``, ``b [G, N, K]``, ``d [G, maxM, N]``.""",
 

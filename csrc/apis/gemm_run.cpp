@@ -323,6 +323,8 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
                                                   get_mk_alignment_for_contiguous_layout()));
             q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
                                           : kernels::GemmGroupedMode::kMGroupedContiguous;
+            q.alignment = get_mk_alignment_for_contiguous_layout();
+            q.ensure_zero_padding = call.ensure_zero_padding;
         } else {
             q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
             q.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));

@@ -135,6 +135,15 @@ def test_bf16_gemm_output_at_odd_column():
     assert torch.isnan(d_wide[:, 0]).all() and torch.isnan(d_wide[:, n + 1]).all(), 'wrote outside the output view'
 
 
+def _check_padding(padding_rows, zero_padding, what):
+    """Padding rows (d poisoned with NaN first): zeros with ensure_zero_padding=True, untouched with False."""
+    if zero_padding:
+        assert torch.equal(padding_rows.float(), torch.zeros_like(padding_rows, dtype=torch.float32)), \
+            f'{what}: padding rows are not all zero'
+    else:
+        assert torch.isnan(padding_rows).all(), f'{what}: a padding row was written'
+
+
 def _contiguous_layout(group_ms, align=128):
     """grouped_layout int32 [sum aligned M]: group id per row, -1 for the padding rows."""
     rows = []
@@ -150,7 +159,8 @@ def _contiguous_layout(group_ms, align=128):
     ([4096] * 2, 7168, 2048),
     ([77], 4104, 2064),
 ])
-def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k):
+@pytest.mark.parametrize('zero_padding', [True, False])
+def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, zero_padding):
     align = deep_gemm.get_mk_alignment_for_contiguous_layout() if hasattr(
         deep_gemm, 'get_mk_alignment_for_contiguous_layout') else 128
     layout = _contiguous_layout(group_ms, align)
@@ -159,9 +169,10 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k):
     a = _randn((m_sum, k), g)
     b = _randn((num_groups, n, k), g)
     d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
-    deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout)
+    deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, ensure_zero_padding=zero_padding)
     torch.cuda.synchronize()
     valid = layout >= 0
+    _check_padding(d[~valid], zero_padding, f'contiguous {group_ms}')
     ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
     for gi in range(num_groups):
         rows = layout == gi
@@ -176,9 +187,11 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k):
     ([0, 77], 4104, 2064, 128, 0),
     ([130, 5, 0, 256], 576, 1536, 256, 64),  # alignment above BLOCK_M: padding-only blocks between groups
 ])
-def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail):
+@pytest.mark.parametrize('zero_padding', [True, False])
+def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, zero_padding):
     """use_psum_layout=True: grouped_layout = group ends; group g starts at end[g-1] rounded up to the
-    contiguous alignment. Rows of every group are checked; padding rows are unspecified."""
+    contiguous alignment. Rows of every group are checked against the reference; the other (padding) rows
+    are zeros with ensure_zero_padding=True and keep their NaN with False."""
     old_align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     deep_gemm._C._set_mk_alignment_value(align)
     try:
@@ -194,13 +207,15 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail):
         a = _randn((m_sum, k), g)
         b = _randn((len(group_ms), n, k), g)
         d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
-        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=True)
+        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=True,
+                                                    ensure_zero_padding=zero_padding)
         torch.cuda.synchronize()
         valid = torch.zeros(m_sum, dtype=torch.bool, device='cuda')
         ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
         for gi, (start, stop) in enumerate(zip(starts, ends)):
             valid[start:stop] = True
             ref[start:stop] = a[start:stop].double() @ b[gi].double().t()
+        _check_padding(d[~valid], zero_padding, f'contiguous psum {group_ms} align={align}')
         d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
         _diff_ok(d_valid, ref, f'contiguous psum {group_ms} n={n} k={k} align={align}')
     finally:

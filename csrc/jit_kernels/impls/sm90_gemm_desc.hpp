@@ -32,7 +32,7 @@ struct GemmProblem {
     int m = 0, n = 0, k = 0;  // grouped: contiguous m = sum of M, masked m = max_m, K-grouped k = sum of K
     int num_groups = 0;       // grouped modes
     int expected_m = 0;       // masked: rows per group the config is chosen for (0: max_m)
-    int alignment = 128;      // FP8 contiguous: row alignment of each group (a multiple of 128)
+    int alignment = 128;      // contiguous: row alignment of each group (a multiple of 128)
     // Contiguous padding rows (rows of no group): true writes them as zeros, false never writes them.
     bool ensure_zero_padding = true;
     bool a_k_major = true, b_k_major = true;  // BF16 (the FP8 kernels take K-major operands only)
@@ -91,14 +91,14 @@ struct GemmKernelKey {
     GemmKernel kernel = GemmKernel::kFp8_1d2d;
     uint8_t mode = 0;      // GemmGroupedMode
     uint8_t epilogue = 0;  // heuristics::Sm90Bf16Epilogue: 0 bf16 TMA store, 1 bf16 direct, 2 FP32 / with C
-    uint8_t padding = 0;   // FP8 1D2D contiguous modes: PaddingRows (0 unspecified, 1 zero, 2 untouched)
+    uint8_t padding = 0;   // contiguous modes (FP8 1D2D, BF16): PaddingRows (0 unspecified, 1 zero, 2 untouched)
     uint8_t pipelined = 0;  // FP8 1D2D promotion overlap: 0 none, 1 two scratch accumulators
     uint8_t multicast = 0;  // 0 no cluster; 1 2-CTA cluster sharing B (M-block pairs); 2 sharing A (FP8 1D2D)
     bool a_mn_major = false, b_mn_major = false;  // BF16
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
     uint8_t unused[2] = {0, 0};
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
-    int32_t psum_align = 0;  // FP8 1D2D psum layout with a padding mode: the group alignment (rows); else 0
+    int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime
     bool operator==(const GemmKernelKey&) const = default;
 };
