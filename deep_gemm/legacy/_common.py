@@ -41,6 +41,17 @@ def require_triton(op: str) -> None:
             f"install it with `pip install triton` (Triton >= 3.0)") from _TRITON_IMPORT_ERROR
 
 
+def tracing() -> bool:
+    """True while torch.compile / torch.export traces the caller (the public functions then call their
+    ``torch.ops.deep_gemm`` op, which the graph can record, instead of launching)."""
+    return torch.compiler.is_dynamo_compiling()
+
+
+def torch_op(name: str):
+    """The ``torch.library`` op of a legacy function (registered by ``deep_gemm.legacy._ops``)."""
+    return getattr(torch.ops.deep_gemm, name)
+
+
 def interpreter_enabled() -> bool:
     """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
     value = os.environ.get("TRITON_INTERPRET", "0").strip().lower()
