@@ -110,8 +110,16 @@ def check_inner_contiguous(op: str, name: str, t: torch.Tensor, layout: str) -> 
             f"got shape {tuple(t.shape)} with strides {tuple(t.stride())}")
 
 
+def _has_storage(t: torch.Tensor) -> bool:
+    """False for meta tensors and FakeTensors (tracing), whose addresses mean nothing."""
+    if t.device.type == "meta":
+        return False
+    from torch._subclasses.fake_tensor import FakeTensor
+    return not isinstance(t, FakeTensor)
+
+
 def _byte_span(t: torch.Tensor):
-    if t.numel() == 0:
+    if t.numel() == 0 or not _has_storage(t):
         return None
     extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
     start = t.data_ptr()
