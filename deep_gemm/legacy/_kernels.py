@@ -88,6 +88,15 @@ M_GROUPED_CONFIGS = [
     _cfg(64, 64, 64, 4, 5),
 ]
 
+# The TMA kernel's candidates: the same tiles, plus deeper pipelines (TMA stages cost no registers).
+M_GROUPED_TMA_CONFIGS = M_GROUPED_CONFIGS + [
+    _cfg(128, 256, 64, 8, 4),
+    _cfg(128, 128, 64, 8, 5),
+    _cfg(128, 128, 128, 8, 3),
+    _cfg(128, 256, 64, 8, 3, group_m=16),
+    _cfg(128, 128, 64, 8, 4, group_m=4),
+]
+
 K_GROUPED_CONFIGS = [
     _cfg(128, 256, 64, 8, 3),
     _cfg(256, 128, 64, 8, 3),
@@ -232,6 +241,83 @@ def _group_pass(a_ptr, b_ptr, d_ptr, g, rows_g, la, lm, ln, offs_n, col_ok, K, s
     tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], out, mask=rows_g[:, None] & col_ok[None, :])
 
 
+def _set_tma_blocks(nargs) -> None:
+    """Autotuner pre-hook: the TMA descriptors' block shapes follow the config being run."""
+    bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_K_MAJOR"] else [bk, bn]
+
+
+@triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
+@triton.jit
+def m_grouped_tma_kernel(
+    a_desc, b_desc,            # TMA descriptors: a [M, K]; b as 2-D [G*N, K] (K-major) or [G*K, N] (MN-major)
+    a_ptr, b_ptr, d_ptr, idx_ptr,
+    M, N, K, G,
+    M_BUCKET,                  # autotuning key only
+    stride_am, stride_bg, stride_bk, stride_bn, stride_dm,
+    B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EVEN_K: tl.constexpr,
+):
+    """``m_grouped_kernel`` (without the row gather) with TMA loads on the fast path: a tile whose rows
+    all belong to one group loads its A and B blocks through tensor-memory-accelerator descriptors (no
+    address arithmetic per element, hardware bounds handling). Tiles that straddle groups take the same
+    pointer path as ``m_grouped_kernel``.
+
+    Bounds: TMA fills reads past the descriptor's edge with zeros. A's rows past M and columns past K
+    read zeros. With a K-major b viewed as ``[G*N, K]``, the rows of a block past this group's N are
+    the next group's rows: they only feed output columns >= N, which are never stored. An MN-major b
+    viewed as ``[G*K, N]`` would read the next group's K rows in a partial K block, so the host uses
+    this kernel for MN-major b only when K is a multiple of every BLOCK_K (checked here too).
+    """
+    tl.static_assert(B_K_MAJOR or EVEN_K, "MN-major b through TMA needs K % BLOCK_K == 0")
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = offs_m < M
+    col_ok = offs_n < N
+    ids = tl.load(idx_ptr + offs_m, mask=row_ok, other=-1)
+    valid = (ids >= 0) & (ids < G)
+    g_lo = tl.min(tl.where(valid, ids, G), axis=0)
+    g_hi = tl.max(tl.where(valid, ids, -1), axis=0)
+    lm = tl.where(row_ok, offs_m, 0).to(tl.int64)
+
+    pad = row_ok & (~valid)
+    if tl.max(pad.to(tl.int32), axis=0) > 0:
+        zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=d_ptr.dtype.element_ty)
+        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], zeros, mask=pad[:, None] & col_ok[None, :])
+
+    if g_lo == g_hi:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        m0 = pid_m * BLOCK_M
+        n0 = pid_n * BLOCK_N
+        for kb in range(0, tl.cdiv(K, BLOCK_K)):
+            k0 = kb * BLOCK_K
+            a = a_desc.load([m0, k0])
+            if B_K_MAJOR:
+                b = b_desc.load([g_lo * N + n0, k0]).T
+            else:
+                b = b_desc.load([g_lo * K + k0, n0])
+            if UPCAST:
+                a = a.to(tl.float32)
+                b = b.to(tl.float32)
+            acc = tl.dot(a, b, acc)
+        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], acc.to(d_ptr.dtype.element_ty),
+                 mask=valid[:, None] & col_ok[None, :])
+    else:
+        ln = tl.where(col_ok, offs_n, 0).to(tl.int64)
+        g = g_lo
+        while g < G:
+            _group_pass(a_ptr, b_ptr, d_ptr, g, valid & (ids == g), lm, lm, ln, offs_n, col_ok, K, stride_am,
+                        stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N,
+                        BLOCK_K, EVEN_K)
+            g = tl.min(tl.where(valid & (ids > g), ids, G), axis=0)
+
+
 @triton.jit
 def k_grouped_kernel(
     a_ptr, b_ptr, c_ptr, d_ptr, k_start_ptr, k_end_ptr, k_idx_ptr,
@@ -306,10 +392,15 @@ def k_grouped_kernel(
 if INTERPRET:
     # The autotuner times configs with CUDA events; the interpreter runs one fixed config instead.
     m_grouped_kernel_tuned = None
+    m_grouped_tma_kernel_tuned = None
     k_grouped_kernel_tuned = None
 else:
     m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS,
                                              key=["N", "K", "M_BUCKET", "B_K_MAJOR", "A_GATHER"])(m_grouped_kernel)
+    m_grouped_tma_kernel_tuned = triton.autotune(
+        configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_set_tma_blocks)
+                 for c in M_GROUPED_TMA_CONFIGS],
+        key=["N", "K", "M_BUCKET", "B_K_MAJOR"])(m_grouped_tma_kernel)
     # d may alias c (in-place accumulation), so every timed run must start from the original d.
     k_grouped_kernel_tuned = triton.autotune(configs=K_GROUPED_CONFIGS, key=["M", "N", "HAS_C", "GATHER"],
                                              restore_value=["d_ptr"])(k_grouped_kernel)

@@ -126,22 +126,73 @@ def run_m_grouped(op: str, plan: Plan, config=None) -> torch.Tensor:
     kn = C.kernels(op, d.device)
     gather = rows is not None
     m_bucket = max(0, ((m + 127) // 128 - 1).bit_length())
-    args = (a, b_nk, d, m_indices, rows if gather else m_indices, m, n, k, b_nk.shape[0], a.shape[0], m_bucket,
-            a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
-    consts = dict(B_K_MAJOR=b_k_major, A_GATHER=gather, UPCAST=kn.INTERPRET)
-    name = "m_grouped_kernel"
+    config = dict(config or {})
+    use_tma = config.pop("TMA", None)
+    if use_tma is None:
+        use_tma = d.device.type == "cuda" and tma_eligible(plan)
+    elif use_tma and not tma_eligible(plan):
+        raise ValueError(f"{op}: _config asks for TMA, but the operands do not allow it")
 
     def grid(meta):
         return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]),)
 
-    if config is None and kn.m_grouped_kernel_tuned is not None:
-        kn.launch(name, kn.m_grouped_kernel_tuned, grid, args, consts, d.device)
+    if use_tma:
+        a_desc, b_desc = _tma_descriptors(plan)
+        args = (a_desc, b_desc, a, b_nk, d, m_indices, m, n, k, b_nk.shape[0], m_bucket,
+                a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
+        consts = dict(B_K_MAJOR=b_k_major, UPCAST=kn.INTERPRET)
+        if not config and kn.m_grouped_tma_kernel_tuned is not None:
+            kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel_tuned, grid, args, consts, d.device)
+            return d
+        meta = dict(kn.interpret_config(m, n), **config)
+        kn._set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, B_K_MAJOR=b_k_major))
+        kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel, grid, args, dict(consts, **meta), d.device)
         return d
-    meta = kn.interpret_config(m, n)
-    if config is not None:
-        meta.update(config)
-    kn.launch(name, kn.m_grouped_kernel, grid, args, dict(consts, **meta), d.device)
+
+    args = (a, b_nk, d, m_indices, rows if gather else m_indices, m, n, k, b_nk.shape[0], a.shape[0], m_bucket,
+            a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
+    consts = dict(B_K_MAJOR=b_k_major, A_GATHER=gather, UPCAST=kn.INTERPRET)
+    if not config and kn.m_grouped_kernel_tuned is not None:
+        kn.launch("m_grouped_kernel", kn.m_grouped_kernel_tuned, grid, args, consts, d.device)
+        return d
+    meta = dict(kn.interpret_config(m, n), **config)
+    kn.launch("m_grouped_kernel", kn.m_grouped_kernel, grid, args, dict(consts, **meta), d.device)
     return d
+
+
+# TMA (the tensor memory accelerator) needs 16-byte aligned bases and row strides. An MN-major b is read
+# as [G*K, N] blocks, which must not run into the next group: K a multiple of every BLOCK_K candidate.
+TMA_MN_MAJOR_K_MULTIPLE = 128
+
+
+def _aligned(t: torch.Tensor, *strides: int) -> bool:
+    return t.data_ptr() % 16 == 0 and all((s * t.element_size()) % 16 == 0 for s in strides)
+
+
+def tma_eligible(plan: Plan) -> bool:
+    """Whether the TMA kernel can run this call: no row gather, and operands TMA can describe as 2-D."""
+    a, b_nk, _, _, rows, b_k_major = plan
+    if rows is not None or not _aligned(a, a.stride(0)):
+        return False
+    num_groups, n, k = b_nk.shape
+    if b_k_major:   # [G*N, K]: groups packed one after another, K contiguous
+        return b_nk.stride(2) == 1 and (num_groups == 1 or b_nk.stride(0) == n * b_nk.stride(1)) and \
+            _aligned(b_nk, b_nk.stride(1))
+    return (b_nk.stride(1) == 1 and (num_groups == 1 or b_nk.stride(0) == k * b_nk.stride(2))
+            and k % TMA_MN_MAJOR_K_MULTIPLE == 0 and _aligned(b_nk, b_nk.stride(2)))
+
+
+def _tma_descriptors(plan: Plan):
+    """Host-side descriptors (block shapes are set per config before the launch)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    a, b_nk, _, _, _, b_k_major = plan
+    num_groups, n, k = b_nk.shape
+    a_desc = TensorDescriptor(a, [a.shape[0], k], [a.stride(0), 1], [16, 16])
+    if b_k_major:
+        b_desc = TensorDescriptor(b_nk, [num_groups * n, k], [b_nk.stride(1), 1], [16, 16])
+    else:
+        b_desc = TensorDescriptor(b_nk, [num_groups * k, n], [b_nk.stride(2), 1], [16, 16])
+    return a_desc, b_desc
 
 
 def triton_cdiv(x: int, y: int) -> int:

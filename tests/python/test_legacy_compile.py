@@ -126,6 +126,36 @@ def test_m_grouped_kernel_compiles_for_sm90(cfg_index, b_k_major, even_k, a_gath
     _check(compiled, tmp_path)
 
 
+def _tma_sig(meta, b_k_major):
+    bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
+    return {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>",
+            "b_desc": f"tensordesc<bf16[{bn}, {bk}]>" if b_k_major else f"tensordesc<bf16[{bk}, {bn}]>",
+            **{k: v for k, v in M_SIG.items() if k not in ("rows_ptr", "A_ROWS", "A_GATHER")}}
+
+
+@pytest.mark.parametrize("cfg_index,b_k_major", [(0, True), (1, False), (7, True)])
+def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, tmp_path):
+    """The TMA variant: its K loop loads through UTMALDG (hardware tensor copies), not LDG/cp.async."""
+    kn = _kernels_module()
+    meta, warps, stages = _config_params(kn.M_GROUPED_TMA_CONFIGS[cfg_index])
+    consts = dict(meta, B_K_MAJOR=b_k_major, UPCAST=False, EVEN_K=True)
+    sig = _tma_sig(meta, b_k_major)
+    aligned = [i for i, name in enumerate(sig) if name in ("a_ptr", "b_ptr", "d_ptr", "idx_ptr", "N", "K",
+                                                             "stride_am", "stride_bg", "stride_bk", "stride_bn",
+                                                             "stride_dm")]
+    compiled = _compile(kn.m_grouped_tma_kernel, sig, consts, aligned, warps, stages)
+    assert "wgmma.mma_async" in compiled.asm["ptx"] and "cp.async.bulk.tensor" in compiled.asm["ptx"]
+    assert compiled.metadata.shared <= SM90_SMEM_LIMIT, compiled.metadata.shared
+    if CUOBJDUMP.exists():
+        path = tmp_path / "kernel.cubin"
+        path.write_bytes(compiled.asm["cubin"])
+        sass = subprocess.run([str(CUOBJDUMP), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
+        assert "UTMALDG" in sass
+        loops = _sass_hot_loops(compiled.asm["cubin"], tmp_path)
+        innermost = [lp for lp in loops if not any(o[0] > lp[0] and o[1] < lp[1] for o in loops if o != lp)]
+        assert innermost and all(lp[2] == 0 for lp in innermost), f"spills inside a K loop: {innermost}"
+
+
 def _k_cases():
     kn = _kernels_module()
     cases = [(i, False, 0) for i in range(len(kn.K_GROUPED_CONFIGS))]

@@ -189,6 +189,23 @@ def _case_square_is_nt(legacy, torch):
     return {"diff": as_nt, "diff_other_reading": as_nn, "nan": bool(torch.isnan(d).any())}
 
 
+def _case_tma_eligibility(legacy, torch):
+    """Which calls may take the TMA kernel (descriptors need 16-byte aligned bases and row strides)."""
+    mg = legacy.m_grouped_gemm
+    a = torch.randn(64, 128, dtype=torch.bfloat16)
+    b = torch.randn(2, 48, 128, dtype=torch.bfloat16)
+    d = torch.empty(64, 48, dtype=torch.bfloat16)
+    idx = torch.zeros(64, dtype=torch.int32)
+    plan = lambda a, b, rows=None, layout="nt": mg.check_m_grouped("x", a, b, d, idx, rows, b_layout=layout)
+    odd_k = torch.randn(2, 48, 100, dtype=torch.bfloat16)
+    return {"k_major": mg.tma_eligible(plan(a, b)),
+            "mn_major_k128": mg.tma_eligible(plan(a, b.mT.contiguous().mT)),
+            "not_gather": not mg.tma_eligible(plan(a, b, idx)),
+            "not_odd_row_stride": not mg.tma_eligible(plan(torch.randn(64, 129, dtype=torch.bfloat16)[:, 1:], b)),
+            "not_mn_major_k100": not mg.tma_eligible(plan(a[:, :100], odd_k.mT.contiguous().mT)),
+            "not_sparse_groups": not mg.tma_eligible(plan(a, torch.randn(2, 64, 128, dtype=torch.bfloat16)[:, :48]))}
+
+
 def _case_empty(legacy, torch):
     out = {}
     a = torch.randn(0, 32, dtype=torch.bfloat16)
@@ -270,6 +287,20 @@ def build_cases():
     mg("nn_k_major_b", lambda t: _moe_indices([30, 50], 1, t), 48, 80, 2, layout="nn_k_major")
     mg("op_nt", lambda t: _moe_indices([50, 32, 0, 17], 32, t), 80, 96, 4, layout="op_nt")
 
+    # The TMA kernel (forced: by default it runs on the GPU only). Single-group tiles take the TMA path
+    # (K and N tails read zeros; K-major b blocks past N read the next group's rows, never stored); tiles
+    # that straddle groups or hold padding take the pointer path.
+    tma = {"TMA": True}
+    mg("tma_nt_aligned", lambda t: _moe_indices([50, 32, 0, 17], 32, t), 80, 96, 4, config=tma)
+    mg("tma_nt_k_and_n_tails", lambda t: _moe_indices([64, 30], 32, t), 72, 88, 2, config=tma)
+    mg("tma_nt_random_ids", lambda t: torch.randint(-1, 3, (100,), dtype=torch.int32,
+                                                    generator=torch.Generator().manual_seed(9)), 40, 56, 3, config=tma)
+    mg("tma_nt_mn_major_b", lambda t: _moe_indices([40, 64, 9], 32, t), 72, 128, 3, layout="nt_mn_major",
+       config=tma)
+    mg("tma_nn_tiles_16", lambda t: _moe_indices([20, 33], 16, t), 40, 128, 2, layout="nn",
+       config={"TMA": True, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2})
+    cases["tma_eligibility"] = _case_tma_eligibility
+
     def am(name, mapping_fn, t_rows, n, k, g, **kw):
         cases[name] = lambda legacy, torch: _run_a_fused_m(legacy, torch, *mapping_fn(torch), t_rows, n, k, g, **kw)
 
@@ -335,6 +366,8 @@ CASE_NAMES = [
     "a_fused_nt_moe", "a_fused_nt_mn_major_b", "a_fused_nn", "a_fused_op_nn", "a_fused_bad_indices",
     "a_fused_k", "a_fused_k_acc", "b_fused_k", "b_fused_k_acc_bf16_d", "a_fused_k_bad_ranges",
     "b_fused_k_tiles_16", "a_fused_k_op", "b_fused_k_op_acc",
+    "tma_nt_aligned", "tma_nt_k_and_n_tails", "tma_nt_random_ids", "tma_nt_mn_major_b", "tma_nn_tiles_16",
+    "tma_eligibility",
 ]
 
 
@@ -387,7 +420,9 @@ def test_interpreter_case(interp_results, name):
     if "nan" in res:
         assert not res["nan"], f"unwritten (NaN) output elements: {res}"
     for key in ("padding_zero", "untouched_outside", "k0_zero", "kgrouped_all_k0_zero", "kgrouped_all_k0_copies_c",
-                "a_fused_no_rows_zero", "a_fused_k_no_positions_zero", "b_fused_k_no_positions_acc_unchanged"):
+                "a_fused_no_rows_zero", "a_fused_k_no_positions_zero", "b_fused_k_no_positions_acc_unchanged",
+                "k_major", "mn_major_k128", "not_gather", "not_odd_row_stride", "not_mn_major_k100",
+                "not_sparse_groups"):
         if key in res:
             assert res[key], f"{key}: {res}"
     if "diff_other_reading" in res:
