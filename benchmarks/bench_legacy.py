@@ -30,6 +30,10 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The two m-grouped target shapes (H200, one kernel, median us): 4 groups of ~1120 rows x N=4096 x K=7168,
+# and 8 groups of ~576 rows x N=7168 x K=2048.
+TARGET_US = {"target A": 451.0, "target B": 224.0}
+
 
 def load_legacy():
     """``deep_gemm.legacy`` from the package if it imports, else the working tree's copy directly."""
@@ -131,16 +135,19 @@ def main() -> None:
     torch.manual_seed(0)
     rows = []
 
-    def record(kind, shape, flops, legacy_fn, torch_fn, check, baseline_name):
+    def record(kind, shape, flops, legacy_fn, torch_fn, check, baseline_name, target_us=None):
         ms = timer.device_ms(legacy_fn)
         base_ms = timer.device_ms(torch_fn)
         host = timer.host_us(legacy_fn)
         diff = check()
         row = dict(kind=kind, shape=shape, tflops=flops / ms / 1e9, base_tflops=flops / base_ms / 1e9,
-                   us=ms * 1e3, base_us=base_ms * 1e3, host_us=host, diff=diff, baseline=baseline_name)
+                   us=ms * 1e3, base_us=base_ms * 1e3, host_us=host, diff=diff, baseline=baseline_name,
+                   target_us=target_us)
         rows.append(row)
-        print(f"  {kind:<22} {shape:<34} {row['tflops']:8.1f} TFLOPS  {baseline_name} {row['base_tflops']:8.1f}  "
-              f"x{row['tflops'] / row['base_tflops']:.3f}  diff {diff:.1e}", flush=True)
+        goal = f"  target {target_us:.0f} us: {'met' if ms * 1e3 <= target_us else 'NOT met'}" if target_us else ""
+        print(f"  {kind:<22} {shape:<38} {row['us']:9.1f} us {row['tflops']:7.1f} TFLOPS | {baseline_name} "
+              f"{row['base_us']:9.1f} us | speedup x{row['base_us'] / row['us']:.3f}  diff {diff:.1e}{goal}",
+              flush=True)
 
     if args.smoke:
         dense_m = [64]
@@ -168,16 +175,23 @@ def main() -> None:
             del a, b, b_kn, d, ref
 
     print("m-grouped contiguous (MoE layout, groups aligned to 128 rows):", flush=True)
+    align = 32 if args.smoke else 128
     if args.smoke:
-        grouped = [([30, 50, 0], 48, 64)]
-        align = 32
+        grouped = [("smoke", 3, 40, 48, 64, None)]
+        sweep = [(2, 20, 48, 128)]
     else:
-        grouped = [([1024] * 4, 4096, 7168), ([1024] * 4, 7168, 2048), ([512] * 8, 4096, 7168),
-                   ([700, 1500, 300, 1596], 7168, 2048), ([256] * 16, 2112, 7168)]
-        align = 128
-    for sizes, n, k in grouped:
+        # (label, groups, expected rows per group, N, K, target us): the two target shapes first.
+        grouped = [("target A", 4, 1120, 4096, 7168, TARGET_US["target A"]),
+                   ("target B", 8, 576, 7168, 2048, TARGET_US["target B"]),
+                   ("", 4, 1024, 7168, 2048, None), ("", 16, 256, 2112, 7168, None)]
+        sweep = [(8, m, n, k) for m in (64, 256, 1024, 2048) for n, k in ((4096, 7168), (7168, 2048))]
+    grouped += [("sweep", g, m, n, k, None) for g, m, n, k in sweep]
+    gen = torch.Generator().manual_seed(1)
+    for label, g, expected_m, n, k, target in grouped:
+        # Group sizes drawn around the expected size (0.7x to 1.3x), as routing produces them.
+        sizes = [max(1, int(expected_m * (0.7 + 0.6 * torch.rand(1, generator=gen).item()))) for _ in range(g)]
         idx = moe_indices(sizes, align, device)
-        m, g = idx.shape[0], len(sizes)
+        m = idx.shape[0]
         a = torch.randn(m, k, dtype=torch.bfloat16, device=device)
         b = torch.randn(g, n, k, dtype=torch.bfloat16, device=device)
         d = torch.empty(m, n, dtype=torch.bfloat16, device=device)
@@ -188,6 +202,11 @@ def main() -> None:
         ref = torch.zeros(m, n, dtype=torch.bfloat16, device=device)
         for gi, (st, size) in enumerate(zip(starts, sizes)):
             ref[st:st + size] = a[st:st + size] @ b[gi].t()
+        # a_fused: the same rows gathered from a shuffled copy (tokens[perm[r]] = a[r]).
+        perm = torch.randperm(m, device=device)
+        tokens = torch.empty_like(a)
+        tokens[perm] = a
+        src_rows = torch.where(idx >= 0, perm.to(torch.int32), -1)
 
         def per_group_mm(a=a, b=b, sizes=sizes, starts=starts):
             for gi, (st, size) in enumerate(zip(starts, sizes)):
@@ -195,10 +214,21 @@ def main() -> None:
                     torch.mm(a[st:st + size], b[gi].t())
 
         flops = 2 * sum(sizes) * n * k
-        record(f"m_grouped nt (G={g})", f"M={m} N={n} K={k}", flops,
-               lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx), per_group_mm,
-               lambda: calc_diff(d, ref), "mm/group")
-        del a, b, d, ref
+        shape = f"{g}x~{expected_m} ({m} rows) N={n} K={k}"
+        kind = f"m_grouped nt{' ' + label if label else ''}"
+        record(kind, shape, flops, lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx),
+               per_group_mm, lambda: calc_diff(d, ref), "mm/group", target)
+        if label.startswith("target") or args.smoke:
+            record("  pointer (no TMA)", shape, flops,
+                   lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx, _config={"TMA": False}),
+                   per_group_mm, lambda: calc_diff(d, ref), "mm/group", target)
+            b_mn = b.mT.contiguous().mT
+            record("  MN-major b", shape, flops, lambda: legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b_mn, d, idx),
+                   per_group_mm, lambda: calc_diff(d, ref), "mm/group")
+            record("  a_fused (gather)", shape, flops,
+                   lambda: legacy.a_fused_m_grouped_bf16_gemm_nt_contiguous_tl(tokens, b, d, (idx, src_rows)),
+                   per_group_mm, lambda: calc_diff(d, ref), "mm/group")
+        del a, b, d, ref, tokens
 
     print("k-grouped (d [G, M, N] float32):", flush=True)
     if args.smoke:
@@ -226,20 +256,34 @@ def main() -> None:
         record(f"k_grouped tn (G={len(ks)})", f"sumK={total} M={m} N={n}", flops,
                lambda: legacy.k_grouped_bf16_gemm_tn_contiguous_tl(a, b, d, ks), per_group_mm_k,
                lambda: calc_diff(d, ref), "mm/group")
+        # The fused variants: the same problem with one operand's rows gathered from a shuffled copy.
+        perm = torch.randperm(total, device=device)
+        k_idx = perm.to(torch.int32)
+        k_start = torch.tensor(offs[:-1], dtype=torch.int32, device=device)
+        k_end = torch.tensor(offs[1:], dtype=torch.int32, device=device)
+        for fused, fn in (("a", legacy.a_fused_k_grouped_bf16_gemm_tn_contiguous_tl),
+                          ("b", legacy.b_fused_k_grouped_bf16_gemm_tn_contiguous_tl)):
+            src = torch.empty_like(a if fused == "a" else b)
+            src[perm] = a if fused == "a" else b
+            lhs, rhs = (src, b) if fused == "a" else (a, src)
+            record(f"  {fused}_fused k_grouped", f"sumK={total} M={m} N={n}", flops,
+                   lambda fn=fn, lhs=lhs, rhs=rhs: fn(lhs, rhs, d, (k_idx, k_start, k_end), False),
+                   per_group_mm_k, lambda: calc_diff(d, ref), "mm/group")
         del a, b, d, ref
 
     # ---- table (printed last) ----
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (Triton interpreter)"
     print()
     print(f"deep_gemm.legacy (Triton) vs torch on {name}; median of {args.iters} runs, L2 flushed")
-    header = (f"| {'kernel':<22} | {'shape':<34} | {'TFLOPS':>8} | {'baseline':>9} | {'base TFLOPS':>11} | "
-              f"{'speedup':>7} | {'time us':>9} | {'host us':>7} | {'calc_diff':>9} |")
+    header = (f"| {'kernel':<22} | {'shape':<38} | {'TFLOPS':>8} | {'baseline':>9} | {'base TFLOPS':>11} | "
+              f"{'speedup':>7} | {'time us':>9} | {'base us':>9} | {'target':>7} | {'host us':>7} | {'calc_diff':>9} |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for r in rows:
-        print(f"| {r['kind']:<22} | {r['shape']:<34} | {r['tflops']:8.1f} | {r['baseline']:>9} | "
+        target = f"{r['target_us']:.0f}" if r["target_us"] else "-"
+        print(f"| {r['kind']:<22} | {r['shape']:<38} | {r['tflops']:8.1f} | {r['baseline']:>9} | "
               f"{r['base_tflops']:11.1f} | {r['tflops'] / r['base_tflops']:7.3f} | {r['us']:9.1f} | "
-              f"{r['host_us']:7.1f} | {r['diff']:9.1e} |")
+              f"{r['base_us']:9.1f} | {target:>7} | {r['host_us']:7.1f} | {r['diff']:9.1e} |")
     for kind in ("m_grouped nt (G=1)", "m_grouped nn (G=1)"):
         for m in dense_m:
             ratios = [r["tflops"] / r["base_tflops"] for r in rows
