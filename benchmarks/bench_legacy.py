@@ -284,6 +284,12 @@ def main() -> None:
         print(f"| {r['kind']:<22} | {r['shape']:<38} | {r['tflops']:8.1f} | {r['baseline']:>9} | "
               f"{r['base_tflops']:11.1f} | {r['tflops'] / r['base_tflops']:7.3f} | {r['us']:9.1f} | "
               f"{r['base_us']:9.1f} | {target:>7} | {r['host_us']:7.1f} | {r['diff']:9.1e} |")
+    # What the autotuner picked per key (N, K, M bucket, layout flags, dtypes): for a hand-written table.
+    kernels = sys.modules.get(legacy.__name__ + "._kernels")
+    for name in ("m_grouped_tma_kernel_tuned", "m_grouped_kernel_tuned", "k_grouped_kernel_tuned"):
+        tuner = getattr(kernels, name, None)
+        for key, config in sorted(getattr(tuner, "cache", {}).items(), key=str):
+            print(f"autotuned {name[:-6]} {key}: {config}")
     for kind in ("m_grouped nt (G=1)", "m_grouped nn (G=1)"):
         for m in dense_m:
             ratios = [r["tflops"] / r["base_tflops"] for r in rows

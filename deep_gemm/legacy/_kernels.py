@@ -246,30 +246,41 @@ def _set_tma_blocks(nargs) -> None:
     bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
     nargs["a_desc"].block_shape = [bm, bk]
     nargs["b_desc"].block_shape = [bn, bk] if nargs["B_K_MAJOR"] else [bk, bn]
+    nargs["d_desc"].block_shape = [bm, bn]
+
+
+@triton.jit
+def _zero_padding_rows(d_ptr, lm, offs_n, pad, col_ok, stride_dm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    if tl.max(pad.to(tl.int32), axis=0) > 0:
+        zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=d_ptr.dtype.element_ty)
+        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], zeros, mask=pad[:, None] & col_ok[None, :])
 
 
 @triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
 @triton.jit
 def m_grouped_tma_kernel(
     a_desc, b_desc,            # TMA descriptors: a [M, K]; b as 2-D [G*N, K] (K-major) or [G*K, N] (MN-major)
+    d_desc,                    # TMA descriptor of d [M, N] (used with D_TMA only)
     a_ptr, b_ptr, d_ptr, idx_ptr,
     M, N, K, G,
     M_BUCKET,                  # autotuning key only
     stride_am, stride_bg, stride_bk, stride_bn, stride_dm,
-    B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+    B_K_MAJOR: tl.constexpr, D_TMA: tl.constexpr, UPCAST: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EVEN_K: tl.constexpr,
 ):
-    """``m_grouped_kernel`` (without the row gather) with TMA loads on the fast path: a tile whose rows
-    all belong to one group loads its A and B blocks through tensor-memory-accelerator descriptors (no
-    address arithmetic per element, hardware bounds handling). Tiles that straddle groups take the same
+    """``m_grouped_kernel`` (without the row gather) with TMA on the fast path: a tile whose rows all
+    belong to one group loads its A and B blocks through tensor-memory-accelerator descriptors (no
+    address arithmetic per element, hardware bounds handling) and, with ``D_TMA``, stores its D block
+    through one too (padding rows zeroed in registers first). Tiles that straddle groups take the same
     pointer path as ``m_grouped_kernel``.
 
-    Bounds: TMA fills reads past the descriptor's edge with zeros. A's rows past M and columns past K
-    read zeros. With a K-major b viewed as ``[G*N, K]``, the rows of a block past this group's N are
-    the next group's rows: they only feed output columns >= N, which are never stored. An MN-major b
-    viewed as ``[G*K, N]`` would read the next group's K rows in a partial K block, so the host uses
-    this kernel for MN-major b only when K is a multiple of every BLOCK_K (checked here too).
+    Bounds: TMA fills reads past the descriptor's edge with zeros and drops writes past it. A's rows past
+    M and columns past K read zeros. With a K-major b viewed as ``[G*N, K]``, the rows of a block past
+    this group's N are the next group's rows: they only feed output columns >= N, which are never
+    stored. An MN-major b viewed as ``[G*K, N]`` would read the next group's K rows in a partial K block,
+    so the host uses this kernel for MN-major b only when K is a multiple of every BLOCK_K (checked here
+    too).
     """
     tl.static_assert(B_K_MAJOR or EVEN_K, "MN-major b through TMA needs K % BLOCK_K == 0")
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -285,11 +296,7 @@ def m_grouped_tma_kernel(
     g_lo = tl.min(tl.where(valid, ids, G), axis=0)
     g_hi = tl.max(tl.where(valid, ids, -1), axis=0)
     lm = tl.where(row_ok, offs_m, 0).to(tl.int64)
-
     pad = row_ok & (~valid)
-    if tl.max(pad.to(tl.int32), axis=0) > 0:
-        zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=d_ptr.dtype.element_ty)
-        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], zeros, mask=pad[:, None] & col_ok[None, :])
 
     if g_lo == g_hi:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -306,9 +313,14 @@ def m_grouped_tma_kernel(
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
             acc = tl.dot(a, b, acc)
-        tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], acc.to(d_ptr.dtype.element_ty),
-                 mask=valid[:, None] & col_ok[None, :])
+        if D_TMA:
+            d_desc.store([m0, n0], tl.where(valid[:, None], acc, 0.0).to(d_ptr.dtype.element_ty))
+        else:
+            _zero_padding_rows(d_ptr, lm, offs_n, pad, col_ok, stride_dm, BLOCK_M, BLOCK_N)
+            tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], acc.to(d_ptr.dtype.element_ty),
+                     mask=valid[:, None] & col_ok[None, :])
     else:
+        _zero_padding_rows(d_ptr, lm, offs_n, pad, col_ok, stride_dm, BLOCK_M, BLOCK_N)
         ln = tl.where(col_ok, offs_n, 0).to(tl.int64)
         g = g_lo
         while g < G:

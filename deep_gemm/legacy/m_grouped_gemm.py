@@ -137,15 +137,15 @@ def run_m_grouped(op: str, plan: Plan, config=None) -> torch.Tensor:
         return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]),)
 
     if use_tma:
-        a_desc, b_desc = _tma_descriptors(plan)
-        args = (a_desc, b_desc, a, b_nk, d, m_indices, m, n, k, b_nk.shape[0], m_bucket,
+        a_desc, b_desc, d_desc, d_tma = _tma_descriptors(plan)
+        args = (a_desc, b_desc, d_desc, a, b_nk, d, m_indices, m, n, k, b_nk.shape[0], m_bucket,
                 a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
-        consts = dict(B_K_MAJOR=b_k_major, UPCAST=kn.INTERPRET)
+        consts = dict(B_K_MAJOR=b_k_major, D_TMA=d_tma, UPCAST=kn.INTERPRET)
         if not config and kn.m_grouped_tma_kernel_tuned is not None:
             kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel_tuned, grid, args, consts, d.device)
             return d
         meta = dict(kn.interpret_config(m, n), **config)
-        kn._set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, B_K_MAJOR=b_k_major))
+        kn._set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, d_desc=d_desc, B_K_MAJOR=b_k_major))
         kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel, grid, args, dict(consts, **meta), d.device)
         return d
 
@@ -183,16 +183,23 @@ def tma_eligible(plan: Plan) -> bool:
 
 
 def _tma_descriptors(plan: Plan):
-    """Host-side descriptors (block shapes are set per config before the launch)."""
+    """Host-side descriptors (block shapes are set per config before the launch), and whether d is stored
+    through its descriptor. When d's rows are not 16-byte aligned, a stand-in descriptor (over a) fills
+    the argument and the kernel stores through pointers."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-    a, b_nk, _, _, _, b_k_major = plan
+    a, b_nk, d, _, _, b_k_major = plan
     num_groups, n, k = b_nk.shape
     a_desc = TensorDescriptor(a, [a.shape[0], k], [a.stride(0), 1], [16, 16])
     if b_k_major:
         b_desc = TensorDescriptor(b_nk, [num_groups * n, k], [b_nk.stride(1), 1], [16, 16])
     else:
         b_desc = TensorDescriptor(b_nk, [num_groups * k, n], [b_nk.stride(2), 1], [16, 16])
-    return a_desc, b_desc
+    d_tma = (d.shape[1] == 1 or d.stride(1) == 1) and _aligned(d, d.stride(0))
+    if d_tma:
+        d_desc = TensorDescriptor(d, list(d.shape), [d.stride(0), 1], [16, 16])
+    else:
+        d_desc = TensorDescriptor(a, [a.shape[0], k], [a.stride(0), 1], [16, 16])
+    return a_desc, b_desc, d_desc, d_tma
 
 
 def triton_cdiv(x: int, y: int) -> int:

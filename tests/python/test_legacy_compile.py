@@ -130,15 +130,18 @@ def _tma_sig(meta, b_k_major):
     bm, bn, bk = meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]
     return {"a_desc": f"tensordesc<bf16[{bm}, {bk}]>",
             "b_desc": f"tensordesc<bf16[{bn}, {bk}]>" if b_k_major else f"tensordesc<bf16[{bk}, {bn}]>",
-            **{k: v for k, v in M_SIG.items() if k not in ("rows_ptr", "A_ROWS", "A_GATHER")}}
+            "d_desc": f"tensordesc<bf16[{bm}, {bn}]>",
+            **{k: v for k, v in M_SIG.items() if k not in ("rows_ptr", "A_ROWS", "A_GATHER")},
+            "D_TMA": "constexpr"}
 
 
-@pytest.mark.parametrize("cfg_index,b_k_major", [(0, True), (1, False), (7, True)])
-def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, tmp_path):
-    """The TMA variant: its K loop loads through UTMALDG (hardware tensor copies), not LDG/cp.async."""
+@pytest.mark.parametrize("cfg_index,b_k_major,d_tma", [(0, True, True), (1, False, True), (7, True, False)])
+def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, d_tma, tmp_path):
+    """The TMA variant: its K loop loads through UTMALDG (hardware tensor copies), not LDG/cp.async; with
+    D_TMA the tile is stored with UTMASTG."""
     kn = _kernels_module()
     meta, warps, stages = _config_params(kn.M_GROUPED_TMA_CONFIGS[cfg_index])
-    consts = dict(meta, B_K_MAJOR=b_k_major, UPCAST=False, EVEN_K=True)
+    consts = dict(meta, B_K_MAJOR=b_k_major, D_TMA=d_tma, UPCAST=False, EVEN_K=True)
     sig = _tma_sig(meta, b_k_major)
     aligned = [i for i, name in enumerate(sig) if name in ("a_ptr", "b_ptr", "d_ptr", "idx_ptr", "N", "K",
                                                              "stride_am", "stride_bg", "stride_bk", "stride_bn",
@@ -150,7 +153,7 @@ def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, tmp_path):
         path = tmp_path / "kernel.cubin"
         path.write_bytes(compiled.asm["cubin"])
         sass = subprocess.run([str(CUOBJDUMP), "-sass", str(path)], capture_output=True, text=True, check=True).stdout
-        assert "UTMALDG" in sass
+        assert "UTMALDG" in sass and ("UTMASTG" in sass) == d_tma
         loops = _sass_hot_loops(compiled.asm["cubin"], tmp_path)
         innermost = [lp for lp in loops if not any(o[0] > lp[0] and o[1] < lp[1] for o in loops if o != lp)]
         assert innermost and all(lp[2] == 0 for lp in innermost), f"spills inside a K loop: {innermost}"

@@ -299,6 +299,11 @@ def build_cases():
        config=tma)
     mg("tma_nn_tiles_16", lambda t: _moe_indices([20, 33], 16, t), 40, 128, 2, layout="nn",
        config={"TMA": True, "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2})
+    # D through TMA: an M tail and columns past N inside d's row stride (must stay NaN); d whose rows are
+    # not 16-byte aligned (pointer stores); float32 d.
+    mg("tma_d_m_tail_row_pad", lambda t: torch.zeros(70, dtype=torch.int32), 72, 64, 1, d_row_pad=8, config=tma)
+    mg("tma_d_unaligned_rows", lambda t: _moe_indices([40, 23], 32, t), 45, 64, 2, d_row_pad=0, config=tma)
+    mg("tma_d_float32", lambda t: _moe_indices([40, 23], 32, t), 40, 64, 2, d_dtype=torch.float32, config=tma)
     cases["tma_eligibility"] = _case_tma_eligibility
 
     def am(name, mapping_fn, t_rows, n, k, g, **kw):
@@ -367,7 +372,7 @@ CASE_NAMES = [
     "a_fused_k", "a_fused_k_acc", "b_fused_k", "b_fused_k_acc_bf16_d", "a_fused_k_bad_ranges",
     "b_fused_k_tiles_16", "a_fused_k_op", "b_fused_k_op_acc",
     "tma_nt_aligned", "tma_nt_k_and_n_tails", "tma_nt_random_ids", "tma_nt_mn_major_b", "tma_nn_tiles_16",
-    "tma_eligibility",
+    "tma_eligibility", "tma_d_m_tail_row_pad", "tma_d_unaligned_rows", "tma_d_float32",
 ]
 
 
