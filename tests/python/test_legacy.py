@@ -704,7 +704,7 @@ def test_gpu_triton_cache_dir_and_compile_log(tmp_path):
                               cwd=str(REPO), timeout=600)
         assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr
         runs.append(proc.stderr)
-    assert "legacy Triton kernel m_grouped_kernel" in runs[0] and "compiled (cache miss)" in runs[0], runs[0]
+    assert "legacy Triton kernel m_grouped_tma_kernel" in runs[0] and "compiled (cache miss)" in runs[0], runs[0]
     assert "BLOCK_M=64" in runs[0] and "num_warps=4" in runs[0], runs[0]
     assert "loaded from Triton's cache (hit)" in runs[1] and "cache miss" not in runs[1], runs[1]
     assert any((tmp_path / "dg" / "triton").rglob("*.cubin"))
@@ -715,3 +715,25 @@ def test_gpu_triton_cache_dir_and_compile_log(tmp_path):
                           cwd=str(REPO), timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert any((tmp_path / "own").rglob("*.cubin")) and not (tmp_path / "dg2" / "triton").exists()
+
+
+@pytest.mark.gpu
+@requires_cuda
+@pytest.mark.parametrize("variant", ["pointer_kernel", "d_rows_unaligned", "tma_fixed_config"])
+def test_gpu_m_grouped_kernel_variants(legacy, variant):
+    """The pointer kernel (taken when TMA cannot be), the TMA kernel storing D through pointers (rows of d
+    not 16-byte aligned), and the TMA kernel at a fixed config; groups straddle tiles in part."""
+    torch.manual_seed(6)
+    idx = torch.cat([_moe_layout([300, 0, 513]), _moe_layout([50, 40], align=1)])
+    idx[-90:] = torch.where(idx[-90:] >= 0, idx[-90:] + 1, idx[-90:])     # groups 1 and 2, unaligned
+    m, n, k, g = idx.shape[0], 999 if variant == "d_rows_unaligned" else 1000, 1800, 3
+    a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(g, n, k, dtype=torch.bfloat16, device="cuda")
+    d = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    config = {"pointer_kernel": {"TMA": False}, "d_rows_unaligned": None,
+              "tma_fixed_config": {"TMA": True, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8,
+                                   "num_warps": 8, "num_stages": 4}}[variant]
+    legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, idx, _config=config)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any() and (d[idx < 0] == 0).all()
+    assert calc_diff(d, _m_grouped_reference(a, b, idx)) < 1e-5
