@@ -97,6 +97,17 @@ M_GROUPED_TMA_CONFIGS = M_GROUPED_CONFIGS + [
     _cfg(128, 128, 64, 8, 4, group_m=4),
 ]
 
+LARGE_M_BUCKET = 4   # M_BUCKET >= 4: more than 1024 rows (8 blocks of 128)
+
+
+def prune_m_grouped_configs(configs, named_args, **kwargs):
+    """Autotuner pre-filter: with more than 1024 rows, 64-row tiles are not tried (128-row tiles keep the
+    tensor cores busier and read B half as often), which also halves the first call's compile time."""
+    if named_args["M_BUCKET"] < LARGE_M_BUCKET:
+        return configs
+    return [c for c in configs if c.kwargs["BLOCK_M"] >= 128] or configs
+
+
 K_GROUPED_CONFIGS = [
     _cfg(128, 256, 64, 8, 3),
     _cfg(256, 128, 64, 8, 3),
@@ -407,12 +418,13 @@ if INTERPRET:
     m_grouped_tma_kernel_tuned = None
     k_grouped_kernel_tuned = None
 else:
-    m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS,
+    _prune = {"early_config_prune": prune_m_grouped_configs}
+    m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS, prune_configs_by=_prune,
                                              key=["N", "K", "M_BUCKET", "B_K_MAJOR", "A_GATHER"])(m_grouped_kernel)
     m_grouped_tma_kernel_tuned = triton.autotune(
         configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_set_tma_blocks)
                  for c in M_GROUPED_TMA_CONFIGS],
-        key=["N", "K", "M_BUCKET", "B_K_MAJOR"])(m_grouped_tma_kernel)
+        key=["N", "K", "M_BUCKET", "B_K_MAJOR"], prune_configs_by=_prune)(m_grouped_tma_kernel)
     # d may alias c (in-place accumulation), so every timed run must start from the original d.
     k_grouped_kernel_tuned = triton.autotune(configs=K_GROUPED_CONFIGS, key=["M", "N", "HAS_C", "GATHER"],
                                              restore_value=["d_ptr"])(k_grouped_kernel)

@@ -186,3 +186,16 @@ def test_kernels_compile_for_sm80():
     compiled = _compile(kn.k_grouped_kernel, K_SIG, dict(meta, HAS_C=True, GATHER=0, UPCAST=False), K_ALIGNED,
                         warps, stages, arch=80)
     assert "mma.sync" in compiled.asm["ptx"]
+
+
+def test_autotuners_and_config_pruning():
+    """The GPU-side autotuners exist with their keys, and large problems skip the 64-row tiles."""
+    kn = _kernels_module()
+    for tuner in (kn.m_grouped_kernel_tuned, kn.m_grouped_tma_kernel_tuned):
+        assert "M_BUCKET" in tuner.keys and tuner.early_config_prune is kn.prune_m_grouped_configs
+    small = kn.prune_m_grouped_configs(kn.M_GROUPED_TMA_CONFIGS, {"M_BUCKET": 2})
+    large = kn.prune_m_grouped_configs(kn.M_GROUPED_TMA_CONFIGS, {"M_BUCKET": 6})
+    assert small == kn.M_GROUPED_TMA_CONFIGS
+    assert large and all(c.kwargs["BLOCK_M"] == 128 for c in large) and len(large) < len(small)
+    # Every TMA candidate carries the pre-hook that sizes the descriptors' blocks.
+    assert all(c.pre_hook is kn._set_tma_blocks for c in kn.m_grouped_tma_kernel_tuned.configs)
