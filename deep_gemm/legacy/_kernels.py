@@ -252,7 +252,7 @@ def _group_pass(a_ptr, b_ptr, d_ptr, g, rows_g, la, lm, ln, offs_n, col_ok, K, s
     tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], out, mask=rows_g[:, None] & col_ok[None, :])
 
 
-def _set_tma_blocks(nargs) -> None:
+def set_tma_blocks(nargs) -> None:
     """Autotuner pre-hook: the TMA descriptors' block shapes follow the config being run."""
     bm, bn, bk = nargs["BLOCK_M"], nargs["BLOCK_N"], nargs["BLOCK_K"]
     nargs["a_desc"].block_shape = [bm, bk]
@@ -422,7 +422,7 @@ else:
     m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS, prune_configs_by=_prune,
                                              key=["N", "K", "M_BUCKET", "B_K_MAJOR", "A_GATHER"])(m_grouped_kernel)
     m_grouped_tma_kernel_tuned = triton.autotune(
-        configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=_set_tma_blocks)
+        configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=set_tma_blocks)
                  for c in M_GROUPED_TMA_CONFIGS],
         key=["N", "K", "M_BUCKET", "B_K_MAJOR"], prune_configs_by=_prune)(m_grouped_tma_kernel)
     # d may alias c (in-place accumulation), so every timed run must start from the original d.
@@ -430,14 +430,13 @@ else:
                                              restore_value=["d_ptr"])(k_grouped_kernel)
 
 
-def launch(name: str, kernel, grid, args, consts: dict, device) -> None:
+def launch(kernel, grid, args, consts: dict, device) -> None:
     """Launch ``kernel`` (a JITFunction, or its autotuned wrapper) on ``device``'s current stream.
 
     Compiles happen inside this call, so Triton's cache directory and the ``DG_JIT_DEBUG`` compile log
     are set around it (``_triton_cache.launch_scope``). A plain JITFunction gets ``num_warps`` /
     ``num_stages`` from ``consts`` (defaults 4 / 3) on the GPU; the interpreter takes neither.
     """
-    del name  # the kernel names itself in the compile log
     consts = dict(consts)
     if device.type != "cuda":
         consts.pop("num_warps", None)

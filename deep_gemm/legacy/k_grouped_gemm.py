@@ -102,12 +102,12 @@ def run_k_grouped(op: str, a, b, d, c, k_start, k_end, k_idx, gather: int, k_tot
         return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]), num_groups)
 
     if config is None and kn.k_grouped_kernel_tuned is not None:
-        kn.launch("k_grouped_kernel", kn.k_grouped_kernel_tuned, grid, args, consts, d.device)
+        kn.launch(kn.k_grouped_kernel_tuned, grid, args, consts, d.device)
         return d
     meta = kn.interpret_config(m, n)
     if config is not None:
         meta.update(config)
-    kn.launch("k_grouped_kernel", kn.k_grouped_kernel, grid, args, dict(consts, **meta), d.device)
+    kn.launch(kn.k_grouped_kernel, grid, args, dict(consts, **meta), d.device)
     return d
 
 

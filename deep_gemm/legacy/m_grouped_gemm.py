@@ -142,21 +142,21 @@ def run_m_grouped(op: str, plan: Plan, config=None) -> torch.Tensor:
                 a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
         consts = dict(B_K_MAJOR=b_k_major, D_TMA=d_tma, UPCAST=kn.INTERPRET)
         if not config and kn.m_grouped_tma_kernel_tuned is not None:
-            kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel_tuned, grid, args, consts, d.device)
+            kn.launch(kn.m_grouped_tma_kernel_tuned, grid, args, consts, d.device)
             return d
         meta = dict(kn.interpret_config(m, n), **config)
-        kn._set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, d_desc=d_desc, B_K_MAJOR=b_k_major))
-        kn.launch("m_grouped_tma_kernel", kn.m_grouped_tma_kernel, grid, args, dict(consts, **meta), d.device)
+        kn.set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, d_desc=d_desc, B_K_MAJOR=b_k_major))
+        kn.launch(kn.m_grouped_tma_kernel, grid, args, dict(consts, **meta), d.device)
         return d
 
     args = (a, b_nk, d, m_indices, rows if gather else m_indices, m, n, k, b_nk.shape[0], a.shape[0], m_bucket,
             a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
     consts = dict(B_K_MAJOR=b_k_major, A_GATHER=gather, UPCAST=kn.INTERPRET)
     if not config and kn.m_grouped_kernel_tuned is not None:
-        kn.launch("m_grouped_kernel", kn.m_grouped_kernel_tuned, grid, args, consts, d.device)
+        kn.launch(kn.m_grouped_kernel_tuned, grid, args, consts, d.device)
         return d
     meta = dict(kn.interpret_config(m, n), **config)
-    kn.launch("m_grouped_kernel", kn.m_grouped_kernel, grid, args, dict(consts, **meta), d.device)
+    kn.launch(kn.m_grouped_kernel, grid, args, dict(consts, **meta), d.device)
     return d
 
 

@@ -463,7 +463,7 @@ _MOCK_COMPILE = textwrap.dedent("""
                                                       metadata_group={}, times=Times, cache_hit=hit)
             return run
 
-    kn.launch("m_grouped_kernel", FakeKernel(), (1,), (), {}, torch.device("cuda"))
+    kn.launch(FakeKernel(), (1,), (), {}, torch.device("cuda"))
     assert seen["dir"] == os.path.join(os.environ["DG_JIT_CACHE_DIR"], "triton"), seen
     assert seen["chained"] is True, seen
     assert triton.knobs.compilation.listener is earlier_listener

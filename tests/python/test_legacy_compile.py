@@ -198,4 +198,4 @@ def test_autotuners_and_config_pruning():
     assert small == kn.M_GROUPED_TMA_CONFIGS
     assert large and all(c.kwargs["BLOCK_M"] == 128 for c in large) and len(large) < len(small)
     # Every TMA candidate carries the pre-hook that sizes the descriptors' blocks.
-    assert all(c.pre_hook is kn._set_tma_blocks for c in kn.m_grouped_tma_kernel_tuned.configs)
+    assert all(c.pre_hook is kn.set_tma_blocks for c in kn.m_grouped_tma_kernel_tuned.configs)
