@@ -27,7 +27,6 @@ from ._common import interpreter_enabled
 from ._triton_cache import debug_enabled, launch_scope
 
 INTERPRET = interpreter_enabled()
-DEBUG = debug_enabled()   # read once, when the first legacy kernel is used
 
 
 def _install_interpreter_index_fix() -> None:
@@ -447,5 +446,5 @@ def launch(kernel, grid, args, consts: dict, device) -> None:
         consts.setdefault("num_warps", 4)
         consts.setdefault("num_stages", 3)
     import torch
-    with torch.cuda.device(device), launch_scope(DEBUG):
+    with torch.cuda.device(device), launch_scope(debug_enabled()):   # environment read per launch
         kernel[grid](*args, **consts)
