@@ -1,11 +1,13 @@
 """Triton kernels of ``deep_gemm.legacy`` (imported lazily: needs Triton).
 
-Two kernels:
+Three kernels:
 
 * ``m_grouped_kernel``: ``d[r, :] = a[r, :] @ B[m_indices[r]]`` for rows grouped along M (with
   ``A_GATHER``: ``a[rows[r], :]``, the ``a_fused`` variants). The B operand is addressed through (k, n)
   strides, so one kernel serves K-major and MN-major weights; ``B_K_MAJOR`` tells the compiler which
   stride is 1.
+* ``m_grouped_tma_kernel``: the same product without the gather, loading (and storing) the tiles that
+  hold one group's rows through TMA descriptors; the GPU default when the operands allow it.
 * ``k_grouped_kernel``: ``d[g] = (c[g] +) a[k_g]^T @ b[k_g]`` for groups laid out along K, each group a
   ``[k_start, k_end)`` range of K positions; with ``GATHER`` the rows of ``a`` (``a_fused``) or ``b``
   (``b_fused``) are gathered through an index per K position.
