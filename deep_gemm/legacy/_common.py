@@ -41,6 +41,10 @@ def require_triton(op: str) -> None:
             f"install it with `pip install triton` (Triton >= 3.0)") from _TRITON_IMPORT_ERROR
 
 
+def cdiv(x: int, y: int) -> int:
+    return (x + y - 1) // y
+
+
 def tracing() -> bool:
     """True while torch.compile / torch.export traces the caller (the public functions then call their
     ``torch.ops.deep_gemm`` op, which the graph can record, instead of launching)."""

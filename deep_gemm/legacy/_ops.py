@@ -56,7 +56,7 @@ def _k_grouped_impl(a: Tensor, b: Tensor, d: Tensor, ks: List[int], ks_tensor: O
                     c: Optional[Tensor]) -> None:
     op = "k_grouped_bf16_gemm_tn_contiguous_tl"
     ks, c_is_d = KG.check_k_grouped(op, a, b, d, ks, ks_tensor, c)
-    KG._run_plain(op, a, b, d, ks, ks_tensor, c, c_is_d, None)
+    KG.run_plain_k_grouped(op, a, b, d, ks, ks_tensor, c, c_is_d, None)
 
 
 def _k_grouped_fake(a, b, d, ks, ks_tensor, c):

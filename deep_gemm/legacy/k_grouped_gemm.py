@@ -99,7 +99,7 @@ def run_k_grouped(op: str, a, b, d, c, k_start, k_end, k_idx, gather: int, k_tot
     consts = dict(GATHER=gather, HAS_C=has_c, UPCAST=kn.INTERPRET)
 
     def grid(meta):
-        return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]), num_groups)
+        return (C.cdiv(m, meta["BLOCK_M"]) * C.cdiv(n, meta["BLOCK_N"]), num_groups)
 
     if config is None and kn.k_grouped_kernel_tuned is not None:
         kn.launch(kn.k_grouped_kernel_tuned, grid, args, consts, d.device)
@@ -111,11 +111,7 @@ def run_k_grouped(op: str, a, b, d, c, k_start, k_end, k_idx, gather: int, k_tot
     return d
 
 
-def triton_cdiv(x: int, y: int) -> int:
-    return (x + y - 1) // y
-
-
-def _run_plain(op, a, b, d, ks, ks_tensor, c, c_is_d, config):
+def run_plain_k_grouped(op, a, b, d, ks, ks_tensor, c, c_is_d, config):
     C.require_triton(op)
     C.check_devices(op, [("a", a), ("b", b), ("d", d), ("c", c), ("ks_tensor", ks_tensor)])
     num_groups, m, n = d.shape
@@ -163,7 +159,7 @@ def k_grouped_bf16_gemm_tn_contiguous_tl(a: torch.Tensor, b: torch.Tensor, d: to
         C.torch_op(_TN)(a, b, d, list(ks) if isinstance(ks, (list, tuple)) else ks, ks_tensor, c)
         return d
     ks, c_is_d = check_k_grouped(_TN, a, b, d, ks, ks_tensor, c)
-    return _run_plain(_TN, a, b, d, ks, ks_tensor, c, c_is_d, _config)
+    return run_plain_k_grouped(_TN, a, b, d, ks, ks_tensor, c, c_is_d, _config)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def run_m_grouped(op: str, plan: Plan, config=None) -> torch.Tensor:
         raise ValueError(f"{op}: _config asks for TMA, but the operands do not allow it")
 
     def grid(meta):
-        return (triton_cdiv(m, meta["BLOCK_M"]) * triton_cdiv(n, meta["BLOCK_N"]),)
+        return (C.cdiv(m, meta["BLOCK_M"]) * C.cdiv(n, meta["BLOCK_N"]),)
 
     if use_tma:
         a_desc, b_desc, d_desc, d_tma = _tma_descriptors(plan)
@@ -200,10 +200,6 @@ def _tma_descriptors(plan: Plan):
     else:
         d_desc = TensorDescriptor(a, [a.shape[0], k], [a.stride(0), 1], [16, 16])
     return a_desc, b_desc, d_desc, d_tma
-
-
-def triton_cdiv(x: int, y: int) -> int:
-    return (x + y - 1) // y
 
 
 def m_grouped_bf16_gemm_nt_contiguous_tl(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor,
