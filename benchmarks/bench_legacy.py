@@ -2,6 +2,7 @@
 
     python3 benchmarks/bench_legacy.py            # H200 / any sm_80+ GPU
     python3 benchmarks/bench_legacy.py --iters 30
+    python3 benchmarks/bench_legacy.py --targets  # only the two m-grouped target shapes (and variants)
     TRITON_INTERPRET=1 python3 benchmarks/bench_legacy.py --smoke   # CPU dry run of the script, tiny shapes
 
 Timing (as in every benchmark here, see docs/architecture.md): CUDA events around each call, L2 flushed (a 256 MiB buffer zeroed) before each
@@ -11,9 +12,11 @@ the valid rows only (padding rows of the grouped layout are not work).
 
 Cases: dense ``M x (N, K)`` for M in {4096, 128} and (N, K) in {(7168, 2048), (2112, 7168),
 (24576, 1536), (4096, 7168)} through the m-grouped kernels with one group (nt: b [1, N, K]; nn: b
-[1, K, N]) against ``torch.mm``; m-grouped MoE layouts against a per-group ``torch.mm`` loop; k-grouped
-against a per-group ``torch.mm`` loop (its output is BF16, the Triton kernel's FP32). The table is
-printed last.
+[1, K, N]) against ``torch.mm``; m-grouped MoE layouts (the two target shapes, 4 x ~1120 x 4096 x 7168
+and 8 x ~576 x 7168 x 2048, then a sweep; group sizes drawn around the expected size, aligned to 128)
+against a per-group ``torch.mm`` loop, the targets also with the pointer kernel, an MN-major b and the
+a_fused gather; k-grouped (plain, a_fused, b_fused) against a per-group ``torch.mm`` loop (its output is
+BF16, the Triton kernel's FP32). The table is printed last, then the autotuner's choice per key.
 """
 
 from __future__ import annotations
@@ -119,6 +122,9 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20, help="timed runs per case (median; >= 15)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="tiny shapes (CPU under TRITON_INTERPRET=1)")
+    parser.add_argument("--targets", action="store_true",
+                        help="only the two m-grouped target shapes and their variants (a few minutes less: the "
+                             "first call of each new kernel/config compiles it)")
     args = parser.parse_args()
     if args.iters < 15 and not args.smoke:
         parser.error("--iters must be >= 15")
@@ -156,6 +162,8 @@ def main() -> None:
         dense_m = [4096, 128]
         dense_nk = [(7168, 2048), (2112, 7168), (24576, 1536), (4096, 7168)]
 
+    if args.targets:
+        dense_m = []
     print("dense (one group):", flush=True)
     for m in dense_m:
         for n, k in dense_nk:
@@ -186,6 +194,8 @@ def main() -> None:
                    ("", 4, 1024, 7168, 2048, None), ("", 16, 256, 2112, 7168, None)]
         sweep = [(8, m, n, k) for m in (64, 256, 1024, 2048) for n, k in ((4096, 7168), (7168, 2048))]
     grouped += [("sweep", g, m, n, k, None) for g, m, n, k in sweep]
+    if args.targets:
+        grouped = [case for case in grouped if case[0].startswith("target") or args.smoke]
     gen = torch.Generator().manual_seed(1)
     for label, g, expected_m, n, k, target in grouped:
         # Group sizes drawn around the expected size (0.7x to 1.3x), as routing produces them.
@@ -236,6 +246,8 @@ def main() -> None:
     else:
         kcases = [([4096] * 4, 7168, 2048), ([4096] * 4, 2048, 7168), ([1024, 3072, 2048, 4096], 4096, 7168),
                   ([2048] * 8, 2112, 7168)]
+    if args.targets:
+        kcases = []
     for ks, m, n in kcases:
         total = sum(ks)
         a = torch.randn(total, m, dtype=torch.bfloat16, device=device)
