@@ -71,9 +71,9 @@ if INTERPRET:
     _install_interpreter_index_fix()
 
 
-def _cfg(bm, bn, bk, warps, stages, group_m=8):
+def _cfg(bm, bn, bk, warps, stages, group_m=8, maxnreg=None):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
-                         num_warps=warps, num_stages=stages)
+                         num_warps=warps, num_stages=stages, maxnreg=maxnreg)
 
 
 # Hopper-oriented candidates (also valid on Ampere; configs that exceed shared memory are dropped by
@@ -89,13 +89,19 @@ M_GROUPED_CONFIGS = [
     _cfg(64, 64, 64, 4, 5),
 ]
 
-# The TMA kernel's candidates: the same tiles, plus deeper pipelines (TMA stages cost no registers).
+# The TMA kernel's candidates: the same tiles, plus deeper pipelines (TMA stages cost no registers), and
+# 128x128 tiles with 3 stages (96 KiB of shared memory) in register budgets that let two blocks share an
+# SM (8 warps capped at 128 registers: the K loop does not spill, only the rare path for tiles that
+# straddle groups; 4 warps fit in 255), so one block's epilogue and pipeline fill overlap the other's
+# main loop, which matters for short K loops such as K = 2048.
 M_GROUPED_TMA_CONFIGS = M_GROUPED_CONFIGS + [
     _cfg(128, 256, 64, 8, 4),
     _cfg(128, 128, 64, 8, 5),
     _cfg(128, 128, 128, 8, 3),
     _cfg(128, 256, 64, 8, 3, group_m=16),
     _cfg(128, 128, 64, 8, 4, group_m=4),
+    _cfg(128, 128, 64, 8, 3, maxnreg=128),
+    _cfg(128, 128, 64, 4, 3),
 ]
 
 LARGE_M_BUCKET = 4   # M_BUCKET >= 4: more than 1024 rows (8 blocks of 128)
@@ -423,8 +429,8 @@ else:
     m_grouped_kernel_tuned = triton.autotune(configs=M_GROUPED_CONFIGS, prune_configs_by=_prune,
                                              key=["N", "K", "M_BUCKET", "B_K_MAJOR", "A_GATHER"])(m_grouped_kernel)
     m_grouped_tma_kernel_tuned = triton.autotune(
-        configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, pre_hook=set_tma_blocks)
-                 for c in M_GROUPED_TMA_CONFIGS],
+        configs=[triton.Config(c.kwargs, num_warps=c.num_warps, num_stages=c.num_stages, maxnreg=c.maxnreg,
+                               pre_hook=set_tma_blocks) for c in M_GROUPED_TMA_CONFIGS],
         key=["N", "K", "M_BUCKET", "B_K_MAJOR"], prune_configs_by=_prune)(m_grouped_tma_kernel)
     # d may alias c (in-place accumulation), so every timed run must start from the original d.
     k_grouped_kernel_tuned = triton.autotune(configs=K_GROUPED_CONFIGS, key=["M", "N", "HAS_C", "GATHER"],

@@ -43,11 +43,13 @@ def _jit_fn(kernel):
     return kernel
 
 
-def _compile(kernel, signature, constexprs, aligned, num_warps, num_stages, arch=90):
+def _compile(kernel, signature, constexprs, aligned, num_warps, num_stages, arch=90, maxnreg=None):
     attrs = {(i,): [["tt.divisibility", 16]] for i in aligned}
     src = ASTSource(_jit_fn(kernel), signature, constexprs, attrs)
-    return triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": num_warps, "num_stages": num_stages})
+    options = {"num_warps": num_warps, "num_stages": num_stages}
+    if maxnreg is not None:
+        options["maxnreg"] = maxnreg
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
 
 def _config_params(cfg):
@@ -135,7 +137,8 @@ def _tma_sig(meta, b_k_major):
             "D_TMA": "constexpr"}
 
 
-@pytest.mark.parametrize("cfg_index,b_k_major,d_tma", [(0, True, True), (1, False, True), (7, True, False)])
+@pytest.mark.parametrize("cfg_index,b_k_major,d_tma", [(0, True, True), (1, False, True), (7, True, False),
+                                                       (12, True, True)])
 def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, d_tma, tmp_path):
     """The TMA variant: its K loop loads through UTMALDG (hardware tensor copies), not LDG/cp.async; with
     D_TMA the tile is stored with UTMASTG."""
@@ -146,7 +149,8 @@ def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, d_tma, tmp
     aligned = [i for i, name in enumerate(sig) if name in ("a_ptr", "b_ptr", "d_ptr", "idx_ptr", "N", "K",
                                                              "stride_am", "stride_bg", "stride_bk", "stride_bn",
                                                              "stride_dm")]
-    compiled = _compile(kn.m_grouped_tma_kernel, sig, consts, aligned, warps, stages)
+    maxnreg = kn.M_GROUPED_TMA_CONFIGS[cfg_index].maxnreg
+    compiled = _compile(kn.m_grouped_tma_kernel, sig, consts, aligned, warps, stages, maxnreg=maxnreg)
     assert "wgmma.mma_async" in compiled.asm["ptx"] and "cp.async.bulk.tensor" in compiled.asm["ptx"]
     assert compiled.metadata.shared <= SM90_SMEM_LIMIT, compiled.metadata.shared
     if CUOBJDUMP.exists():
@@ -157,6 +161,11 @@ def test_m_grouped_tma_kernel_compiles_for_sm90(cfg_index, b_k_major, d_tma, tmp
         loops = _sass_hot_loops(compiled.asm["cubin"], tmp_path)
         innermost = [lp for lp in loops if not any(o[0] > lp[0] and o[1] < lp[1] for o in loops if o != lp)]
         assert innermost and all(lp[2] == 0 for lp in innermost), f"spills inside a K loop: {innermost}"
+        if maxnreg is not None:   # the cap holds (two blocks per SM need it)
+            res = subprocess.run([str(CUOBJDUMP), "-res-usage", str(path)], capture_output=True, text=True,
+                                 check=True).stdout
+            regs = [int(r) for r in re.findall(r"REG:(\d+)", res)]
+            assert regs and max(regs) <= maxnreg, res
 
 
 def _k_cases():
