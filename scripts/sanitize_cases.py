@@ -267,6 +267,69 @@ def check_k_grouped_fp8_gemm() -> None:
     assert diff < 1e-3 and not d.cpu().isnan().any(), f"k_grouped_fp8_gemm_nt_contiguous wrong: diff={diff}"
 
 
+def check_legacy_triton() -> None:
+    """deep_gemm.legacy (Triton), fixed tile configs (no autotuning under the sanitizer): the TMA and the
+    pointer m-grouped kernels with groups that straddle tiles and padding, the row gather with indices
+    outside a, and the fused k-grouped kernels with device-side group bounds outside [0, K]."""
+    from deep_gemm import legacy
+    torch.manual_seed(0)
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 4, "num_warps": 4, "num_stages": 3}
+    m, n, g = 300, 200, 3
+    idx = torch.randint(-1, g, (m,), dtype=torch.int32)
+    idx[:128] = 0                                            # single-group tiles (the TMA path) too
+    # (K, TMA, MN-major b): a K tail through TMA, the pointer kernel, an MN-major b through TMA.
+    for k, tma, mn_major in ((200, True, False), (200, False, False), (384, True, True)):
+        a = torch.randn(m, k, dtype=torch.bfloat16)
+        b = torch.randn(g, n, k, dtype=torch.bfloat16)
+        ref = torch.zeros(m, n)
+        for gi in range(g):
+            ref[idx == gi] = a[idx == gi].float() @ b[gi].float().t()
+        weight = b.mT.contiguous().mT if mn_major else b
+        d = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a.cuda(), weight.cuda(), d, idx.cuda(), _config=dict(cfg, TMA=tma))
+        torch.cuda.synchronize()
+        diff = calc_diff(d.cpu(), ref)
+        assert diff < 1e-5 and not d.cpu().isnan().any(), f"legacy m-grouped {(k, tma, mn_major)} wrong: diff={diff}"
+
+    tokens = 50                                             # a_fused: source rows -1, >= tokens, valid
+    rows = torch.randint(-5, tokens + 5, (m,), dtype=torch.int32)
+    src = torch.randn(tokens, k, dtype=torch.bfloat16)
+    ok = (idx >= 0) & (rows >= 0) & (rows < tokens)
+    ref = torch.zeros(m, n)
+    for gi in range(g):
+        sel = ok & (idx == gi)
+        ref[sel] = src[rows[sel].long()].float() @ b[gi].float().t()
+    d = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    legacy.a_fused_m_grouped_bf16_gemm_nt_contiguous_tl(src.cuda(), b.cuda(), d, (idx.cuda(), rows.cuda()), _config=cfg)
+    torch.cuda.synchronize()
+    diff = calc_diff(d.cpu(), ref)
+    assert diff < 1e-5 and not d.cpu().isnan().any(), f"legacy a_fused m-grouped wrong: diff={diff}"
+
+    positions, mm, nn = 200, 70, 100                        # fused k-grouped: bounds clamped, -1 / >= T skipped
+    k_idx = torch.randint(-3, tokens + 3, (positions,), dtype=torch.int32)
+    k_start = torch.tensor([-50, 60, 150, 0], dtype=torch.int32)
+    k_end = torch.tensor([60, 150, 9000, 0], dtype=torch.int32)
+    valid = ((k_idx >= 0) & (k_idx < tokens)).float()[:, None]
+    for fused in ("a", "b"):
+        gathered = torch.randn(tokens, mm if fused == "a" else nn, dtype=torch.bfloat16)
+        plain = torch.randn(positions, nn if fused == "a" else mm, dtype=torch.bfloat16)
+        rows_f = gathered[k_idx.clamp(0, tokens - 1).long()].float() * valid
+        lhs, rhs = (rows_f, plain.float()) if fused == "a" else (plain.float(), rows_f)
+        ref = torch.zeros(4, mm, nn)
+        for gi in range(4):
+            lo, hi = max(int(k_start[gi]), 0), min(int(k_end[gi]), positions)
+            if lo < hi:
+                ref[gi] = lhs[lo:hi].t() @ rhs[lo:hi]
+        a_op, b_op = (gathered, plain) if fused == "a" else (plain, gathered)
+        d = torch.full((4, mm, nn), float("nan"), device="cuda")
+        fn = legacy.a_fused_k_grouped_bf16_gemm_tn_contiguous_tl if fused == "a" else \
+            legacy.b_fused_k_grouped_bf16_gemm_tn_contiguous_tl
+        fn(a_op.cuda(), b_op.cuda(), d, (k_idx.cuda(), k_start.cuda(), k_end.cuda()), False, _config=cfg)
+        torch.cuda.synchronize()
+        diff = calc_diff(d.cpu(), ref)
+        assert diff < 1e-5 and not d.cpu().isnan().any(), f"legacy {fused}_fused k-grouped wrong: diff={diff}"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
     cases = [f for name, f in list(globals().items()) if name.startswith("check_") and callable(f)]  # in file order

@@ -41,6 +41,21 @@ def require_triton(op: str) -> None:
             f"install it with `pip install triton` (Triton >= 3.0)") from _TRITON_IMPORT_ERROR
 
 
+def cdiv(x: int, y: int) -> int:
+    return (x + y - 1) // y
+
+
+def tracing() -> bool:
+    """True while torch.compile / torch.export traces the caller (the public functions then call their
+    ``torch.ops.deep_gemm`` op, which the graph can record, instead of launching)."""
+    return torch.compiler.is_dynamo_compiling()
+
+
+def torch_op(name: str):
+    """The ``torch.library`` op of a legacy function (registered by ``deep_gemm.legacy._ops``)."""
+    return getattr(torch.ops.deep_gemm, name)
+
+
 def interpreter_enabled() -> bool:
     """True when Triton runs kernels in its CPU interpreter (``TRITON_INTERPRET=1``)."""
     value = os.environ.get("TRITON_INTERPRET", "0").strip().lower()
@@ -99,8 +114,16 @@ def check_inner_contiguous(op: str, name: str, t: torch.Tensor, layout: str) -> 
             f"got shape {tuple(t.shape)} with strides {tuple(t.stride())}")
 
 
+def _has_storage(t: torch.Tensor) -> bool:
+    """False for meta tensors and FakeTensors (tracing), whose addresses mean nothing."""
+    if t.device.type == "meta":
+        return False
+    from torch._subclasses.fake_tensor import FakeTensor
+    return not isinstance(t, FakeTensor)
+
+
 def _byte_span(t: torch.Tensor):
-    if t.numel() == 0:
+    if t.numel() == 0 or not _has_storage(t):
         return None
     extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
     start = t.data_ptr()

@@ -86,6 +86,16 @@ TESTING = {
     'get_arch_major': '', 'test_filter': 'condition', 'ignore_env': 'name, condition',
 }
 
+# deep_gemm.legacy (Triton): module -> function -> DeepGEMM's parameter list. (Our functions add a
+# keyword-only `_config` for tests, which the check allows as an optional extra.)
+LEGACY = {
+    'm_grouped_gemm': {f'm_grouped_bf16_gemm_{lay}_contiguous_tl': 'a, b, d, m_indices' for lay in ('nt', 'nn')},
+    'a_fused_m_grouped_gemm': {f'a_fused_m_grouped_bf16_gemm_{lay}_contiguous_tl': 'a, b, d, mappings'
+                               for lay in ('nt', 'nn')},
+    'a_fused_k_grouped_gemm': {'a_fused_k_grouped_bf16_gemm_tn_contiguous_tl': 'a, b, d, handle, acc'},
+    'b_fused_k_grouped_gemm': {'b_fused_k_grouped_bf16_gemm_tn_contiguous_tl': 'a, b, d, handle, acc'},
+}
+
 ALIASES = {
     'fp8_fp4_gemm_nt': 'fp8_gemm_nt', 'fp8_fp4_gemm_nn': 'fp8_gemm_nn', 'fp8_fp4_gemm_tn': 'fp8_gemm_tn',
     'fp8_fp4_gemm_tt': 'fp8_gemm_tt',
@@ -179,6 +189,14 @@ def test_deep_gemm_signature(name):
         check(name, fn, EXPECTED[name])
     if name in STUB and not inspect.isfunction(fn):
         check(name, fn, EXPECTED[name] or ', '.join(n for n, _ in STUB[name]))
+
+
+@pytest.mark.parametrize('module,name', sorted((m, n) for m, fns in LEGACY.items() for n in fns))
+def test_legacy_signature(module, name):
+    import importlib
+    mod = importlib.import_module(f'deep_gemm.legacy.{module}')
+    check(name, getattr(mod, name), LEGACY[module][name])
+    assert getattr(deep_gemm.legacy, name) is getattr(mod, name)   # also re-exported by the package
 
 
 @pytest.mark.parametrize('name', sorted(TESTING))
