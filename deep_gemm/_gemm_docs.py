@@ -9,9 +9,9 @@ DOCS = {
     - ``b = (B float8_e4m3fn [N, K] K-major, sfb float32 [ceil(N/128), ceil(K/128)])``
     - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
       float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
-    - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; with a bfloat16 ``d`` the
-      addition happens after the kernel in ``c``'s precision, then rounds to bfloat16; with recipe
-      ``(1, 1, 128)`` ``c`` is float32 and the kernel adds it in FP32 as it stores). ``c`` may be ``d``.
+    - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; float32 with recipe
+      ``(1, 1, 128)``): the kernel's epilogue adds it to the FP32 accumulators as it stores, so ``d`` is
+      rounded once. ``c`` may be ``d``.
     - Alignment (TMA): A/B base pointers 16-byte aligned, row strides multiples of 16 bytes (K % 16 == 0
       for contiguous FP8 rows). ``d`` only needs ``stride(-1) == 1``; 16-byte aligned rows take the
       faster TMA-store epilogue.

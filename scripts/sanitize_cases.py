@@ -42,15 +42,31 @@ def check_fp8_gemm_256() -> None:
         fp8_case(300, 520, 256, d_row_pad=2)
 
 
-def fp8_case(m: int, n: int, k: int, d_row_pad: int = 0) -> None:
+def check_fp8_gemm_c() -> None:
+    # D = C + A @ B^T in the epilogue: float32 C on 256-row tiles (two waves per warpgroup), bfloat16 C
+    # aliasing D on 128-row tiles; M, N, K tails.
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,2"):
+        fp8_case(300, 1000, 384, c="f32")
+    with forced_config("DG_FP8_GEMM_CONFIG", "128,112,0,1,0"):
+        fp8_case(200, 520, 256, d_row_pad=2, c="is_d")
+
+
+def fp8_case(m: int, n: int, k: int, d_row_pad: int = 0, c: str = "") -> None:
     a = torch.randn(m, k, dtype=torch.bfloat16)
     b = torch.randn(n, k, dtype=torch.bfloat16)
     a8 = tuple(t.cuda() for t in per_token_cast_to_fp8(a))
     b8 = tuple(t.cuda() for t in per_block_cast_to_fp8(b))
     d = torch.full((m, n + d_row_pad), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :n]
-    deep_gemm.fp8_gemm_nt(a8, b8, d)
+    c_tensor = None
+    if c == "f32":
+        c_tensor = torch.randn(m, n, device="cuda")
+    elif c == "is_d":
+        d.copy_(torch.randn(m, n))
+        c_tensor = d
+    c_value = c_tensor.float().cpu() if c_tensor is not None else 0.0
+    deep_gemm.fp8_gemm_nt(a8, b8, d, c=c_tensor)
     torch.cuda.synchronize()
-    diff = calc_diff(d.cpu(), a.float() @ b.float().t())
+    diff = calc_diff(d.cpu(), c_value + a.float() @ b.float().t())
     assert diff < 1e-3 and not d.cpu().isnan().any(), f"fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
 
 

@@ -91,9 +91,6 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         sfb_converted = (spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb).contiguous();
         sfb_ptr = sfb_converted.const_data_ptr<float>();
     }
-    // c: the kernel writes d = A @ B; d += c afterwards (c == d: keep the old values first).
-    at::Tensor c_saved;
-    if (p.has_c and p.c_is_d) c_saved = call.c->clone();
 
     kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d2d, p, call, device);
     kernels::GemmProblem& q = desc.problem;
@@ -110,6 +107,17 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
     o.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
     o.sfa_stride = sfa_stride;
+    // c (dense only): the epilogue reads it and stores d = c + A @ B (c may be d: each element is read, then
+    // written, by the same thread). Any N-major bfloat16 or float32 c is read as is; others are copied once.
+    at::Tensor c_converted;
+    if (p.has_c) {
+        const bool usable = p.c_is_d or ((p.c.stride[1] == 1 or p.n <= 1) and
+                                         (p.m <= 1 or (p.c.stride[0] >= p.n and p.c.stride[0] < (int64_t(1) << 32))));
+        const at::Tensor& c = usable ? *call.c : (c_converted = call.c->contiguous());
+        o.c = c.const_data_ptr();
+        o.ldc = p.c_is_d ? o.ldd : p.m > 1 ? c.stride(0) : p.n;
+        q.c_fp32 = c.scalar_type() == at::kFloat;
+    }
     if (spec.grouping != G::kNone) {
         o.grouped = call.layout->const_data_ptr<int>();
         q.num_groups = static_cast<int>(p.groups);
@@ -127,8 +135,6 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         }
     }
     kernels::run_gemm(desc);
-
-    if (p.has_c) call.d->add_(p.c_is_d ? c_saved : *call.c);
 }
 
 // 1x128 scales as the FP8 kernels read them: MN-major with a TMA-aligned stride (element (mn, kb) at

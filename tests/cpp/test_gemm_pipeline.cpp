@@ -235,9 +235,9 @@ TEST(GemmPipeline, GeneratedSourcesArePinned) {
         const char* sha256;
     } pinned[] = {
         {fp8, "sm90_fp8_gemm_1d2d_bm128_bn128_s5_g8_m0_n7168_k2048_pp_mca", 
-         "45db7a8afd5ed3f72798d09820949ff2185a4543ec264f6b874f837b7ef91428"},
+         "df22cbca196e18955156ace738386798f7f9eea79728f55e337c83ea7ed149cb"},
         {fp8_masked, "sm90_fp8_gemm_1d2d_bm64_bn96_s5_g8_m0_n0_k0_direct_pp_masked", 
-         "0abb516c02587913137364c76f6de37f5ec329c4b8f3db361888ba3917d0cdec"},
+         "3f3810506da25cf3eb27930c310cc1651abbd3c6472712e46f4996e2f37050f6"},
         {fp8_1d1d, "sm90_fp8_gemm_1d1d_bm128_bn112_s4_g8_m0_n0_k0_c", 
          "a10766eb8f127aaaea3395693c4eb04b4e809f540f68a9d8191f5406de53e45a"},
         {bf16, "sm90_bf16_gemm_nn_bm128_bn256_s6_g8_m0_n7168_k2048_tma_bf16_mc2", 

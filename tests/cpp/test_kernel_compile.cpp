@@ -147,8 +147,9 @@ protected:
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
-            if ((key.epilogue == kDirectStore)) {
-                EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogue uses no TMA store";
+            if (key.epilogue == kDirectStore || key.with_c) {
+                EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogues use no TMA store";
+                if (key.with_c) EXPECT_GT(count_op(sass, "LDG"), 0) << "no C loads in SASS";
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
             } else {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
@@ -253,6 +254,21 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dNvrtc) {
         build_and_check(key);
     }
     EXPECT_GE(kinds.size(), 3u);
+}
+
+// D = C + acc in the epilogue (AccumDirectStoreEpilogue): a bfloat16 C on 128-row tiles, a float32 C on
+// 256-row tiles (two waves per math warpgroup), C aliasing D or not being the caller's business.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dWithC) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 0});
+    key.with_c = true;
+    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kAccumDirect);
+    build_and_check(key);
+    key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+        256, 128, deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin), 8, 0, 2});
+    key.with_c = true, key.c_fp32 = true;
+    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kAccumDirect);
+    build_and_check(key);
 }
 
 // Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) with

@@ -193,3 +193,35 @@ def test_fp8_gemm_nt_direct_store_odd_column_base():
     assert not torch.isnan(d).any()
     assert torch.isnan(d_wide[:, 0]).all() and torch.isnan(d_wide[:, n + 1]).all(), 'wrote outside the output view'
     assert calc_diff(d.float(), _reference(a_fp8, sfa, b_fp8, sfb)) < 1e-3
+
+
+@pytest.mark.parametrize('config', ['', '256,128,0,0,2', '128,112,0,1,0', '64,96,0,0,0'])
+@pytest.mark.parametrize('c_kind', ['bf16', 'f32', 'is_d', 'f32_transposed', 'bf16_broadcast'])
+def test_fp8_gemm_nt_c_in_epilogue(forced_config, config, c_kind):
+    """d = c + a @ b.T with c added in the kernel's epilogue: bfloat16 and float32 c, c aliasing d, a
+    column-major c and a row-broadcast c (copied once); unaligned M/N/K; nothing written past N."""
+    if config:
+        forced_config(config)
+    m, n, k = 700, 1000, 1152
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(m, n, k, 21)
+    g = torch.Generator(device='cuda').manual_seed(22)
+    c32 = torch.randn((m, n), device='cuda', dtype=torch.float32, generator=g)
+    d_wide = torch.full((m, n + 8), float('nan'), device='cuda', dtype=torch.bfloat16)
+    d = d_wide[:, :n]
+    if c_kind == 'bf16':
+        c = c32.to(torch.bfloat16)
+    elif c_kind == 'f32':
+        c = c32
+    elif c_kind == 'is_d':
+        d.copy_(c32)
+        c = d
+    elif c_kind == 'f32_transposed':
+        c = c32.t().contiguous().t()
+    else:
+        c = c32[:1].expand(m, n).to(torch.bfloat16)
+    c_value = c.float().clone()
+    deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d, c=c)
+    torch.cuda.synchronize()
+    assert not torch.isnan(d).any()
+    assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
+    assert calc_diff(d.float(), c_value + _reference(a_fp8, sfa, b_fp8, sfb)) < 1e-3

@@ -31,6 +31,7 @@ std::string make_symbol(const GemmKernelKey& key) {
     static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
     static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
+           (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
            kModes[key.mode] + kPadding[key.padding] + (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : "");
 }
@@ -151,6 +152,8 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     check(o.lda >= k && o.lda % 16 == 0, "lda must be >= K and a multiple of 16");
     check(o.ldb >= k && o.ldb % 16 == 0, "ldb must be >= K and a multiple of 16");
     check(o.ldd >= n, "ldd must be >= N");
+    check(!o.c || (o.ldc >= n && o.ldc < (int64_t(1) << 32)), "ldc must be >= N and < 2^32 elements");
+    check(!o.c || aligned(o.c, desc.problem.c_fp32 ? 4 : 2), "c must be element-aligned");
     check(o.lda < (int64_t(1) << 32) && o.ldb < (int64_t(1) << 32) && o.ldd < (int64_t(1) << 32),
           "row strides must be < 2^32 elements");
     check(o.sfa_stride >= m && o.sfa_stride % 4 == 0,
@@ -247,7 +250,11 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     if (num_sms < 2) key.multicast = 0;
     dims.apply(key, p.m, p.n, p.k);
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
-    key.epilogue = uint8_t(p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
+    // D = C + acc: C is read and added in the epilogue, which then stores from registers.
+    if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
+    key.with_c = p.with_c;
+    key.c_fp32 = p.with_c && p.c_fp32;
+    key.epilogue = uint8_t(p.with_c ? Epilogue::kAccumDirect : p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
     key.mode = uint8_t(p.mode);
     if (is_contiguous(p)) {
         key.padding = p.ensure_zero_padding ? 1 : 2;
@@ -267,21 +274,27 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                       g = std::to_string(key.group_n) + "u";
     // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
     const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
+    const std::string epilogue =
+        key.epilogue == int(Epilogue::kAccumDirect)
+            ? "AccumDirectStoreEpilogue<" + bm + ", " + bn + ", false, true, " + (key.block_m == 256 ? "128u" : "64u") +
+                  ", " + (key.c_fp32 ? "true" : "false") + ">"
+            : std::string(key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
+                  "<" + bm + ", " + bn + epilogue_rows + ">";
     src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +
-               " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const int* grouped, unsigned int m,"
+               " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped,"
+               " unsigned int m,"
                " unsigned int n, unsigned int k, unsigned int num_groups) {\n"
                "    using Scheduler = " + scheduler_type(key) + ";\n"
-               "    using Epilogue = deep_gemm::" + (key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
-               "<" + bm + ", " + bn + epilogue_rows + ">;\n"
+               "    using Epilogue = deep_gemm::" + epilogue + ";\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
                "u, Scheduler, Epilogue, " + std::to_string(key.pipelined) + "u, " +
                (key.multicast != 0 ? "2" : "1") + ", " + (key.multicast == 2 ? "true" : "false") +
-               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, grouped, m, n, k, num_groups);\n}\n"
+               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, c, ldc, grouped, m, n, k, num_groups);\n}\n"
                // The host sizes shared memory with its own formula: make the device layout agree.
                "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<" +
                std::to_string(key.block_m) + ", " + std::to_string(key.block_n) + ", " +
@@ -337,11 +350,12 @@ void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLau
     launch.stream = o.stream;
     const float* sfb = o.sfb;
     void* d = o.d;
+    const void* c = o.c;
     const int* grouped = o.grouped;
-    unsigned int uldd = unsigned(o.ldd), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
+    unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
                  ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
     CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
-    void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &grouped, &um, &un, &uk, &ug};
+    void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug};
     prepared.kernel->launch(launch, args);
 }
 

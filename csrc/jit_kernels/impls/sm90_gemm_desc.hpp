@@ -41,6 +41,7 @@ struct GemmProblem {
     // BF16), and D can be stored through TMA (16-byte aligned base, row stride a multiple of 8 elements).
     bool with_c = false;
     bool d_tma_ok = true;
+    bool c_fp32 = false;  // FP8 1D2D with C: C is float32 (else bfloat16, D's dtype)
     // BF16 dense: TMA multicast of B over 2-CTA clusters, 0 = heuristic, 1 = off, 2 = on when legal.
     int multicast = 0;
     // set_block_size_multiple_of: the config's BLOCK_M and BLOCK_N must be multiples of these (else
@@ -96,7 +97,8 @@ struct GemmKernelKey {
     uint8_t multicast = 0;  // 0 no cluster; 1 2-CTA cluster sharing B (M-block pairs); 2 sharing A (FP8 1D2D)
     bool a_mn_major = false, b_mn_major = false;  // BF16
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
-    uint8_t unused[2] = {0, 0};
+    bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
+    uint8_t unused = 0;
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime

@@ -63,7 +63,7 @@ struct LaunchKey {
     int64_t a_group_stride, b_group_stride, sfa_group_stride, d_group_stride, c_group_stride;
     int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
     int32_t block_m_multiple, block_n_multiple;
-    uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, d_tma_ok, pdl, zero_padding;
+    uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
 };
 
 // One table of loaded kernels for every SM90 GEMM kernel (the key names the kernel).
@@ -162,7 +162,7 @@ void run_gemm(const GemmDesc& desc) {
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
-    key.with_c = p.with_c, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
+    key.with_c = p.with_c, key.c_fp32 = p.with_c && p.c_fp32, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
 
     auto& launches = t_launches<Traits>;
     const PreparedLaunch* prepared = launches.find(key);

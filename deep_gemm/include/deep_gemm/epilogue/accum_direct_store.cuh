@@ -1,9 +1,9 @@
 // Epilogue for FP32 outputs and for D = C + acc: the FP32 accumulators are written straight from
 // registers to global memory with bounds checks (no staging shared memory), optionally adding C first.
-// D and C have the same dtype (float32 when kOutFp32, else bfloat16) and each its own row stride; C may
-// alias D (every element is read and then written by the same thread).
+// D is float32 when kOutFp32, else bfloat16; C is float32 when kCFp32 (by default D's dtype); each has its
+// own row stride, and C may alias D (every element is read and then written by the same thread).
 //
-// Accumulator layout (wgmma m64nN, one math warpgroup = 64 rows): acc[4j + 0/1] is row 16*warp + lane/4,
+// Accumulator layout (wgmma m64nN, per 64-row wave of a math warpgroup): acc[4j + 0/1] is row 16*warp + lane/4,
 // columns 8j + 2*(lane%4) + 0/1; acc[4j + 2/3] the same columns 8 rows further down. A thread therefore
 // writes column pairs (8 bytes of FP32, 4 of BF16); the 4 lanes of a quad cover 8 consecutive columns, so
 // each warp store fills whole 32-byte sectors of FP32 rows.
@@ -16,9 +16,11 @@
 
 namespace deep_gemm {
 
-template <u32 kBlockM, u32 kBlockN, bool kOutFp32, bool kWithC>
+template <u32 kBlockM, u32 kBlockN, bool kOutFp32, bool kWithC, u32 kRowsPerWarpgroup = 64, bool kCFp32 = kOutFp32>
 struct AccumDirectStoreEpilogue {
     static_assert(kBlockN % 8 == 0, "BLOCK_N must be a multiple of 8");
+    static_assert(kRowsPerWarpgroup == 64 || kRowsPerWarpgroup == 128, "64 or 128 rows (1 or 2 waves) per math warpgroup");
+    static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
     static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
     // Column groups (of 8) handled per batch: C loads of a batch are all issued before its stores.
@@ -41,9 +43,8 @@ struct AccumDirectStoreEpilogue {
           c(static_cast<const u8*>(c_ptr)),
           ldd(ld),
           ldc(ld_c) {
-        constexpr u64 kPairBytes = kOutFp32 ? 8 : 4;
-        d_pairs = (ldd % 2) == 0 && (reinterpret_cast<u64>(d_ptr) % kPairBytes) == 0;
-        c_pairs = (ldc % 2) == 0 && (reinterpret_cast<u64>(c_ptr) % kPairBytes) == 0;
+        d_pairs = (ldd % 2) == 0 && (reinterpret_cast<u64>(d_ptr) % (kOutFp32 ? 8 : 4)) == 0;
+        c_pairs = (ldc % 2) == 0 && (reinterpret_cast<u64>(c_ptr) % (kCFp32 ? 8 : 4)) == 0;
     }
 
     static __device__ __forceinline__ float bf16_to_float(u16 x) { return __uint_as_float(static_cast<u32>(x) << 16); }
@@ -51,7 +52,7 @@ struct AccumDirectStoreEpilogue {
     // Reads the pair (col, col + 1) of row `row_ptr` (elements past `n` read as 0).
     __device__ __forceinline__ void load_pair(const u8* row_ptr, u32 col, u32 n, bool pairs, float& x0, float& x1) const {
         x0 = 0.0f, x1 = 0.0f;
-        if constexpr (kOutFp32) {
+        if constexpr (kCFp32) {
             const float* p = reinterpret_cast<const float*>(row_ptr) + col;
             if (pairs && col + 1 < n) {
                 const float2 v = *reinterpret_cast<const float2*>(p);
@@ -93,20 +94,34 @@ struct AccumDirectStoreEpilogue {
         }
     }
 
-    // acc: this thread's accumulators for rows [64*math_wg, +64) of the tile at (m0, n0); rows >= m and
-    // columns >= n are not written.
+    // acc: this thread's accumulators for rows [64*math_wg, +64) of the tile at (m0, n0) (one wave per
+    // warpgroup); rows >= m and columns >= n are not written.
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...]");
+        store_wave(acc, m0 + math_wg * 64, n0, m, n);
+    }
+
+    // acc[w]: this thread's accumulators of wave w, rows [kRowsPerWarpgroup*math_wg + 64*w, +64).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w) store_wave(acc[w], m0 + math_wg * kRowsPerWarpgroup + w * 64, n0, m, n);
+    }
+
+    // The 64 rows from `row0` (wgmma m64 accumulator layout).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store_wave(const float (&acc)[kNumAccum], u32 row0, u32 n0, u32 m, u32 n) {
         static_assert(kNumAccum == kBlockN / 2, "accumulator count");
-        constexpr u64 kElem = kOutFp32 ? 4 : 2;
+        constexpr u64 kElem = kOutFp32 ? 4 : 2, kCElem = kCFp32 ? 4 : 2;
         const u32 warp = thread / 32, lane = thread % 32;
-        const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
+        const u32 row_lo = row0 + warp * 16 + lane / 4;
 #pragma unroll
         for (u32 half = 0; half < 2; ++half) {
             const u32 row = row_lo + half * 8;
             if (row >= m) continue;
             u8* d_row = d + static_cast<u64>(row) * ldd * kElem;
-            const u8* c_row = kWithC ? c + static_cast<u64>(row) * ldc * kElem : nullptr;
+            const u8* c_row = kWithC ? c + static_cast<u64>(row) * ldc * kCElem : nullptr;
 #pragma unroll
             for (u32 j0 = 0; j0 < kBlockN / 8; j0 += kBatch) {
                 float cv[2 * kBatch];  // C values of this batch (unused without C)

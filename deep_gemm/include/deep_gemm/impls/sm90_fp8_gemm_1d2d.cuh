@@ -17,7 +17,8 @@
 // scratch into the wave's final accumulator scaled by sfa[row] * sfb[column block] (two-level
 // accumulation); the slot is released after the last wave's wgmmas. With two math warpgroups their
 // wgmmas and promotions interleave on the tensor core. After the last K block the epilogue converts to
-// BF16 and TMA-stores while the producer already loads the next tile.
+// BF16 and TMA-stores while the producer already loads the next tile (with a C operand, D = C + acc: the
+// AccumDirectStoreEpilogue adds C in FP32 and stores from registers).
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
 // csrc/jit_kernels/heuristics/sm90_fp8.hpp):
@@ -28,6 +29,7 @@
 #include "../common/pipeline.cuh"
 #include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
+#include "../epilogue/accum_direct_store.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
 #include "../epilogue/bf16_tma_store.cuh"
 #include "../ptx/mbarrier.cuh"
@@ -75,7 +77,8 @@ template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM,
 __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa,
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
-                                                        void* d, u32 ldd, const i32* grouped, u32 m_runtime,
+                                                        void* d, u32 ldd, const void* c, u32 ldc,
+                                                        const i32* grouped, u32 m_runtime,
                                                         u32 n_runtime, u32 k_runtime, u32 num_groups) {
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
@@ -196,7 +199,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         const u32 num_scale_rows_b = ceil_div(n, 128u);
 
         Scheduler scheduler(m, n, grouped, num_groups);
-        Epilogue epilogue(smem_d, math_wg, thread_in_wg, tmap_d, d, ldd);
+        Epilogue epilogue(smem_d, math_wg, thread_in_wg, tmap_d, d, ldd, c, ldc);
         PipelineState<kNumStages> st;  // next slot to wait for / issue from
         PipelineState<kNumStages> rel;  // next slot to release (== st except in the pipelined loop)
 
