@@ -166,10 +166,10 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int n
 //     an operand streams from HBM and short when both hit L2: blended by the larger first-touch share of
 //     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks).
 // A 2-CTA multicast pair waits for its slower CTA once per K block (a fixed cost per K block) and is only
-// considered with more than one wave of tiles. Whole problem: waves * (K blocks * per-K-block time + epilogue), the last wave counted in full (so last-wave
-// fill is scored), bounded below by the L2's total rate (every tile's bytes: B read again by every M block,
-// A by every N block) and the unique bytes at the HBM rate a streaming GEMM reaches (~2.9 TB/s measured at
-// M = 128, below the peak).
+// considered with more than one wave of tiles. Whole problem: waves * (K blocks * per-K-block time +
+// epilogue), the last wave counted in full (so last-wave fill is scored), bounded below by the L2's total
+// rate (every tile's bytes: B read again by every M block, A by every N block) and the unique bytes at the
+// HBM rate a streaming GEMM reaches (~2.9 TB/s measured at M = 128, below the peak).
 // The constants are fitted to an H200 config sweep (benchmarks/data/fp8_sweep_h200.txt, 12 shapes x ~12
 // configs, log-time error; tests/cpp/test_fp8_model_fit.cpp prints the fit), so clocks are "model clocks":
 // kFp8ModelClkPerUs converts them to the measured microseconds (typical error ~10%).
