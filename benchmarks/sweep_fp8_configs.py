@@ -36,13 +36,16 @@ ENV = 'DG_FP8_GEMM_CONFIG'
 # (block_m, block_n, stages, pipelined, multicast); None = the config model's choice; 'rules' = the previous
 # round's measured rules. Most telling first (the budget cuts the tail): 256-row tiles with and without
 # multicast (DeepGEMM's pick at M=4096 is 256x128 sharing A), the previous default, wide tiles whose B scales
-# straddle 128-column blocks (compile-time promotion), 64-row tiles that put one CTA on every SM at small M.
+# straddle 128-column blocks (compile-time promotion), 64-row tiles that put one CTA on every SM at small M,
+# 128-row tiles without multicast at small M (the fitted model's picks there; benchmarks/data/ holds the
+# sweep it was fitted to).
 LARGE_M = [None, 'rules',
            (256, 128, 0, 0, 2), (256, 128, 0, 0, 0), (256, 128, 0, 0, 1), (128, 128, 0, 1, 2), (128, 192, 0, 0, 1),
            (256, 96, 0, 0, 2), (256, 112, 0, 0, 2), (128, 144, 0, 0, 1), (128, 160, 0, 0, 1), (128, 128, 0, 1, 0)]
 SMALL_M = [None, 'rules',
            (64, 32, 0, 1, 0), (64, 64, 0, 1, 0), (64, 112, 0, 1, 0), (64, 112, 0, 0, 0), (64, 48, 0, 1, 0),
-           (128, 192, 0, 0, 0), (128, 128, 0, 1, 2), (128, 32, 0, 1, 2), (64, 128, 0, 1, 0), (64, 16, 0, 1, 0)]
+           (128, 192, 0, 0, 0), (128, 128, 0, 1, 2), (128, 32, 0, 1, 2), (64, 128, 0, 1, 0), (64, 16, 0, 1, 0),
+           (128, 128, 0, 1, 0), (128, 64, 0, 1, 0)]
 # Shapes with few N tiles (small N): fewer candidates, the ones that spread them over the SMs.
 SMALL_N_LARGE_M = [None, 'rules', (256, 128, 0, 0, 0), (256, 64, 0, 0, 0), (128, 128, 0, 1, 0), (128, 64, 0, 1, 0),
                    (128, 96, 0, 1, 0)]

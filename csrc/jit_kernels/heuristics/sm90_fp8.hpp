@@ -148,33 +148,54 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int n
 // with or without a 2-CTA multicast of B or A, the most pipeline stages that fit (<= 16), is scored by the
 // modelled time of its busiest SM; the lowest wins (ties within 1%: the larger tile). Per tile and 128-K
 // block an SM needs the larger of
-//   - tensor-core time, BLOCK_M * BLOCK_N / 32 clocks (8192 FP8 FLOP/clk), plus the FP32 promotion it cannot
-//     hide, plus a fixed cost per K block (barriers, scale loads) that larger tiles amortise;
+//   - tensor-core time, BLOCK_M * BLOCK_N / 32 clocks (8192 FP8 FLOP/clk), plus
+//       * the FP32 promotion it cannot hide: none when pipelined, else a share of the promotion work
+//         (BLOCK_M * BLOCK_N / 128 FFMA clocks per SM); 256-row tiles expose a smaller share, the other
+//         warpgroup's wgmmas run meanwhile;
+//       * for 64-row tiles (a single math warpgroup) a promotion cost per column even when pipelined: no
+//         second warpgroup issues wgmmas while this one promotes (measured: 64x128 tiles run 12-14% slower
+//         than 128x64 ones with the same tile count and bytes per K block);
+//       * for a BLOCK_N that neither divides nor is a multiple of 128, a share of the MMA time: such tiles
+//         straddle 128-column B-scale blocks and promote with per-column scales (measured 15-25% slower per
+//         tile at M = 4096; less for BLOCK_N > 128, whose tiles straddle at most one boundary per 128+
+//         columns);
+//       * a fixed cost per K block (barriers, scale loads) that larger tiles amortise;
 //   - load time: the bytes this SM requests from L2 per K block (a multicast operand: half) at most
 //     kFp8SmLoadBytesPerClk per clock, and no faster than its pipeline refills: with S stages in flight a
 //     slot takes a load latency to fill, so a K block costs at least latency / S. The latency is long when
 //     an operand streams from HBM and short when both hit L2: blended by the larger first-touch share of
-//     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks), as
-//     a K block waits for its slower operand.
+//     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks).
 // A 2-CTA multicast pair waits for its slower CTA once per K block (a fixed cost per K block) and is only
-// considered with more than one wave of tiles (with one wave, the idle SMs are better spent on more CTAs
-// streaming their own operands).
-// A power term charges every byte moved L2 -> SM (the clock drops with power: fewer bytes per FLOP also buy
-// clock). Whole problem: waves * (K blocks * per-K-block time + epilogue), the last wave counted in full
-// (so last-wave fill is scored), bounded below by the HBM bytes and the L2's total rate.
-// The constants are first estimates from H200 measurements (the small-M latency from the 64x32 and 128x32
-// multicast timings at 128x2112x7168; the power term from ncu clocks at 4096x7168x16384); the config
-// sweep calibrates them.
-constexpr double kFp8SmLoadBytesPerClk = 64.0;
-constexpr double kFp8HbmLoadLatencyClk = 6000.0;
-constexpr double kFp8L2LoadLatencyClk = 1000.0;
-constexpr double kFp8KBlockOverheadClk = 60.0;
-constexpr double kFp8PairSyncClk = 10.0;
-constexpr double kFp8LaunchClk = 4000.0;  // launch, first loads, last stores: the same for every candidate
-constexpr double kFp8PowerClkPerByte = 0.0016;
-constexpr double kFp8L2BytesPerClk = 6144.0;
-constexpr double kFp8HbmBytesPerClk = 2300.0;
-constexpr double kFp8ModelClkPerUs = 1600.0;  // to print modelled clocks as microseconds (a loaded H200's clock)
+// considered with more than one wave of tiles. Whole problem: waves * (K blocks * per-K-block time +
+// epilogue), the last wave counted in full (so last-wave fill is scored), bounded below by the L2's total
+// rate (every tile's bytes: B read again by every M block, A by every N block) and the unique bytes at the
+// HBM rate a streaming GEMM reaches (~2.9 TB/s measured at M = 128, below the peak).
+// The constants are fitted to an H200 config sweep (benchmarks/data/fp8_sweep_h200.txt, 12 shapes x ~12
+// configs, log-time error; tests/cpp/test_fp8_model_fit.cpp prints the fit), so clocks are "model clocks":
+// kFp8ModelClkPerUs converts them to the measured microseconds (typical error ~10%).
+constexpr double kFp8SmLoadBytesPerClk = 52.0;
+constexpr double kFp8HbmLoadLatencyClk = 3700.0;
+constexpr double kFp8L2LoadLatencyClk = 3100.0;
+constexpr double kFp8KBlockOverheadClk = 115.0;
+constexpr double kFp8PromoteExposedShare = 0.93;  // not pipelined, 64/128-row tiles
+constexpr double kFp8PromoteExposedShare256 = 0.56;  // 256-row tiles
+constexpr double kFp8OneWarpgroupPromoteClkPerColumn = 1.3;  // 64-row tiles, per BLOCK_N column and K block
+constexpr double kFp8StraddleMmaShare = 0.37;  // BLOCK_N < 128 straddling B-scale blocks: extra share of MMA time
+constexpr double kFp8StraddleMmaShareWide = 0.125;  // BLOCK_N > 128, not a multiple of 128
+constexpr double kFp8PairSyncClk = 8.5;
+constexpr double kFp8LaunchClk = 11900.0;  // launch, first loads, last stores: the same for every candidate
+constexpr double kFp8EpilogueClk = 400.0;
+constexpr double kFp8EpilogueClkPerColumn = 3.0;  // per BLOCK_N column per 64 rows
+constexpr double kFp8L2BytesPerClk = 5400.0;
+constexpr double kFp8HbmBytesPerClk = 1520.0;
+constexpr double kFp8ModelClkPerUs = 1760.0;  // model clocks per measured microsecond
+
+// B scales come per 128 columns: a BLOCK_N that neither divides 128 nor is a multiple of it gives tiles
+// that straddle two scale blocks (the kernel promotes them with per-column scales).
+constexpr int kSm90Fp8ScaleBlockN = 128;
+inline bool sm90_fp8_straddles_scale_blocks(int block_n) {
+    return kSm90Fp8ScaleBlockN % block_n != 0 && block_n % kSm90Fp8ScaleBlockN != 0;
+}
 
 inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
                                   int pipelined, int multicast) {
@@ -185,10 +206,15 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     const double tiles = m_blocks * n_blocks;
     const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
     const double waves = std::ceil(tiles / sms);
-    // Promotion the tensor core waits for: none when pipelined; 256-row tiles: half of one wave's (the other
-    // warpgroup's wgmmas run meanwhile); otherwise each warpgroup's promotion.
-    const double bubble = pipelined ? 0.0 : block_m == 256 ? block_n / 4.0 : (block_m / 64.0) * (block_n / 2.0);
-    const double t_mma = double(block_m) * block_n / 32.0 + bubble + kFp8KBlockOverheadClk;
+    // Promotion the tensor core waits for (see above).
+    const double promote = double(block_m) * block_n / 128.0;
+    const double bubble = pipelined ? 0.0 : promote * (block_m == 256 ? kFp8PromoteExposedShare256 : kFp8PromoteExposedShare);
+    const double one_warpgroup = block_m == 64 ? kFp8OneWarpgroupPromoteClkPerColumn * block_n : 0.0;
+    const double straddle = !sm90_fp8_straddles_scale_blocks(block_n) ? 0.0
+                            : block_n > kSm90Fp8ScaleBlockN       ? kFp8StraddleMmaShareWide
+                                                                  : kFp8StraddleMmaShare;
+    const double t_mma = double(block_m) * block_n / 32.0 * (1.0 + straddle) + bubble + one_warpgroup +
+                         kFp8KBlockOverheadClk;
     const double a_rows = multicast == 2 ? block_m / 2.0 : block_m;
     const double b_rows = multicast == 1 ? block_n / 2.0 : block_n;
     const double kb_bytes = (a_rows + b_rows) * kSm90Fp8BlockK;
@@ -197,8 +223,8 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     const double first_touch = std::max(1.0 / std::ceil(double(m) / block_m), 1.0 / std::ceil(double(n) / block_n));
     const double latency = kFp8L2LoadLatencyClk + (kFp8HbmLoadLatencyClk - kFp8L2LoadLatencyClk) * first_touch;
     const double t_load = std::max(kb_bytes / kFp8SmLoadBytesPerClk, latency / num_stages);
-    const double t_kb = std::max(t_mma, t_load) + kFp8PowerClkPerByte * kb_bytes + (multicast ? kFp8PairSyncClk : 0.0);
-    const double t_tile = num_kb * t_kb + 400.0 + (block_m / 64.0) * block_n * 2.0;  // + epilogue / ramp
+    const double t_kb = std::max(t_mma, t_load) + (multicast ? kFp8PairSyncClk : 0.0);
+    const double t_tile = num_kb * t_kb + kFp8EpilogueClk + (block_m / 64.0) * block_n * kFp8EpilogueClkPerColumn;
     const double t_sm = waves * t_tile + kFp8LaunchClk;
     return std::max({t_sm, l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk});
 }

@@ -1,0 +1,161 @@
+// The FP8 1D2D config model (heuristics/sm90_fp8.hpp) against a measured H200 config sweep
+// (benchmarks/data/fp8_sweep_h200.txt): per shape it prints the measured best, the model's pick and its
+// measured time (when the sweep timed it), the old default's time and the rank correlation between modelled
+// and measured times; it checks the pick is within 3% of the best on at least 10 of the 12 shapes and never
+// more than 3% slower than the old default. Re-run after changing the model's constants:
+//   ./build/dg_tests --gtest_filter='Fp8ModelFit.*'
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "jit_kernels/heuristics/sm90_fp8.hpp"
+
+namespace {
+
+namespace h = deep_gemm::heuristics;
+
+constexpr int kSms = 132;
+constexpr int kSmemLimit = 232448;
+
+using Shape = std::tuple<int, int, int>;
+using Config = std::tuple<int, int, int, int, int>;  // block_m, block_n, stages, pipelined, multicast
+
+struct Sweep {
+    std::vector<Shape> shapes;  // in file order
+    std::map<Shape, std::map<Config, double>> times;  // the fastest of repeated timings of one config
+    std::map<Shape, double> old_default;  // the model's pick at sweep time
+};
+
+Config parse_config(const std::string& text) {
+    int c[5] = {0, 0, 0, 0, 0};
+    char comma;
+    std::istringstream in(text);
+    in >> c[0] >> comma >> c[1] >> comma >> c[2] >> comma >> c[3] >> comma >> c[4];
+    if (c[2] == 0) c[2] = h::sm90_fp8_max_stages(c[0], c[1], kSmemLimit);  // 0 = as many as fit
+    return {c[0], c[1], c[2], c[3], c[4]};
+}
+
+Shape parse_shape(const std::string& text) {
+    int m = 0, n = 0, k = 0;
+    std::sscanf(text.c_str(), "%dx%dx%d", &m, &n, &k);
+    return {m, n, k};
+}
+
+Sweep load_sweep() {
+    std::ifstream file(DG_TEST_DATA_DIR "/../../../benchmarks/data/fp8_sweep_h200.txt");
+    EXPECT_TRUE(file.good());
+    std::map<std::pair<Shape, std::string>, Config> picks;
+    std::vector<std::tuple<Shape, std::string, double>> entries;
+    const std::regex entry(R"(\[([^\]]+)\]\s+([0-9.]+))");
+    std::string line;
+    while (std::getline(file, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        if (line.rfind("pick ", 0) == 0) {
+            std::istringstream in(line.substr(5));
+            std::string shape, label, config;
+            in >> shape >> label >> config;
+            picks[{parse_shape(shape), label}] = parse_config(config);
+            continue;
+        }
+        const Shape shape = parse_shape(line.substr(0, line.find(':')));
+        for (std::sregex_iterator it(line.begin(), line.end(), entry), end; it != end; ++it)
+            entries.emplace_back(shape, (*it)[1].str(), std::stod((*it)[2].str()));
+    }
+    Sweep sweep;
+    for (const auto& [shape, label, us] : entries) {
+        if (std::find(sweep.shapes.begin(), sweep.shapes.end(), shape) == sweep.shapes.end()) sweep.shapes.push_back(shape);
+        const bool named = label == "default" || label == "rules";
+        const Config config = named ? picks.at({shape, label}) : parse_config(label);
+        auto [it, fresh] = sweep.times[shape].emplace(config, us);
+        if (!fresh) it->second = std::min(it->second, us);
+        if (label == "default") sweep.old_default[shape] = us;
+    }
+    return sweep;
+}
+
+double model_us(const Shape& s, const Config& c) {
+    const auto [m, n, k] = s;
+    const auto [bm, bn, stages, pipelined, multicast] = c;
+    return h::sm90_fp8_model_cost(m, n, k, kSms, bm, bn, stages, pipelined, multicast) / h::kFp8ModelClkPerUs;
+}
+
+std::vector<double> ranks(const std::vector<double>& v) {
+    std::vector<size_t> order(v.size());
+    for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < order.size(); ++i) r[order[i]] = double(i);
+    return r;
+}
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+    const std::vector<double> ra = ranks(a), rb = ranks(b);
+    const double mean = (double(a.size()) - 1.0) / 2.0;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        num += (ra[i] - mean) * (rb[i] - mean);
+        den += (ra[i] - mean) * (ra[i] - mean);
+    }
+    return num / den;
+}
+
+std::string str(const Config& c) {
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "%d,%d,%d,%d,%d", std::get<0>(c), std::get<1>(c), std::get<2>(c), std::get<3>(c),
+                  std::get<4>(c));
+    return buf;
+}
+
+TEST(Fp8ModelFit, PicksNearTheMeasuredBest) {
+    const Sweep sweep = load_sweep();
+    ASSERT_EQ(sweep.shapes.size(), 12u);
+    int near_best = 0;
+    double log_err_sq = 0, rho_sum = 0;
+    int points = 0;
+    std::printf("%-18s %-16s %7s | %-16s %7s %7s | %7s %5s\n", "shape", "measured best", "us", "model pick", "us",
+                "model", "old us", "rho");
+    for (const Shape& shape : sweep.shapes) {
+        const auto [m, n, k] = shape;
+        const auto& times = sweep.times.at(shape);
+        const auto best = *std::min_element(times.begin(), times.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+        const h::Sm90Fp8GemmConfig p = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
+        const Config pick{p.block_m, p.block_n, p.num_stages, p.pipelined, p.multicast};
+        std::vector<double> modelled, measured;
+        for (const auto& [config, us] : times) {
+            modelled.push_back(model_us(shape, config));
+            measured.push_back(us);
+            log_err_sq += std::pow(std::log(modelled.back() / us), 2.0);
+            ++points;
+        }
+        const double rho = spearman(modelled, measured);
+        rho_sum += rho;
+        const auto it = times.find(pick);
+        const double old_us = sweep.old_default.at(shape);
+        char shape_text[32], pick_us[16];
+        std::snprintf(shape_text, sizeof(shape_text), "%dx%dx%d", m, n, k);
+        std::snprintf(pick_us, sizeof(pick_us), it == times.end() ? "-" : "%.1f", it == times.end() ? 0.0 : it->second);
+        std::printf("%-18s %-16s %7.1f | %-16s %7s %7.1f | %7.1f %5.2f%s\n", shape_text, str(best.first).c_str(),
+                    best.second, str(pick).c_str(), pick_us, model_us(shape, pick), old_us, rho,
+                    it == times.end() ? "  (pick not measured)" : "");
+        if (it == times.end()) continue;
+        if (it->second <= best.second * 1.03) ++near_best;
+        EXPECT_LE(it->second, old_us * 1.03) << shape_text << ": the model's pick is slower than the old default's";
+    }
+    const double rms = std::sqrt(log_err_sq / points);
+    std::printf("picks within 3%% of the best: %d / %zu; mean rank correlation %.2f; rms log error %.3f\n", near_best,
+                sweep.shapes.size(), rho_sum / double(sweep.shapes.size()), rms);
+    EXPECT_GE(near_best, 10);
+    EXPECT_LT(rms, 0.12);  // modelled times within ~12% of the measured ones on average
+}
+
+}  // namespace
