@@ -208,11 +208,17 @@ def swiglu_apply_weight_to_fp8(x: Tensor, topk_weights: Optional[Tensor], avail_
       the same GPU, or None (= ``T``). It is read by the kernel (no host sync); rows ``t >= avail_tokens``
       of every output are left untouched.
     - Arithmetic, in FP32 per element: with ``clamp_value`` c, ``up = clamp(up, -c, c)`` and
-      ``gate = min(gate, c)``; ``v = gate / (1 + exp(-gate)) * up * w`` (``fast_math``: hardware exp and
-      division approximations). Per token and group of ``num_per_channels`` columns (a power of two in
-      [16, 512]): ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``; ``round_scale`` rounds the scale up
-      to a power of two; ``y = float8_e4m3fn(v * (1 / scale))`` (round to nearest, saturating).
-      ``output_bf16`` also returns ``y_bf16 = bfloat16(v)``.
+      ``gate = min(gate, c)``; ``v = gate / (1 + exp(-gate)) * up * w``, evaluated in that order
+      (``fast_math``: hardware exp and division approximations for the SiLU, a few ulp off; without it
+      ``expf`` and IEEE division). Per token and group of ``num_per_channels`` columns (a power of two in
+      [16, 512]): ``amax = max(max|v|, 1e-4)``; ``scale = amax / 448`` as one correctly rounded FP32
+      division (on a CUDA tensor, PyTorch's ``amax / 448`` multiplies by a rounded ``1/448`` instead and
+      is one ulp off for about half of all values); ``round_scale``: the smallest power of two ``>= scale``,
+      exactly (from the bits; ``2 ** ceil(log2(scale))`` in FP32 can round a scale a few ulp above a power
+      of two down); ``y = float8_e4m3fn(v * r)`` with ``r = 1 / scale`` correctly rounded (exact for
+      power-of-two scales), round to nearest even, saturating at 448. ``output_bf16`` also returns
+      ``y_bf16 = bfloat16(v)`` (round to nearest even). Without ``fast_math`` a float32 PyTorch evaluation
+      of these steps reproduces the scales and codes bitwise.
     - Scales (``S = H / num_per_channels``): ``use_col_major_scales``: float32 ``[T, S]`` with strides
       ``(1, align(T, 4))`` -- the M-major TMA-aligned layout that :func:`fp8_gemm_nt` & co. take as
       ``sfa`` without a copy; otherwise contiguous float32 ``[T, S]``. ``ue8m0_scale`` (needs
@@ -243,7 +249,9 @@ def apply_weight_to_fp8(x: Tensor, out: Tensor, *, topk_weights: Optional[Tensor
     ``v = x`` (clamped to ``[-clamp_value, clamp_value]`` when given) ``* topk_weights[t]`` (1 without
     weights). Per token and group of ``num_per_channels`` columns -- ``ceil(H / num_per_channels)`` groups,
     a trailing partial group getting its own scale -- ``amax = max(max|v|, 1e-4)``, ``scale = amax / 448``
-    (rounded up to a power of two with ``round_scale``), ``out = float8_e4m3fn(v * (1 / scale))``.
+    (rounded up to a power of two with ``round_scale``), ``out = float8_e4m3fn(v * (1 / scale))``, each
+    step rounded exactly as in :func:`swiglu_apply_weight_to_fp8`; with no exp involved, ``fast_math``
+    changes nothing here and the result is always bitwise reproducible.
 
     Returns the scales in the layouts of :func:`swiglu_apply_weight_to_fp8`: by default float32 ``[T, S]``
     M-major with the M stride ``align(T, 4)``, ready to pass with ``out`` to :func:`fp8_gemm_nt` as

@@ -12,7 +12,7 @@ import torch
 
 import deep_gemm
 from deep_gemm.testing import calc_diff
-from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8, unpack_ue8m0_from_int
 
 
 def check_layout() -> None:
@@ -224,8 +224,8 @@ def check_swiglu_fp8() -> None:
     torch.cuda.synchronize()
     gate, up = x[:30, :h].float(), x[:30, h:].float().clamp(-4, 4)
     v = torch.nn.functional.silu(gate.clamp(max=4.0)) * up * w[:30, None]
-    exps = sf.cpu()[:30].contiguous().view(torch.uint8).view(30, -1)[:, :3].to(torch.int32)
-    scale = torch.ldexp(torch.ones(30, 3), exps - 127).repeat_interleave(64, dim=1)
+    # sf is int32 [37, 1] with strides (1, 40) (M-major): unpack with shifts, an int32 -> uint8 view needs unit stride
+    scale = unpack_ue8m0_from_int(sf.cpu()[:30])[:, :3].repeat_interleave(64, dim=1)
     diff = calc_diff(y.cpu()[:30].float() * scale, v)
     assert diff < 1e-3, f"swiglu_apply_weight_to_fp8 wrong: diff={diff}"
     assert calc_diff(y_bf16.cpu()[:30].float(), v) < 1e-5, "swiglu_apply_weight_to_fp8 bf16 copy wrong"

@@ -7,10 +7,14 @@ import os
 import shutil
 import subprocess
 
+from fractions import Fraction
+
 import pytest
 import torch
 
 import deep_gemm
+import swiglu_reference as ref
+from deep_gemm.utils import pack_ue8m0_to_int
 from pyrun import run_python
 
 swiglu = deep_gemm.swiglu_apply_weight_to_fp8
@@ -219,6 +223,68 @@ def test_kernel_compiles_without_local_memory(tmp_path):
         assert 'LDG.E.128.CONSTANT' in ops or 'LDG.E.128' in ops, 'x must be read with 16-byte loads'
         assert 'STG.E.128' in ops, 'y must be written with 16-byte stores'
         assert any(op.startswith('F2FP.SATFINITE.E4M3') for op in ops), 'hardware FP8 conversion'
+
+
+# ---- the GPU tests' reference (swiglu_reference.py) ----------------------------------------------------
+
+def _nearest_float32(q: Fraction) -> float:
+    """The float32 nearest to the positive rational q (ties to even), by exact comparison of neighbours."""
+    f = torch.tensor(float(q), dtype=torch.float32)
+    bits = int(f.view(torch.int32))
+    cands = [torch.tensor(b, dtype=torch.int32).view(torch.float32).item() for b in (bits - 1, bits, bits + 1)]
+    return min(cands, key=lambda c: (abs(Fraction(c) - q), int(torch.tensor(c).view(torch.int32)) & 1))
+
+
+def test_reference_scale_is_the_correctly_rounded_quotient():
+    g = torch.Generator().manual_seed(3)
+    v = torch.randn(4, 512, generator=g) * torch.rand(4, 1, generator=g)
+    s = ref.unrounded_scales(v, 128)
+    amax = v.view(4, 4, 128).abs().amax(-1)
+    for a, got in zip(amax.flatten().tolist(), s.flatten().tolist()):
+        assert got == _nearest_float32(Fraction(a) / 448), a
+    # The pitfall the reference avoids: amax times the rounded 1/448 (what "t / 448" does on a CUDA tensor)
+    a = torch.tensor([3.0728871822357178])
+    assert ref.unrounded_scales(a.expand(1, 16), 16).item() == _nearest_float32(Fraction(a.item()) / 448)
+    assert (a * torch.tensor(1 / 448)).item() != _nearest_float32(Fraction(a.item()) / 448)
+
+
+def test_reference_ceil_pow2_is_exact():
+    up = torch.tensor(1.0).nextafter(torch.tensor(2.0))  # 1 + 2^-23
+    below = torch.tensor(1.0).nextafter(torch.tensor(0.0))  # 1 - 2^-24
+    for k in (-20, -9, 0, 3):
+        p = 2.0 ** k
+        assert ref.ceil_pow2(torch.tensor([p])).item() == p
+        assert ref.ceil_pow2(torch.tensor([p]) * up).item() == 2 * p  # log2/exp2 would round this one down
+        assert ref.ceil_pow2(torch.tensor([p]) * below).item() == p
+        assert ref.ceil_pow2(torch.tensor([p * 1.75])).item() == 2 * p
+
+
+def test_reference_fp8_codes_round_to_even_and_saturate():
+    v = torch.tensor([[17.0, 19.0, 460.0, -1000.0, 0.0]])
+    q = ref.fp8_codes(v, torch.ones(1, 1), 16).float()
+    assert q.tolist() == [[16.0, 20.0, 448.0, -448.0, 0.0]]
+
+
+def _m_major_ue8m0(exps: torch.Tensor) -> torch.Tensor:
+    """int32 [T, ceil(S/4)] with strides (1, align(T, 4)), the layout swiglu_apply_weight_to_fp8 returns."""
+    t = exps.shape[0]
+    words = pack_ue8m0_to_int(torch.ldexp(torch.ones_like(exps, dtype=torch.float32), exps - 127))
+    aligned = (t + 3) // 4 * 4
+    out = torch.empty_strided((aligned, words.shape[1]), (1, aligned), dtype=torch.int32)
+    out[:t] = words
+    return out[:t]
+
+
+@pytest.mark.parametrize('t,s', [(0, 3), (1, 1), (7, 5), (37, 3), (30, 3)])
+def test_reference_unpacks_m_major_ue8m0_scales(t, s):
+    exps = torch.randint(100, 140, (t, s), dtype=torch.int32)
+    sf = _m_major_ue8m0(exps)
+    got = ref.unpack_scales(sf, s, ue8m0=True)
+    assert torch.equal(got, torch.ldexp(torch.ones(t, s), exps - 127))
+    assert (ref.ue8m0_padding(sf, s) == 0).all()
+    if t == 37:  # the sanitizer case: rows of a [37, 1] tensor with strides (1, 40); an int32->uint8 view fails here
+        part = sf[:30]
+        assert torch.equal(ref.unpack_scales(part, s, ue8m0=True), got[:30])
 
 
 # ---- torch.library: opcheck on meta tensors, torch.compile traces the op ------------------------------
