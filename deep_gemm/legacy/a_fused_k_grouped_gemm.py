@@ -19,8 +19,7 @@ from typing import Sequence
 
 import torch
 
-from . import _common as C
-from .k_grouped_gemm import check_fused_k_grouped, run_fused_k_grouped, unpack_handle
+from .k_grouped_gemm import fused_k_grouped
 
 __all__ = ["a_fused_k_grouped_bf16_gemm_tn_contiguous_tl"]
 
@@ -36,9 +35,4 @@ def a_fused_k_grouped_bf16_gemm_tn_contiguous_tl(a: torch.Tensor, b: torch.Tenso
     bool), ``ValueError`` (shape, stride, overlap), ``ImportError`` (Triton missing), ``RuntimeError``
     (device).
     """
-    k_indices, k_start, k_end = unpack_handle(_TN, handle)
-    if C.tracing():
-        C.torch_op(_TN)(a, b, d, k_indices, k_start, k_end, acc)
-        return d
-    check_fused_k_grouped(_TN, a, b, d, k_indices, k_start, k_end, acc, "a")
-    return run_fused_k_grouped(_TN, a, b, d, k_indices, k_start, k_end, acc, "a", _config)
+    return fused_k_grouped(_TN, "a", a, b, d, handle, acc, _config)

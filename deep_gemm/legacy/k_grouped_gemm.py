@@ -233,3 +233,13 @@ def run_fused_k_grouped(op: str, a, b, d, k_indices, k_start, k_end, acc: bool, 
         return d
     return run_k_grouped(op, a, b, d, d if acc else None, k_start, k_end, k_indices, 1 if gathered == "a" else 2,
                          positions, src_rows, config)
+
+
+def fused_k_grouped(op: str, gathered: str, a, b, d, handle, acc, config=None) -> torch.Tensor:
+    """The public a_fused / b_fused K-grouped entry: the torch op under tracing, else check and run."""
+    k_indices, k_start, k_end = unpack_handle(op, handle)
+    if C.tracing():
+        C.torch_op(op)(a, b, d, k_indices, k_start, k_end, acc)
+        return d
+    check_fused_k_grouped(op, a, b, d, k_indices, k_start, k_end, acc, gathered)
+    return run_fused_k_grouped(op, a, b, d, k_indices, k_start, k_end, acc, gathered, config)
