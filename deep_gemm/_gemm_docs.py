@@ -48,7 +48,8 @@ DOCS = {
       ``False`` they are never written (keep what ``d`` held). A row block whose first row is padding
       counts as all padding.
     - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
-      (positive or ``None``); validated, but the config choice does not use it yet.
+      (positive or ``None``): like ``expected_m`` of the masked op it sets the tile height (64-row tiles
+      for groups of at most 64 rows, else 128).
     - ``recipe_a`` / ``recipe_b``: as in :func:`fp8_gemm_nt`.
     """,
 
@@ -90,7 +91,7 @@ DOCS = {
 
     'm_grouped_bf16_gemm_nt_contiguous': """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
     MN-major), ``d [ΣM, N]``; padding rows follow ``ensure_zero_padding`` as there (zeros, or never written);
-    ``expected_m_for_psum_layout`` is validated as there (a hint the config choice does not use yet).""",
+    ``expected_m_for_psum_layout`` is validated as there (the BF16 config choice does not use it yet).""",
 
     'm_grouped_bf16_gemm_nt_masked': """BF16 version of :func:`m_grouped_fp8_gemm_nt_masked`: ``a [G, maxM, K]``, ``b [G, N, K]``, ``d [G, maxM, N]``.""",
 

@@ -22,7 +22,7 @@ struct GemmCallShape {
     // As the op sees them: M-contiguous m = sum of M, masked m = max_m, K-grouped k = sum of the groups' K.
     int m = 0, n = 0, k = 0;
     int num_groups = 1;
-    int expected_m = 0;             // masked: the config hint (0: max_m)
+    int expected_m = 0;             // masked (0: max_m) and FP8 psum layout (0: none): the config hint
     bool fp8_recipe_1d1d = false;   // FP8 dense: recipe (1, 1, 128), FP32 D (else (1, 128, 128), BF16 D)
     bool d_fp32 = false;            // BF16: float32 D
     bool with_c = false;            // a C is given (FP8 1D1D and BF16)

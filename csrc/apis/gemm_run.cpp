@@ -132,6 +132,9 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
                                           : kernels::GemmGroupedMode::kMGroupedContiguous;
             q.alignment = get_mk_alignment_for_contiguous_layout();
             q.ensure_zero_padding = call.ensure_zero_padding;
+            // The psum layout's rows-per-group hint steers the tile height (see the grouped chooser).
+            if (call.use_psum_layout and call.expected_m_for_psum_layout)
+                q.expected_m = static_cast<int>(std::min<int64_t>(*call.expected_m_for_psum_layout, std::numeric_limits<int>::max()));
         }
     }
     kernels::run_gemm(desc);

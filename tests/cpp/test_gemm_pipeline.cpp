@@ -77,6 +77,17 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
     key.padding = 2, key.psum_align = 128;
     expect_plan(contiguous, key);
 
+    // expected_m_for_psum_layout steers the tile height as masked's expected_m does: small groups, 64 rows.
+    contiguous.expected_m = 48;
+    const h::Sm90Fp8GemmConfig hinted =
+        h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms, kH200SmemOptin, 48);
+    EXPECT_EQ(hinted.block_m, 64);
+    key = k::gemm_kernel_key(hinted);
+    key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
+    key.padding = 2, key.psum_align = 128;
+    key.n = 6144, key.k = 7168;
+    expect_plan(contiguous, key);
+
     GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 6144, 7168);
     masked.num_groups = 32, masked.expected_m = 48;
     key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(32 * 48, 6144, 7168, kH200Sms, kH200SmemOptin, 48));

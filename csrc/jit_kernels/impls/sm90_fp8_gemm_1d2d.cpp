@@ -174,11 +174,14 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
 }
 
 // Grouped modes: m = the rows the cost model sees (sum of M, or expected_m * G for masked), rows_per_group =
-// expected_m (masked) or 0.
+// expected_m (masked; the psum layout when the caller gave expected_m_for_psum_layout) or 0.
 pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
     const bool masked = is_masked(p);
+    const bool psum_hint = p.mode == GemmGroupedMode::kMGroupedContiguousPsum && p.expected_m > 0;
     pipeline::ConfigQuery q;
-    q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m)) : 0;
+    q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m))
+                       : psum_hint ? p.expected_m
+                                   : 0;
     q.m = masked ? int(std::min<int64_t>(int64_t(q.rows_per_group) * p.num_groups, INT32_MAX)) : p.m;
     q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
