@@ -1,7 +1,8 @@
 // deep_gemm._C: the pybind11 module. It wires together the parts under csrc/python: fast_args (argument
 // binding, exception translation), gemm_table (the GEMM ops' signatures, from which fast_entries and
 // torch_library generate the fast path and the torch.ops registrations),
-// logging_bridge (the Python logging sink) and jit_tools (compile_only, settings, device info).
+// logging_bridge (the Python logging sink), jit_tools (compile_only, settings, device info), cache_tools
+// (cache admin, build_source) and plan_tools (_plan_gemm_call).
 #include <torch/extension.h>
 
 #include <pybind11/stl.h>
@@ -18,6 +19,7 @@
 #include "python/cache_tools.hpp"
 #include "python/cublaslt_ops.hpp"
 #include "python/logging_bridge.hpp"
+#include "python/plan_tools.hpp"
 #include "python/swiglu_ops.hpp"
 
 #ifndef DG_VERSION
@@ -113,8 +115,11 @@ PYBIND11_MODULE(_C, m) {
     m.def("setting_registry", &setting_registry);
     m.def("compile_only", &compile_only, py::arg("kernel"), py::arg("arch") = "sm_90a",
           "Build (or find in the cache) a shipped kernel for `arch` without a GPU; returns the cache entry.");
+    m.def("_compile_only_source", &python::compile_only_kernel_source, py::arg("kernel"),
+          "(name, symbol, code) of a kernel compile_only knows (warm-up call lists).");
     m.def("device_info", &device_info, py::arg("device"));
     python::register_cache_tools(m);  // cache_list/stats/prune, compiler_info (python -m deep_gemm)
+    python::register_plan_tools(m);   // _plan_gemm_call (warm-ups from op + shape lists)
     m.def("_install_python_logging", &install_python_logging);
     m.def("_uninstall_python_logging", &uninstall_python_logging);
     m.def("_log", [](int level, const std::string& message) { jit::log(static_cast<jit::LogLevel>(level), message); },

@@ -1,15 +1,22 @@
-"""Warming a kernel cache with the kernels a job needs, before the job starts.
+"""Warming a kernel cache with the kernels a job needs, before the job starts. Two ways to say which:
 
-1. Run one step of the job with ``DG_JIT_RECORD=/path/kernels.jsonl``: every kernel a process uses is
-   appended to that file (its generated source; many processes may share the file).
-2. Where the cache lives (another node, or a CPU-only machine with the CUDA toolkit), run
-   ``python -m deep_gemm warmup /path/kernels.jsonl`` (or :func:`warmup`). It compiles each distinct kernel
-   once, in parallel, into ``DG_JIT_CACHE_DIR``.
-3. The job then finds every kernel in the cache: no compile at its first step.
+- A recorded list. Run one step of the job with ``DG_JIT_RECORD=/path/kernels.jsonl``: every kernel a
+  process uses is appended to that file (its generated source; many processes may share the file). Then
+  ``python -m deep_gemm warmup /path/kernels.jsonl``. The recorded sources are exactly those the job
+  generated, so the keys match whatever configs were chosen (record on the kind of GPU the job runs on).
+- A call list: ops and shapes (deep_gemm/_warmup_calls.py describes the fields), from a JSON file
+  (``--calls calls.json``), arguments (``--call 'fp8_gemm_nt:m=4096,n=7168,k=2048'``) or
+  ``warmup(calls=[...])``. Each call is planned as the op would plan it, for a target device: this
+  machine's GPU, or without one ``arch`` / ``num_sms`` / ``smem_optin`` (default sm_90a, 132 SMs: H100/H200
+  SXM). No GPU is needed.
 
-The recorded sources are exactly those the job generated, so the cache keys match whatever config choices
-were made (they depend on the GPU's SM count: record on the kind of GPU the job runs on). Only the compiler
-(kind and version) and the headers must be the same as the job's, since they are part of each key.
+Either way the distinct kernels are compiled once, in parallel, into ``DG_JIT_CACHE_DIR``, and the job then
+finds every kernel in the cache: no compile at its first step. A cache key covers the kernel source, the
+arch, the compiler (kind and version: NVCC or NVRTC, DG_JIT_USE_NVRTC) and the headers, so those must be
+the job's. A planned call's source also depends on what the config choice sees, which must match the job:
+the SM count (the GPU's, or its ``set_num_sms`` cap), the shared memory per block, the config overrides
+(DG_FP8_GEMM_CONFIG, DG_BF16_GEMM_CONFIG) and the knobs ``set_mk_alignment_for_contiguous_layout``,
+``set_block_size_multiple_of`` and ``set_ignore_compile_dims`` (this process's values, or per call).
 """
 import json
 import os
@@ -17,7 +24,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Union
+from typing import Any, Iterable, List, Optional, Union
 
 from . import _C
 
@@ -36,8 +43,11 @@ class KernelRecord:
 class WarmupResult:
     compiled: int = 0   # built by this warm-up
     cached: int = 0     # already in the cache
-    failed: List[str] = field(default_factory=list)  # "name (arch): error"
+    failed: List[str] = field(default_factory=list)  # "name (arch): error" or "call N op(...): error"
     seconds: float = 0.0
+    kernels: int = 0    # distinct kernels to build (recorded, and planned from the calls)
+    calls: int = 0      # call descriptions given (each planned into one or more kernels)
+    target: str = ''    # the device the calls were planned for
 
     @property
     def total(self) -> int:
@@ -93,15 +103,40 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
-def warmup(kernels: Union[str, Iterable[KernelRecord]], jobs: Optional[int] = None, arch: Optional[str] = None,
-           progress: bool = True) -> WarmupResult:
-    """Compiles the kernels of a DG_JIT_RECORD file (or a list of :class:`KernelRecord`) into the cache
-    (``DG_JIT_CACHE_DIR``), ``jobs`` at a time (default: the number of CPUs). ``arch`` replaces the
-    recorded target arch (e.g. ``'sm_90a'``). Needs no GPU. Failures are collected, not raised."""
-    records = read_record(kernels) if isinstance(kernels, (str, os.PathLike)) else list(dict.fromkeys(kernels))
-    jobs = max(1, jobs or os.cpu_count() or 1)
+def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optional[int] = None,
+           arch: Optional[str] = None, progress: bool = True, calls: Union[str, Iterable[Any], None] = None,
+           num_sms: Optional[int] = None, smem_optin: Optional[int] = None) -> WarmupResult:
+    """Compiles kernels into the cache (``DG_JIT_CACHE_DIR``), ``jobs`` at a time (default: the number of
+    CPUs). Needs no GPU. Failures are collected in the result, not raised.
+
+    ``kernels``: a DG_JIT_RECORD file or a list of :class:`KernelRecord`; ``arch`` replaces their recorded
+    target arch (e.g. ``'sm_90a'``). ``calls``: a JSON file or a list of call dicts / ``'op:field=value,...'``
+    strings (see deep_gemm/_warmup_calls.py), planned for ``arch`` / ``num_sms`` / ``smem_optin``: by
+    default this machine's GPU (its SM count as ``get_num_sms()`` reports it), else sm_90a with 132 SMs and
+    232448 B of shared memory per block. A call that cannot be planned (unknown op, missing or bad field,
+    no config) is listed in ``failed``. For the job to find the kernels, the warm-up must match it in
+    toolkit, compiler kind (NVCC / NVRTC), headers, SM count, shared memory, DG_FP8_GEMM_CONFIG /
+    DG_BF16_GEMM_CONFIG and the knobs set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of and
+    set_ignore_compile_dims.
+    """
+    records: List[KernelRecord] = []
     result = WarmupResult()
-    bar = _Progress(len(records), progress)
+    if kernels is not None:
+        records += read_record(kernels) if isinstance(kernels, (str, os.PathLike)) else list(kernels)
+    if calls is not None:
+        from ._warmup_calls import describe, parse_call, plan_call, plan_target, read_calls
+        target = plan_target(arch, num_sms, smem_optin)
+        result.target = str(target)
+        for number, call in enumerate(read_calls(calls) if isinstance(calls, (str, os.PathLike)) else calls, 1):
+            result.calls += 1
+            try:
+                records += plan_call(parse_call(call) if isinstance(call, str) else call, target)
+            except Exception as e:  # reported with the call, like a failed compile
+                result.failed.append(f'call {number} {describe(call)}: {e}')
+    records = list(dict.fromkeys(records))
+    result.kernels = len(records)
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    bar = _Progress(len(records) + len(result.failed), progress)
     start = time.monotonic()
 
     def build(record: KernelRecord):

@@ -25,7 +25,8 @@ struct GemmCallShape {
     int expected_m = 0;             // masked (0: max_m) and FP8 psum layout (0: none): the config hint
     bool fp8_recipe_1d1d = false;   // FP8 dense: recipe (1, 1, 128), FP32 D (else (1, 128, 128), BF16 D)
     bool d_fp32 = false;            // BF16: float32 D
-    bool with_c = false;            // a C is given (FP8 1D1D and BF16)
+    bool with_c = false;            // a C is given (FP8 dense and BF16)
+    bool c_fp32 = false;            // FP8 1D2D with C: C is float32 (else bfloat16)
     bool use_psum_layout = false;   // M-contiguous
     bool ensure_zero_padding = true;
     int mk_alignment = 128;         // get_mk_alignment_for_contiguous_layout()
@@ -74,9 +75,9 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
         return {kernels::plan_gemm(p, limits)};
     }
     if (spec->grouping != Grouping::kKContiguous && !call.fp8_recipe_1d1d) {
-        // The FP8 1D2D kernel takes K-major views of every variant; D is bf16.
+        // The FP8 1D2D kernel takes K-major views of every variant; D is bf16; a C is added in the epilogue.
         p.kernel = kernels::GemmKernel::kFp8_1d2d;
-        p.with_c = false;  // the op adds C after the kernel
+        p.c_fp32 = call.with_c && call.c_fp32;
         p.d_tma_ok = p.n % 8 == 0;
         return {kernels::plan_gemm(p, limits)};
     }

@@ -40,6 +40,11 @@ py::dict compile_only(const std::string& kernel, const std::string& arch) {
     return result;
 }
 
+py::tuple compile_only_kernel_source(const std::string& kernel) {
+    const jit::KernelSource src = compile_only_source(kernel);
+    return py::make_tuple(src.name, src.symbol, src.code);
+}
+
 py::dict settings_dict() {
     const jit::Settings& s = jit::settings();
     py::dict d;

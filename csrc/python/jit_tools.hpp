@@ -9,6 +9,8 @@
 namespace deep_gemm::python {
 
 pybind11::dict compile_only(const std::string& kernel, const std::string& arch);
+// (name, symbol, code) of a compile_only kernel, for warm-ups that build it with others.
+pybind11::tuple compile_only_kernel_source(const std::string& kernel);
 pybind11::dict settings_dict();
 pybind11::list setting_registry();
 pybind11::dict device_info(int device);

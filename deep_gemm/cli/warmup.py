@@ -1,13 +1,27 @@
-"""``python -m deep_gemm warmup FILE``: compile the kernels a DG_JIT_RECORD file lists (see deep_gemm/_warmup.py)."""
+"""``python -m deep_gemm warmup``: compile the kernels a DG_JIT_RECORD file lists, or those a list of op calls
+needs (--calls FILE.json, --call 'op:m=..,n=..,k=..'), into the cache (see deep_gemm/_warmup.py)."""
 import json
 import sys
 
 
 def add_parser(commands):
-    parser = commands.add_parser('warmup', help='compile the kernels of a DG_JIT_RECORD file into the cache')
-    parser.add_argument('record', help='file written by a run with DG_JIT_RECORD=FILE')
+    parser = commands.add_parser('warmup', help='compile the kernels of a DG_JIT_RECORD file or of a list of op calls',
+                                 description='Compile kernels into the cache ahead of a job (no GPU needed). Calls are '
+                                 "planned for this machine's GPU, or without one for --arch/--num-sms/--smem-optin "
+                                 '(default sm_90a, 132 SMs, 232448 B: an H100/H200 SXM). Exits 1 if any call or '
+                                 'kernel failed, listing them.')
+    parser.add_argument('record', nargs='?', help='file written by a run with DG_JIT_RECORD=FILE')
+    parser.add_argument('--calls', metavar='FILE', help='JSON list of calls, e.g. [{"op": "fp8_gemm_nt", "m": 4096, '
+                        '"n": 7168, "k": 2048}] (fields: deep_gemm/_warmup_calls.py)')
+    parser.add_argument('--call', action='append', default=[], metavar='SPEC',
+                        help="one call as op:field=value,... e.g. 'fp8_gemm_nt:m=4096,n=7168,k=2048' (repeatable)")
     parser.add_argument('--jobs', '-j', type=int, default=None, help='parallel compiles (default: CPU count)')
-    parser.add_argument('--arch', default=None, help="target arch instead of the recorded one (e.g. sm_90a)")
+    parser.add_argument('--arch', default=None, help='target arch (e.g. sm_90a): replaces the recorded one; calls '
+                        "are planned for it (default: this GPU's, else sm_90a)")
+    parser.add_argument('--num-sms', type=int, default=None, help="SMs to plan calls for (default: this GPU's "
+                        'get_num_sms(), else 132); must be what the job runs with (set_num_sms included)')
+    parser.add_argument('--smem-optin', type=int, default=None, help='shared memory per block in bytes to plan '
+                        "calls for (default: this GPU's, else 232448)")
     parser.add_argument('--quiet', '-q', action='store_true', help='no progress line')
     parser.add_argument('--json', action='store_true', help='print the summary as JSON')
     parser.set_defaults(run=run)
@@ -15,16 +29,28 @@ def add_parser(commands):
 
 def run(args) -> int:
     from .._warmup import warmup
+    from .._warmup_calls import read_calls
     from .. import _C
-    result = warmup(args.record, jobs=args.jobs, arch=args.arch, progress=not args.quiet and not args.json)
-    summary = {'cache_dir': _C.get_settings()['cache_dir'], 'kernels': result.total, 'compiled': result.compiled,
+    if args.record is None and args.calls is None and not args.call:
+        print('python -m deep_gemm warmup: nothing to warm: give a DG_JIT_RECORD file, --calls FILE or --call SPEC',
+              file=sys.stderr)
+        return 2
+    calls = (read_calls(args.calls) if args.calls else []) + args.call
+    result = warmup(args.record, jobs=args.jobs, arch=args.arch, progress=not args.quiet and not args.json,
+                    calls=calls or None, num_sms=args.num_sms, smem_optin=args.smem_optin)
+    summary = {'cache_dir': _C.get_settings()['cache_dir'], 'kernels': result.kernels, 'compiled': result.compiled,
                'cached': result.cached, 'failed': result.failed, 'seconds': round(result.seconds, 3)}
+    if calls:
+        summary.update(calls=result.calls, target=result.target)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         print()
     else:
-        print(f"warmup: {result.total} kernels into {summary['cache_dir']}: {result.compiled} compiled, "
+        source = f'{result.calls} calls -> ' if calls else ''
+        print(f"warmup: {source}{result.kernels} kernels into {summary['cache_dir']}: {result.compiled} compiled, "
               f"{result.cached} already cached, {len(result.failed)} failed ({result.seconds:.1f} s)")
+        if calls:
+            print(f'  planned for {result.target}')
         for failure in result.failed:
             print(f'  failed: {failure}', file=sys.stderr)
     return 1 if result.failed else 0

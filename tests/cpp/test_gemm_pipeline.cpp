@@ -61,6 +61,23 @@ TEST(GemmPipeline, PlanDenseFp8MatchesTheHeuristicKey) {
     expect_plan(call_of("fp8_gemm_nt", 128, 100, 512), key);
 }
 
+// A C (bf16 or float32) is added in the 1D2D epilogue: the plan's key carries it, as run_gemm's does.
+TEST(GemmPipeline, PlanDenseFp8WithCMatchesTheHeuristicKey) {
+    GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
+    call.with_c = true;
+    for (const bool c_fp32 : {false, true}) {
+        call.c_fp32 = c_fp32;
+        k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
+        key.n = 7168, key.k = 2048;
+        key.with_c = true, key.c_fp32 = c_fp32;
+        key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kAccumDirect);
+        expect_plan(call, key);
+    }
+    GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 4096, 7168);
+    masked.num_groups = 4, masked.with_c = true;
+    EXPECT_THROW(plan_gemm_call(masked), deep_gemm::jit::Error);  // the grouped modes take no C
+}
+
 TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
     GemmCallShape contiguous = call_of("m_grouped_fp8_gemm_nt_contiguous", 8 * 4256, 6144, 7168);
     contiguous.num_groups = 8;

@@ -1,0 +1,130 @@
+// _plan_gemm_call: a thin binding of api::plan_gemm_call. The arguments say what the op would see (sizes,
+// groups, recipe, output and C dtypes); the knobs an op call reads from the process (mk alignment, block size
+// multiples, ignore_compile_dims) default to this process's values, the device limits to an H100/H200 SXM's.
+#include "python/plan_tools.hpp"
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "apis/common.hpp"
+#include "apis/gemm_plan.hpp"
+#include "apis/runtime.hpp"
+
+namespace deep_gemm::python {
+
+namespace py = pybind11;
+
+namespace {
+
+using Recipe = std::vector<int>;
+using PlannedKernel = std::tuple<std::string, std::string, std::string>;  // name, symbol, code
+
+const api::GemmOpSpec* find_spec(const std::string& op) {
+    for (const api::GemmOpSpec& s : api::kSpecs)
+        if (op == s.name) return &s;
+    return nullptr;
+}
+
+std::string op_names() {
+    std::string out;
+    for (const api::GemmOpSpec& s : api::kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
+    return out;
+}
+
+// True for recipe (1, 1, 128) (the FP8 1D1D kernel), false for (1, 128, 128) or none given where the op
+// defaults to it; ValueError for anything the op would reject.
+bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<Recipe>& recipe) {
+    const Recipe k1d1d{1, 1, 128}, k1d2d{1, 128, 128};
+    if (recipe && recipe->size() != 3)
+        api::throw_value_error(fmt::format("{}: recipe must have 3 values; got {}", spec.name, recipe->size()));
+    const bool k_grouped = spec.grouping == api::Grouping::kKContiguous;
+    if (spec.family == api::Family::kBf16) {
+        if (recipe)
+            api::throw_value_error(fmt::format("{}: a BF16 GEMM takes no recipe; got ({}, {}, {})", spec.name,
+                                               (*recipe)[0], (*recipe)[1], (*recipe)[2]));
+        return false;
+    }
+    if (!recipe) return k_grouped;
+    if (*recipe == k1d1d && (k_grouped || spec.grouping == api::Grouping::kNone)) return true;
+    if (*recipe == k1d2d && !k_grouped) return false;
+    api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
+                                       k_grouped ? "(1, 1, 128)"
+                                       : spec.grouping == api::Grouping::kNone ? "(1, 128, 128) or (1, 1, 128)"
+                                                                                : "(1, 128, 128)",
+                                       (*recipe)[0], (*recipe)[1], (*recipe)[2]));
+}
+
+std::vector<PlannedKernel> plan_gemm_call_entry(
+    const std::string& op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>& ks,
+    const std::optional<Recipe>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
+    bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
+    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major) {
+    const api::GemmOpSpec* spec = find_spec(op);
+    if (spec == nullptr) api::throw_value_error(fmt::format("_plan_gemm_call: unknown GEMM op \"{}\"; known: {}", op, op_names()));
+    // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
+    if (m <= 0 || n <= 0 || k <= 0)
+        api::throw_value_error(fmt::format("{}: m, n and k must be positive; got m = {}, n = {}, k = {}", op, m, n, k));
+    if (num_groups <= 0) api::throw_value_error(fmt::format("{}: num_groups must be positive; got {}", op, num_groups));
+    if (expected_m < 0) api::throw_value_error(fmt::format("{}: expected_m must be >= 0; got {}", op, expected_m));
+    if (num_sms <= 0 || smem_optin <= 0)
+        api::throw_value_error(fmt::format("{}: num_sms and smem_optin must be positive; got {} and {}", op, num_sms, smem_optin));
+    if (!ks.empty()) {
+        if (spec->grouping != api::Grouping::kKContiguous)
+            api::throw_value_error(fmt::format("{}: ks is for the K-grouped ops; got {} values", op, ks.size()));
+        const long long sum = std::accumulate(ks.begin(), ks.end(), 0LL);
+        if (int(ks.size()) != num_groups || sum != k)
+            api::throw_value_error(fmt::format("{}: ks must have num_groups = {} values summing to k = {}; got {} summing to {}",
+                                               op, num_groups, k, ks.size(), sum));
+    }
+
+    api::GemmCallShape call;
+    call.op = op;
+    call.m = m, call.n = n, call.k = k;
+    call.num_groups = num_groups;
+    call.expected_m = expected_m;
+    call.ks = ks;
+    call.fp8_recipe_1d1d = wants_1d1d(*spec, recipe);
+    call.d_fp32 = d_fp32;
+    call.with_c = with_c;
+    call.c_fp32 = c_fp32;
+    call.use_psum_layout = use_psum_layout;
+    call.ensure_zero_padding = ensure_zero_padding;
+    call.mk_alignment = mk_alignment.value_or(api::get_mk_alignment_for_contiguous_layout());
+    std::tie(call.block_m_multiple, call.block_n_multiple) =
+        block_size_multiple_of.value_or(api::get_block_size_multiple_of());
+    if (compiled_dims) call.compiled_dims = *compiled_dims;
+    else if (api::get_ignore_compile_dims()) call.compiled_dims = "";
+
+    std::vector<kernels::GemmKernelSource> sources;
+    {
+        py::gil_scoped_release no_gil;  // the config choice may run the cost model
+        sources = api::plan_gemm_call(call, kernels::DeviceLimits{num_sms, smem_optin, cc_major});
+    }
+    std::vector<PlannedKernel> out;
+    for (auto& s : sources) out.emplace_back(std::move(s.name), std::move(s.symbol), std::move(s.code));
+    return out;
+}
+
+}  // namespace
+
+void register_plan_tools(py::module_& m) {
+    m.def("_plan_gemm_call", &plan_gemm_call_entry, py::arg("op"), py::arg("m"), py::arg("n"), py::arg("k"),
+          py::arg("num_groups") = 1, py::arg("expected_m") = 0, py::arg("ks") = std::vector<int>{},
+          py::arg("recipe") = py::none(), py::arg("d_fp32") = false, py::arg("with_c") = false, py::arg("c_fp32") = false,
+          py::arg("use_psum_layout") = false, py::arg("ensure_zero_padding") = true, py::arg("mk_alignment") = py::none(),
+          py::arg("block_size_multiple_of") = py::none(), py::arg("compiled_dims") = py::none(),
+          py::arg("num_sms") = 132, py::arg("smem_optin") = 232448, py::arg("cc_major") = 9,
+          "The kernels a GEMM op call would compile, as [(name, symbol, code)], planned without tensors or a GPU for "
+          "a device with num_sms SMs and smem_optin bytes of shared memory per block. m/n/k as the op sees them "
+          "(masked: max_m; M-contiguous: the sum of M; K-grouped: the sum of K). Knobs left None take this "
+          "process's values (set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of, "
+          "set_ignore_compile_dims); compiled_dims None is the op's default.");
+}
+
+}  // namespace deep_gemm::python
