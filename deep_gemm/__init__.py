@@ -35,7 +35,7 @@ _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), '
 _atexit.register(_C._uninstall_python_logging)
 from ._log_setup import make_debug_output_visible as _make_debug_output_visible  # noqa: E402
 _make_debug_output_visible()  # DG_PRINT_CONFIGS etc. print to stderr without any logging set-up
-from ._warmup import warmup  # noqa: E402,F401  (compile recorded kernels ahead of a job: python -m deep_gemm warmup)
+from ._warmup import warmup  # noqa: E402,F401  (compile recorded or listed kernels ahead of a job: python -m deep_gemm warmup)
 
 from . import testing, utils  # noqa: E402
 from .utils import *  # noqa: E402,F401,F403  (DeepGEMM re-exports all of deep_gemm.utils)

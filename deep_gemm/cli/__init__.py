@@ -3,7 +3,8 @@
 - ``info [--json]``: versions, GPUs, the JIT compiler, every DG_* setting and where its value comes from,
   the kernel cache.
 - ``cache {ls,stats,prune,clear}``: inspect and trim the kernel cache; safe while other processes use it.
-- ``warmup FILE``: compile the kernels a run recorded with ``DG_JIT_RECORD=FILE`` (no GPU needed).
+- ``warmup FILE``: compile the kernels a run recorded with ``DG_JIT_RECORD=FILE`` (no GPU needed);
+  ``warmup --calls calls.json`` / ``--call 'op:m=..,n=..,k=..'``: those a list of op calls needs.
 """
 import argparse
 import sys
