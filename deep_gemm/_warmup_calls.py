@@ -49,19 +49,21 @@ class PlanTarget:
     from_device: bool  # the defaults came from this machine's GPU
 
     def __str__(self) -> str:
-        where = 'this GPU' if self.from_device else 'no GPU here: given or default values'
+        where = "this machine's GPU" if self.from_device else 'given or default values'
         return f'{self.arch}, {self.num_sms} SMs, {self.smem_optin} B shared memory per block ({where})'
 
 
 def plan_target(arch: Optional[str] = None, num_sms: Optional[int] = None,
                 smem_optin: Optional[int] = None) -> PlanTarget:
     """The target for a warm-up: what is given, else this machine's GPU (its arch, ``get_num_sms()`` so a
-    ``set_num_sms`` cap counts, its shared memory), else an H100/H200 SXM (sm_90a, 132 SMs, 232448 B)."""
+    ``set_num_sms`` cap counts, its shared memory) unless ``arch`` names another, else an H100/H200 SXM
+    (sm_90a, 132 SMs, 232448 B)."""
     import torch
     if torch.cuda.is_available():
         info = _C.device_info(torch.cuda.current_device())
-        return PlanTarget(arch or info['arch'], num_sms or _C.get_num_sms(),
-                          smem_optin or info['max_smem_per_block_optin'], True)
+        if arch is None or arch == info['arch']:
+            return PlanTarget(info['arch'], num_sms or _C.get_num_sms(), smem_optin or info['max_smem_per_block_optin'],
+                              True)
     return PlanTarget(arch or 'sm_90a', num_sms or _DEFAULT_NUM_SMS, smem_optin or _DEFAULT_SMEM_OPTIN, False)
 
 
@@ -128,6 +130,20 @@ def _dtype(call: Call, name: str) -> Optional[str]:
     return None if value is None else str(value).replace('torch.', '')
 
 
+def _bool(call: Call, name: str, default: bool) -> bool:
+    value = call.get(name, default)
+    if not isinstance(value, bool):
+        raise TypeError(f'field {name!r} must be true or false; got {value!r}')
+    return value
+
+
+def _optional(call: Call, name: str, kind: type) -> Any:
+    value = call.get(name)
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        raise TypeError(f'field {name!r} must be {kind.__name__}; got {value!r}')
+    return value
+
+
 def _helper_kernel(kernel: str, arch: str) -> KernelRecord:
     name, symbol, code = _C._compile_only_source(kernel)
     return KernelRecord(name, symbol, arch, code)
@@ -172,10 +188,10 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
         num_groups=_int(call, 'num_groups', len(ks) or 1), expected_m=_int(call, 'expected_m', 0), ks=ks,
         recipe=tuple(recipe) if recipe is not None else None, d_fp32=d_dtype == 'float32',
         with_c=c_dtype is not None, c_fp32=c_dtype == 'float32',
-        use_psum_layout=bool(call.get('use_psum_layout', False)),
-        ensure_zero_padding=bool(call.get('ensure_zero_padding', True)),
-        mk_alignment=call.get('mk_alignment'), block_size_multiple_of=tuple(multiple) if multiple else None,
-        compiled_dims=call.get('compiled_dims'), num_sms=target.num_sms, smem_optin=target.smem_optin,
+        use_psum_layout=_bool(call, 'use_psum_layout', False),
+        ensure_zero_padding=_bool(call, 'ensure_zero_padding', True),
+        mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
+        compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
         cc_major=_cc_major(target.arch))
     records = [KernelRecord(name, symbol, target.arch, code) for name, symbol, code in sources]
     if fp8 and not k_grouped:
