@@ -1,6 +1,8 @@
 """DG_JIT_RECORD + warm-up: a run records the kernels it uses, `python -m deep_gemm warmup` compiles them into
 another cache (no GPU needed), and a run on that cache compiles nothing. CPU: with the layout kernel
-(compile_only); GPU: with real GEMM calls."""
+(compile_only); GPU: with real GEMM calls. Warm-ups from call lists (op + shapes, planned without a GPU):
+CPU: planning, errors and an NVRTC compile of a few small kernels into a temporary cache; GPU: a cache
+warmed with no GPU visible serves the same calls on the GPU without a compile."""
 import json
 import os
 import subprocess
@@ -13,6 +15,7 @@ import torch
 import deep_gemm
 from deep_gemm import _C
 from deep_gemm._warmup import KernelRecord, read_record
+from deep_gemm._warmup_calls import PlanTarget, parse_call, plan_call
 from deep_gemm.cli import main
 from pyrun import run_python
 
@@ -124,8 +127,6 @@ def test_recorded_gemm_step_warms_a_fresh_cache(tmp_path):
 
 
 # ---- warm-ups from call lists (op + shapes, planned without tensors or a GPU) ----
-
-from deep_gemm._warmup_calls import PlanTarget, parse_call, plan_call  # noqa: E402
 
 H200 = PlanTarget('sm_90a', 132, 232448, False)
 # Three kernels: a BF16 GEMM, an FP8 GEMM and the scale layout kernel the FP8 op uses for row-major scales.
