@@ -88,8 +88,8 @@ def test_malformed_record_names_the_line(tmp_path, capsys):
         read_record(str(path))
 
 
-GEMM_STEP = """
-    import logging, torch, deep_gemm
+# Script prelude: counts the kernels the JIT compiles (its "compiling kernel" log lines) into `compiles`.
+COUNT_COMPILES = """
     compiles = []
     class Count(logging.Handler):
         def emit(self, record):
@@ -97,7 +97,11 @@ GEMM_STEP = """
                 compiles.append(record.getMessage())
     logging.getLogger('deep_gemm').addHandler(Count())
     logging.getLogger('deep_gemm').setLevel(logging.INFO)
-    torch.manual_seed(0)
+"""
+
+GEMM_STEP = """
+    import logging, torch, deep_gemm
+""" + COUNT_COMPILES + """    torch.manual_seed(0)
     for m, n, k in ((200, 384, 256), (64, 7168, 2048)):
         a = torch.randn(m, k, device='cuda', dtype=torch.bfloat16)
         b = torch.randn(n, k, device='cuda', dtype=torch.bfloat16)
@@ -233,14 +237,7 @@ WARM_CALLS = [
 ]
 RUN_CALLS = """
     import json, logging, sys, torch, deep_gemm
-    compiles = []
-    class Count(logging.Handler):
-        def emit(self, record):
-            if record.getMessage().startswith('compiling kernel '):
-                compiles.append(record.getMessage())
-    logging.getLogger('deep_gemm').addHandler(Count())
-    logging.getLogger('deep_gemm').setLevel(logging.INFO)
-    cuda = dict(device='cuda')
+""" + COUNT_COMPILES + """    cuda = dict(device='cuda')
     def fp8(*shape): return torch.randn(*shape, **cuda).to(torch.float8_e4m3fn)
     def sf(*shape): return torch.rand(*shape, **cuda) + 0.5  # row-major (K-major) scales: the op converts them
     def blocks(x): return (x + 127) // 128
