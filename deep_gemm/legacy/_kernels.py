@@ -148,6 +148,22 @@ def _tile_coords(pid, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
     return pid_m, pid_n
 
 
+@triton.jit
+def _m_grouped_tile(idx_ptr, M, N, G, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """This program's tile of an m-grouped kernel: its coordinates, row / column offsets and bounds, and the
+    group id of every row (rows past M and ids outside [0, G) are not `valid`: padding)."""
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_ok = offs_m < M
+    col_ok = offs_n < N
+    ids = tl.load(idx_ptr + offs_m, mask=row_ok, other=-1)
+    valid = (ids >= 0) & (ids < G)
+    return pid_m, pid_n, offs_m, offs_n, row_ok, col_ok, ids, valid
+
+
 @triton.heuristics({"EVEN_K": lambda args: args["K"] % args["BLOCK_K"] == 0})
 @triton.jit
 def m_grouped_kernel(
@@ -164,18 +180,8 @@ def m_grouped_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EVEN_K: tl.constexpr,
 ):
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    row_ok = offs_m < M
-    col_ok = offs_n < N
-
-    # Group id of every row of the tile; rows past M and ids outside [0, G) count as padding.
-    ids = tl.load(idx_ptr + offs_m, mask=row_ok, other=-1)
-    valid = (ids >= 0) & (ids < G)
+    pid_m, pid_n, offs_m, offs_n, row_ok, col_ok, ids, valid = _m_grouped_tile(idx_ptr, M, N, G, BLOCK_M, BLOCK_N,
+                                                                                GROUP_M)
     if A_GATHER:
         # A source row outside [0, A_ROWS) (e.g. -1) makes the output row padding (zeros) as well.
         src = tl.load(rows_ptr + offs_m, mask=row_ok, other=-1)
@@ -301,16 +307,8 @@ def m_grouped_tma_kernel(
     too).
     """
     tl.static_assert(B_K_MAJOR or EVEN_K, "MN-major b through TMA needs K % BLOCK_K == 0")
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = _tile_coords(tl.program_id(0), num_pid_m, num_pid_n, GROUP_M)
-
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    row_ok = offs_m < M
-    col_ok = offs_n < N
-    ids = tl.load(idx_ptr + offs_m, mask=row_ok, other=-1)
-    valid = (ids >= 0) & (ids < G)
+    pid_m, pid_n, offs_m, offs_n, row_ok, col_ok, ids, valid = _m_grouped_tile(idx_ptr, M, N, G, BLOCK_M, BLOCK_N,
+                                                                                GROUP_M)
     g_lo = tl.min(tl.where(valid, ids, G), axis=0)
     g_hi = tl.max(tl.where(valid, ids, -1), axis=0)
     lm = tl.where(row_ok, offs_m, 0).to(tl.int64)
