@@ -34,6 +34,15 @@ def unpack_mappings(op: str, mappings: Sequence[torch.Tensor]):
     return m_indices, m_row_indices
 
 
+def _a_fused_m_grouped(op: str, b_layout: str, a, b, d, mappings, config) -> torch.Tensor:
+    """The nt / nn entries: the torch op under tracing, else check and run."""
+    m_indices, m_row_indices = unpack_mappings(op, mappings)
+    if C.tracing():
+        C.torch_op(op)(a, b, d, m_indices, m_row_indices)
+        return d
+    return run_m_grouped(op, check_m_grouped(op, a, b, d, m_indices, m_row_indices, b_layout=b_layout), config)
+
+
 def a_fused_m_grouped_bf16_gemm_nt_contiguous_tl(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor,
                                                  mappings: Sequence[torch.Tensor], *, _config=None) -> torch.Tensor:
     """``d[r] = a[m_row_indices[r]] @ b[m_indices[r]].T`` with ``mappings = (m_indices, m_row_indices)``.
@@ -49,21 +58,11 @@ def a_fused_m_grouped_bf16_gemm_nt_contiguous_tl(a: torch.Tensor, b: torch.Tenso
     Returns ``d``. Raises before launching: ``TypeError`` (dtype, ``mappings`` not a pair), ``ValueError``
     (shape, stride, overlap), ``ImportError`` (Triton missing), ``RuntimeError`` (device).
     """
-    m_indices, m_row_indices = unpack_mappings(_NT, mappings)
-    if C.tracing():
-        C.torch_op(_NT)(a, b, d, m_indices, m_row_indices)
-        return d
-    plan = check_m_grouped(_NT, a, b, d, m_indices, m_row_indices, b_layout="nt")
-    return run_m_grouped(_NT, plan, _config)
+    return _a_fused_m_grouped(_NT, "nt", a, b, d, mappings, _config)
 
 
 def a_fused_m_grouped_bf16_gemm_nn_contiguous_tl(a: torch.Tensor, b: torch.Tensor, d: torch.Tensor,
                                                  mappings: Sequence[torch.Tensor], *, _config=None) -> torch.Tensor:
     """``d[r] = a[m_row_indices[r]] @ b[m_indices[r]]`` with ``b [G, K, N]`` (N or K contiguous); otherwise
     as :func:`a_fused_m_grouped_bf16_gemm_nt_contiguous_tl`."""
-    m_indices, m_row_indices = unpack_mappings(_NN, mappings)
-    if C.tracing():
-        C.torch_op(_NN)(a, b, d, m_indices, m_row_indices)
-        return d
-    plan = check_m_grouped(_NN, a, b, d, m_indices, m_row_indices, b_layout="nn")
-    return run_m_grouped(_NN, plan, _config)
+    return _a_fused_m_grouped(_NN, "nn", a, b, d, mappings, _config)
