@@ -3,7 +3,7 @@
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
 # ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [roofline] [host] [profile]
 # [profile_bf16]
-# (default: build smoke test sanitize bench).
+# (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_logs}"
@@ -43,10 +43,20 @@ if has smoke; then
 fi
 
 if has test; then
-    # PYTEST_ARGS narrows the run (e.g. one file); by default every GPU test.
-    env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest ${PYTEST_ARGS:-tests/python} -m gpu -ra -q \
-        -p no:cacheprovider >"$OUT/pytest_gpu.log" 2>&1
-    note "pytest gpu: rc=$? $(tail -1 "$OUT/pytest_gpu.log")"
+    # PYTEST_ARGS narrows the run (e.g. one file); by default every GPU test. PYTEST_JOBS=N splits the test
+    # files over N pytest processes side by side (they share the JIT cache; the GPU is mostly idle in tests).
+    jobs="${PYTEST_JOBS:-1}"
+    files=(${PYTEST_ARGS:-$(ls tests/python/test_*.py)})
+    for ((j = 0; j < jobs; ++j)); do
+        part=()
+        for ((i = j; i < ${#files[@]}; i += jobs)); do part+=("${files[i]}"); done
+        (env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest "${part[@]}" -m gpu -ra -q \
+            -p no:cacheprovider >"$OUT/pytest_gpu_$j.log" 2>&1; echo "rc=$?" >>"$OUT/pytest_gpu_$j.log") &
+    done
+    wait
+    for ((j = 0; j < jobs; ++j)); do
+        note "pytest gpu [$j]: $(tail -1 "$OUT/pytest_gpu_$j.log") $(tail -2 "$OUT/pytest_gpu_$j.log" | head -1)"
+    done
 fi
 
 if has sanitize; then
