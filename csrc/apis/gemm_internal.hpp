@@ -1,5 +1,5 @@
 // What the GEMM sources share (internal to csrc/apis; the public interface is gemm.hpp; the op spec table
-// is gemm_ops.hpp): the recipe constants, the kernel choice and the Problem that validate() builds from a call.
+// is gemm_ops.hpp): the kernel choice and the Problem that validate() builds from a call.
 // gemm_validation.cpp validates calls; gemm_run.cpp runs them.
 #pragma once
 
@@ -12,9 +12,6 @@ namespace deep_gemm::api {
 // Short names for the per-op rules.
 using F = Family;
 using G = Grouping;
-
-inline constexpr Recipe kRecipe1D2D = {1, 128, 128};
-inline constexpr Recipe kRecipe1D1D = {1, 1, 128};
 
 enum class Kernel { kNone, kFp8_1D2D, kFp8_1D1D, kBf16 };
 

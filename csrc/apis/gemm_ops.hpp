@@ -4,6 +4,9 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace deep_gemm::api {
 
@@ -49,5 +52,38 @@ inline constexpr std::array<GemmOpSpec, static_cast<int>(GemmOp::kCount)> kSpecs
 
 // The spec of an op, inline (gemm_op_spec() is the public, out-of-line form).
 inline const GemmOpSpec& op_spec(GemmOp op) { return kSpecs[static_cast<int>(op)]; }
+
+// The spec of the op named `name`; nullptr when there is none.
+inline const GemmOpSpec* find_op_spec(std::string_view name) {
+    for (const GemmOpSpec& s : kSpecs)
+        if (name == s.name) return &s;
+    return nullptr;
+}
+
+// FP8 scale granularities (g_mn_a, g_mn_b, g_k) and which kernel each op runs them on.
+using Recipe = std::array<int64_t, 3>;
+inline constexpr Recipe kRecipe1D2D = {1, 128, 128};
+inline constexpr Recipe kRecipe1D1D = {1, 1, 128};
+
+// The recipe of an FP8 op called without one.
+inline Recipe default_fp8_recipe(const GemmOpSpec& spec) {
+    return spec.grouping == Grouping::kKContiguous ? kRecipe1D1D : kRecipe1D2D;
+}
+
+// Whether `recipe` runs on the 1D1D kernel (true) or the 1D2D kernel (false) for this FP8 op; nullopt when the
+// op does not take it (fp8_recipes_allowed() says which it takes).
+inline std::optional<bool> fp8_recipe_is_1d1d(const GemmOpSpec& spec, const Recipe& recipe) {
+    const bool k_grouped = spec.grouping == Grouping::kKContiguous;
+    if (recipe == kRecipe1D1D && (k_grouped || spec.grouping == Grouping::kNone)) return true;
+    if (recipe == kRecipe1D2D && !k_grouped) return false;
+    return std::nullopt;
+}
+inline const char* fp8_recipes_allowed(const GemmOpSpec& spec) {
+    switch (spec.grouping) {
+        case Grouping::kKContiguous: return "(1, 1, 128) (the 1D1D kernel)";
+        case Grouping::kNone: return "(1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) (1D1D kernel, FP32 output) on SM90";
+        default: return "(1, 128, 128) on SM90";
+    }
+}
 
 }  // namespace deep_gemm::api

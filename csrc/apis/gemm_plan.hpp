@@ -39,9 +39,7 @@ struct GemmCallShape {
 // per-group kernel). Raises jit::Error for an unknown op and wherever run_gemm would for the config.
 inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape& call,
                                                              const kernels::DeviceLimits& limits = {}) {
-    const GemmOpSpec* spec = nullptr;
-    for (const GemmOpSpec& s : kSpecs)
-        if (call.op == s.name) spec = &s;
+    const GemmOpSpec* spec = find_op_spec(call.op);
     if (spec == nullptr) throw jit::Error("plan_gemm_call: unknown GEMM op '" + call.op + "'");
 
     kernels::GemmProblem p;

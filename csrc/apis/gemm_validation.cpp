@@ -170,25 +170,11 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
 
     // ---- recipe and kernel choice ----
     if (fp8) {
-        if (spec.grouping == G::kKContiguous) {
-            p.recipe = call.recipe.value_or(kRecipe1D1D);
-            if (p.recipe != kRecipe1D1D)
-                check.value_error(fmt::format("recipe must be (1, 1, 128) (the 1D1D kernel); got {}", recipe_str(p.recipe)));
-            p.kernel = Kernel::kFp8_1D1D;
-        } else {
-            p.recipe = call.recipe.value_or(kRecipe1D2D);
-            if (p.recipe == kRecipe1D2D) {
-                p.kernel = Kernel::kFp8_1D2D;
-            } else if (p.recipe == kRecipe1D1D and spec.grouping == G::kNone) {
-                p.kernel = Kernel::kFp8_1D1D;
-            } else {
-                check.value_error(fmt::format("recipe must be {} on SM90; got {}",
-                                              spec.grouping == G::kNone ? "(1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) "
-                                                                          "(1D1D kernel, FP32 output)"
-                                                                        : "(1, 128, 128)",
-                                              recipe_str(p.recipe)));
-            }
-        }
+        p.recipe = call.recipe.value_or(default_fp8_recipe(spec));
+        const std::optional<bool> is_1d1d = fp8_recipe_is_1d1d(spec, p.recipe);
+        if (not is_1d1d)
+            check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
+        p.kernel = *is_1d1d ? Kernel::kFp8_1D1D : Kernel::kFp8_1D2D;
     } else {
         p.kernel = Kernel::kBf16;
     }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common.hpp"
+#include "gemm_ops.hpp"  // Recipe
 
 namespace deep_gemm::api {
 
@@ -29,7 +30,6 @@ at::Tensor get_mn_major_tma_aligned_tensor(const at::Tensor& sf, bool allow_pass
 // The meta/fake implementation: an empty tensor with the kernel layout (symbolic sizes allowed).
 at::Tensor get_mn_major_tma_aligned_tensor_meta(const at::Tensor& sf);
 
-using Recipe = std::array<int64_t, 3>;
 
 // Parses and checks a recipe argument (exactly 3 positive ints); `op` labels the error.
 Recipe parse_recipe(const char* op, c10::IntArrayRef recipe);

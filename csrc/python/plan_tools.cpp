@@ -25,39 +25,29 @@ namespace {
 using Recipe = std::vector<int>;
 using PlannedKernel = std::tuple<std::string, std::string, std::string>;  // name, symbol, code
 
-const api::GemmOpSpec* find_spec(const std::string& op) {
-    for (const api::GemmOpSpec& s : api::kSpecs)
-        if (op == s.name) return &s;
-    return nullptr;
-}
-
 std::string op_names() {
     std::string out;
     for (const api::GemmOpSpec& s : api::kSpecs) out += (out.empty() ? "" : ", ") + std::string(s.name);
     return out;
 }
 
-// True for recipe (1, 1, 128) (the FP8 1D1D kernel), false for (1, 128, 128) or none given where the op
-// defaults to it; ValueError for anything the op would reject.
+// True for a recipe the op runs on the 1D1D kernel (no recipe: the op's default); ValueError for one it
+// does not take, as the op would raise.
 bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<Recipe>& recipe) {
-    const Recipe k1d1d{1, 1, 128}, k1d2d{1, 128, 128};
     if (recipe && recipe->size() != 3)
         api::throw_value_error(fmt::format("{}: recipe must have 3 values; got {}", spec.name, recipe->size()));
-    const bool k_grouped = spec.grouping == api::Grouping::kKContiguous;
     if (spec.family == api::Family::kBf16) {
         if (recipe)
             api::throw_value_error(fmt::format("{}: a BF16 GEMM takes no recipe; got ({}, {}, {})", spec.name,
                                                (*recipe)[0], (*recipe)[1], (*recipe)[2]));
         return false;
     }
-    if (!recipe) return k_grouped;
-    if (*recipe == k1d1d && (k_grouped || spec.grouping == api::Grouping::kNone)) return true;
-    if (*recipe == k1d2d && !k_grouped) return false;
-    api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
-                                       k_grouped ? "(1, 1, 128)"
-                                       : spec.grouping == api::Grouping::kNone ? "(1, 128, 128) or (1, 1, 128)"
-                                                                                : "(1, 128, 128)",
-                                       (*recipe)[0], (*recipe)[1], (*recipe)[2]));
+    const api::Recipe r = recipe ? api::Recipe{(*recipe)[0], (*recipe)[1], (*recipe)[2]} : api::default_fp8_recipe(spec);
+    const std::optional<bool> is_1d1d = api::fp8_recipe_is_1d1d(spec, r);
+    if (!is_1d1d)
+        api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
+                                           api::fp8_recipes_allowed(spec), r[0], r[1], r[2]));
+    return *is_1d1d;
 }
 
 std::vector<PlannedKernel> plan_gemm_call_entry(
@@ -65,7 +55,7 @@ std::vector<PlannedKernel> plan_gemm_call_entry(
     const std::optional<Recipe>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
     bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
     std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major) {
-    const api::GemmOpSpec* spec = find_spec(op);
+    const api::GemmOpSpec* spec = api::find_op_spec(op);
     if (spec == nullptr) api::throw_value_error(fmt::format("_plan_gemm_call: unknown GEMM op \"{}\"; known: {}", op, op_names()));
     // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
     if (m <= 0 || n <= 0 || k <= 0)

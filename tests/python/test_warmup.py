@@ -193,7 +193,7 @@ def test_planned_kernels_follow_the_call_and_the_target():
     ({'op': 'fp8_gemm_nt', 'm': 128, 'n': 128, 'k': 128, 'kk': 1}, "unknown fields ['kk']"),
     ('fp8_gemm_nt:m=128,n=x,k=128', "field 'n' must be an int; got 'x'"),
     ('fp8_gemm_nt:m=128,n', "a call field must be name=value"),
-    ('fp8_gemm_nt:m=128,n=128,k=128,recipe=1;2;3', 'fp8_gemm_nt: recipe must be (1, 128, 128) or (1, 1, 128); got (1, 2, 3)'),
+    ('fp8_gemm_nt:m=128,n=128,k=128,recipe=1;2;3', 'fp8_gemm_nt: recipe must be (1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) (1D1D kernel, FP32 output) on SM90; got (1, 2, 3)'),
     ('fp8_gemm_nt:m=128,n=128,k=128,d_dtype=float32', 'd_dtype must be bfloat16 with this recipe'),
     ('bf16_gemm_nt:m=0,n=128,k=128', 'bf16_gemm_nt: m, n and k must be positive'),
     ('bf16_gemm_nt:m=128,n=128,k=128,recipe=1;1;128', 'bf16_gemm_nt: a BF16 GEMM takes no recipe'),
