@@ -64,6 +64,23 @@ kernels::GemmDesc call_desc(kernels::GemmKernel kernel, const Problem& p, const 
     return desc;
 }
 
+// The C an epilogue reads (D = C + acc): rows of at least N elements with unit column stride (row stride below
+// 2^32), of `dtype`; c itself when it is d or already so, else a converted copy kept alive in `holder`. Sets
+// o.c and o.ldc (o.d / o.ldd set already). Each element of C is read, then D's written, by the same thread,
+// so c may be d.
+void set_epilogue_c(const Problem& p, const GemmCall& call, at::ScalarType dtype, at::Tensor& holder,
+                    kernels::GemmOperands& o) {
+    if (p.c_is_d) {
+        o.c = o.d, o.ldc = o.ldd;
+        return;
+    }
+    const bool usable = call.c->scalar_type() == dtype and (p.c.stride[1] == 1 or p.n <= 1) and
+                        (p.m <= 1 or (p.c.stride[0] >= p.n and p.c.stride[0] < (int64_t(1) << 32)));
+    const at::Tensor& c = usable ? *call.c : (holder = call.c->to(dtype).contiguous());
+    o.c = c.const_data_ptr();
+    o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
+}
+
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const bool masked = spec.grouping == G::kMMasked;
     const int im = p.sfa.dim - 2, ik = p.sfa.dim - 1;  // sfa's M and K-block dims ([G, M, K'] when masked)
@@ -107,16 +124,11 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
     o.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
     o.sfa_stride = sfa_stride;
-    // c (dense only): the epilogue reads it and stores d = c + A @ B (c may be d: each element is read, then
-    // written, by the same thread). Any N-major bfloat16 or float32 c is read as is; others are copied once.
+    // c (dense only): the epilogue reads it and stores d = c + A @ B; a bfloat16 or float32 c is read as is.
     at::Tensor c_converted;
     if (p.has_c) {
-        const bool usable = p.c_is_d or ((p.c.stride[1] == 1 or p.n <= 1) and
-                                         (p.m <= 1 or (p.c.stride[0] >= p.n and p.c.stride[0] < (int64_t(1) << 32))));
-        const at::Tensor& c = usable ? *call.c : (c_converted = call.c->contiguous());
-        o.c = c.const_data_ptr();
-        o.ldc = p.c_is_d ? o.ldd : p.m > 1 ? c.stride(0) : p.n;
-        q.c_fp32 = c.scalar_type() == at::kFloat;
+        set_epilogue_c(p, call, call.c->scalar_type(), c_converted, o);
+        q.c_fp32 = call.c->scalar_type() == at::kFloat;
     }
     if (spec.grouping != G::kNone) {
         o.grouped = call.layout->const_data_ptr<int>();
@@ -180,18 +192,8 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     o.lda = p.m > 1 ? p.a.stride[0] : align_up(p.k, 16);
     o.ldb = p.n > 1 ? p.b.stride[0] : align_up(p.k, 16);
     o.ldd = p.m > 1 ? p.d.stride[0] : align_up(p.n, 4);
-    // C: read by the epilogue with unit column stride and rows of at least N elements; convert anything else.
     at::Tensor c_converted;
-    if (p.has_c) {
-        if (p.c_is_d) {
-            o.c = o.d, o.ldc = o.ldd;
-        } else {
-            const bool usable = (p.c.stride[1] == 1 or p.n <= 1) and (p.m <= 1 or p.c.stride[0] >= p.n);
-            const at::Tensor& c = usable ? *call.c : (c_converted = call.c->contiguous());
-            o.c = c.const_data_ptr<float>();
-            o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
-        }
-    }
+    if (p.has_c) set_epilogue_c(p, call, at::kFloat, c_converted, o);
     kernels::run_gemm(desc);
 }
 
@@ -308,18 +310,9 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
     o.d = call.d->mutable_data_ptr();
     o.ldd = p.m > 1 ? p.d.stride[id] : align_up(p.n, d_fp32 ? 4 : 8);
 
-    // C: the kernel adds a C of d's dtype, N-major (it may be d itself); convert anything else once.
+    // C: the kernel adds a C of d's dtype.
     at::Tensor c_converted;
-    if (p.has_c) {
-        if (p.c_is_d) {
-            o.c = o.d, o.ldc = o.ldd;
-        } else {
-            const bool usable = call.c->scalar_type() == call.d->scalar_type() and (p.c.stride[1] == 1 or p.n <= 1);
-            const at::Tensor& c = usable ? *call.c : (c_converted = call.c->to(call.d->scalar_type()).contiguous());
-            o.c = c.const_data_ptr();
-            o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
-        }
-    }
+    if (p.has_c) set_epilogue_c(p, call, call.d->scalar_type(), c_converted, o);
 
     if (spec.grouping != G::kNone) {
         o.grouped = call.layout->const_data_ptr<int>();

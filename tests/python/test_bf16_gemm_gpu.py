@@ -122,6 +122,18 @@ def test_bf16_gemm_unaligned_n_output():
     _diff_ok(d, a.double() @ b.double().t(), 'N=100')
 
 
+def test_bf16_gemm_broadcast_c():
+    """A row-broadcast c (row stride 0, e.g. a bias expanded to [M, N]) is copied once for the epilogue."""
+    m, n, k = 300, 1000, 512
+    g = _gen(31)
+    a, b = _randn((m, k), g), _randn((n, k), g)
+    c = _randn((1, n), g).expand(m, n)
+    d = torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.bf16_gemm_nt(a, b, d, c=c)
+    torch.cuda.synchronize()
+    _diff_ok(d, c.double() + a.double() @ b.double().t(), 'broadcast c')
+
+
 def test_bf16_gemm_output_at_odd_column():
     """D one column into a wider tensor: an even row stride but a base 2 bytes past a 4-byte boundary
     (direct-store epilogue): column pairs must not be written as one 4-byte word."""
