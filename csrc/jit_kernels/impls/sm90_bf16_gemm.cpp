@@ -65,13 +65,7 @@ std::string make_symbol(const GemmKernelKey& key) {
 }  // namespace
 
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Bf16GemmConfig& config) {
-    GemmKernelKey key;
-    key.kernel = GemmKernel::kBf16;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
-    return key;
+    return tile_key(GemmKernel::kBf16, config);
 }
 
 const char* Bf16GemmTraits::op_name(const GemmProblem& p) {

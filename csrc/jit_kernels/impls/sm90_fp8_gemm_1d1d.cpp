@@ -19,13 +19,8 @@ std::string make_symbol(const GemmKernelKey& key) {
 }  // namespace
 
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8Gemm1d1dConfig& config) {
-    GemmKernelKey key;
-    key.kernel = GemmKernel::kFp8_1d1d;
+    GemmKernelKey key = tile_key(GemmKernel::kFp8_1d1d, config);
     key.epilogue = uint8_t(heuristics::Sm90Bf16Epilogue::kAccumDirect);
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
     return key;
 }
 

@@ -114,12 +114,7 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
 }
 
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
-    GemmKernelKey key;
-    key.kernel = GemmKernel::kFp8_1d2d;
-    key.block_m = config.block_m;
-    key.block_n = config.block_n;
-    key.num_stages = config.num_stages;
-    key.group_n = config.group_n;
+    GemmKernelKey key = tile_key(GemmKernel::kFp8_1d2d, config);
     key.pipelined = uint8_t(config.pipelined);
     key.multicast = uint8_t(config.multicast);
     return key;

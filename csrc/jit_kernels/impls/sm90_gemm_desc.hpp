@@ -106,6 +106,16 @@ struct GemmKernelKey {
 };
 static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");
 
+// The key fields every kernel's config has: the kernel, its tile, stages and scheduler group.
+template <typename Config>
+GemmKernelKey tile_key(GemmKernel kernel, const Config& config) {
+    GemmKernelKey key;
+    key.kernel = kernel;
+    key.block_m = config.block_m, key.block_n = config.block_n;
+    key.num_stages = config.num_stages, key.group_n = config.group_n;
+    return key;
+}
+
 // The generated translation unit of a key (used by the ops, plan_gemm and the compile-only tests).
 GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
 
