@@ -207,22 +207,32 @@ def m_grouped_kernel(
         zeros = tl.zeros((BLOCK_M, BLOCK_N), dtype=d_ptr.dtype.element_ty)
         tl.store(d_ptr + lm[:, None] * stride_dm + offs_n[None, :], zeros, mask=pad[:, None] & col_ok[None, :])
 
-    # The aligned MoE layout: every valid row of the tile is in one group -> a single pass over K. A
-    # tile that straddles groups runs one pass per group present, in increasing group order, each
-    # storing only its own rows. (The general loop is kept out of the fast path: wrapped around it, the
-    # loop costs register spills. It is a while loop because the interpreter cannot take a reduction
-    # result as a range() bound.)
+    # The aligned MoE layout: every valid row of the tile is in one group -> a single pass over K; a tile
+    # that straddles groups runs _group_passes. (The general loop is kept out of the fast path: wrapped
+    # around it, the loop costs register spills.)
     g_hi = tl.max(tl.where(valid, ids, -1), axis=0)
     if g_lo == g_hi:
         _group_pass(a_ptr, b_ptr, d_ptr, g_lo, valid, la, lm, ln, offs_n, col_ok, K, stride_am, stride_bg,
                     stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K)
     else:
-        g = g_lo
-        while g < G:
-            _group_pass(a_ptr, b_ptr, d_ptr, g, valid & (ids == g), la, lm, ln, offs_n, col_ok, K, stride_am,
-                        stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N,
-                        BLOCK_K, EVEN_K)
-            g = tl.min(tl.where(valid & (ids > g), ids, G), axis=0)
+        _group_passes(a_ptr, b_ptr, d_ptr, g_lo, G, ids, valid, la, lm, ln, offs_n, col_ok, K, stride_am,
+                      stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K,
+                      EVEN_K)
+
+
+@triton.jit
+def _group_passes(a_ptr, b_ptr, d_ptr, g_lo, G, ids, valid, la, lm, ln, offs_n, col_ok, K, stride_am, stride_bg,
+                  stride_bk, stride_bn, stride_dm, B_K_MAJOR: tl.constexpr, UPCAST: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EVEN_K: tl.constexpr):
+    """A tile that straddles groups: one pass per group present, from g_lo in increasing group order, each
+    storing only its own rows. (A while loop: the interpreter cannot take a reduction result as a range()
+    bound.)"""
+    g = g_lo
+    while g < G:
+        _group_pass(a_ptr, b_ptr, d_ptr, g, valid & (ids == g), la, lm, ln, offs_n, col_ok, K, stride_am,
+                    stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K,
+                    EVEN_K)
+        g = tl.min(tl.where(valid & (ids > g), ids, G), axis=0)
 
 
 @triton.jit
@@ -338,12 +348,9 @@ def m_grouped_tma_kernel(
     else:
         _zero_padding_rows(d_ptr, lm, offs_n, pad, col_ok, stride_dm, BLOCK_M, BLOCK_N)
         ln = tl.where(col_ok, offs_n, 0).to(tl.int64)
-        g = g_lo
-        while g < G:
-            _group_pass(a_ptr, b_ptr, d_ptr, g, valid & (ids == g), lm, lm, ln, offs_n, col_ok, K, stride_am,
-                        stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N,
-                        BLOCK_K, EVEN_K)
-            g = tl.min(tl.where(valid & (ids > g), ids, G), axis=0)
+        _group_passes(a_ptr, b_ptr, d_ptr, g_lo, G, ids, valid, lm, lm, ln, offs_n, col_ok, K, stride_am,
+                      stride_bg, stride_bk, stride_bn, stride_dm, B_K_MAJOR, UPCAST, BLOCK_M, BLOCK_N, BLOCK_K,
+                      EVEN_K)
 
 
 @triton.jit
