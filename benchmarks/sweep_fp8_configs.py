@@ -1,10 +1,10 @@
 """Config sweep for deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D): times candidate kernel configs per shape.
 
-Each candidate is forced through DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast]]"
+Each candidate is forced through DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast[,group_n]]]"
 (block_m 64, 128 or 256 (two math warpgroups of 128 rows, block_n <= 128, pipelined 0); stages 0 = as many as
 fit (<= 16); pipelined 1 = two scratch accumulators with the promotion overlapped with the next K block's
 wgmmas, BLOCK_N <= 128; multicast 0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A
-(N-block pairs)). The host reads the variable on every call and keys its config memo on it, so one process
+(N-block pairs); group_n = N blocks per tile-order group, 0 = the default 8). The host reads the variable on every call and keys its config memo on it, so one process
 sweeps everything. "default" = the config model's choice, "rules" = the previous round's rules.
 
 Per candidate: one call (JIT compile), a correctness check (calc_diff vs the dequantized FP32 reference
@@ -15,6 +15,7 @@ unaligned N) for correctness only. Keeps to --budget seconds (stops sweeping, st
 
     DG_JIT_USE_NVRTC=1 python3 benchmarks/sweep_fp8_configs.py [--runs 10] [--budget 330] [--shapes ...]
         [--small-n]   (also N in {256, 512, 1024, 1536} at M in {128, 4096}, K = 7168)
+        [--configs "default;256,128,0,0,0,16;..."]   (these candidates for every shape instead of the lists)
 """
 import argparse
 import math
@@ -110,6 +111,8 @@ def main():
     parser.add_argument('--small-n', action='store_true', help='add N in {256, 512, 1024, 1536} at M in {128, 4096}')
     parser.add_argument('--shapes', type=str, default='')
     parser.add_argument('--no-edges', action='store_true')
+    parser.add_argument('--configs', type=str, default='',
+                        help="';'-separated candidates for every shape ('default' = the config model)")
     args = parser.parse_args()
     t0 = time.time()
     deadline = t0 + args.budget
@@ -138,7 +141,9 @@ def main():
         except Exception:  # noqa: BLE001
             blk[(m, n, k)] = None
         rows = []
-        if n <= 1536:
+        if args.configs:
+            candidates = [None if c == 'default' else c for c in args.configs.split(';')]
+        elif n <= 1536:
             candidates = SMALL_N_LARGE_M if m > 256 else SMALL_N_SMALL_M
         else:
             candidates = LARGE_M if m > 256 else SMALL_M

@@ -52,13 +52,16 @@ TEST(Fp8ConfigOverride, AcceptsTiles) {
     EXPECT_EQ(b.pipelined, 0);
     EXPECT_EQ(b.multicast, 0);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").block_n, 112);
+    EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").group_n, 0);
+    EXPECT_EQ(parse_sm90_fp8_config_override("256,128,0,0,0,16").group_n, 16);
 }
 
 TEST(Fp8ConfigOverride, RejectsMalformed) {
     const std::pair<const char*, const char*> cases[] = {
         {"128", "expected"},
         {"128,128", "expected"},
-        {"128,128,0,1,0,0", "at most 5 fields"},
+        {"128,128,0,1,0,8,1", "at most 6 fields"},
+        {"128,128,0,1,0,1025", "group_n must be 0 (default) or in [1, 1024]"},
         {"128;128;0", "separated by ','"},
         {"x,128,0", "non-negative integers"},
         {"192,128,0", "block_m must be 64, 128 or 256"},

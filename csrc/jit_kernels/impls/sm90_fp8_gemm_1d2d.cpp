@@ -75,27 +75,28 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
         ov.block_m = -2;
         return ov;
     }
-    int vals[5] = {0, 0, 0, 0, 0};
+    int vals[6] = {0, 0, 0, 0, 0, 0};
     int count = 0;
     const char* p = v;
     while (true) {
-        if (count == 5) fail(std::string(kConfigEnv) + "='" + v + "': at most 5 fields");
+        if (count == 6) fail(std::string(kConfigEnv) + "='" + v + "': at most 6 fields");
         char* end = nullptr;
         const long x = std::strtol(p, &end, 10);
         if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast]]\" (non-negative integers), \"rules\" or \"legacy\"");
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast[,group_n]]]\" (non-negative integers), \"rules\" or \"legacy\"");
         vals[count++] = int(x);
         if (*end == '\0') break;
         if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
         p = end + 1;
     }
     if (count < 3)
-        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast]]\"");
+        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast[,group_n]]]\"");
     ov.block_m = vals[0];
     ov.block_n = vals[1];
     ov.num_stages = vals[2];
     ov.pipelined = vals[3];
     ov.multicast = vals[4];
+    ov.group_n = vals[5];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
     if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 256) fail(where + "block_m must be 64, 128 or 256");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
@@ -105,6 +106,7 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
              std::to_string(heuristics::kSm90Fp8MaxStages) + "]");
     if (ov.pipelined < 0 || ov.pipelined > 1) fail(where + "pipelined must be 0 (off) or 1 (two scratch accumulators)");
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
+    if (ov.group_n > 1024) fail(where + "group_n must be 0 (default) or in [1, 1024]");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
     if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
@@ -192,14 +194,15 @@ void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
         parsed = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
         parsed_for = &settings;
     }
-    const int forced[5] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast};
+    const int forced[6] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast,
+                           parsed.group_n};
     std::memcpy(q.forced, forced, sizeof(forced));
 }
 
 heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
     ConfigOverride ov;
     ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
-    ov.pipelined = q.forced[3], ov.multicast = q.forced[4];
+    ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5];
     const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
@@ -212,6 +215,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
         config.block_n = ov.block_n;
         config.pipelined = ov.pipelined;
         config.multicast = ov.multicast;
+        if (ov.group_n != 0) config.group_n = ov.group_n;
         const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         config.num_stages = ov.num_stages != 0 ? ov.num_stages : max_stages;
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)

@@ -15,17 +15,18 @@ namespace deep_gemm::kernels {
 
 // DG_FP8_GEMM_CONFIG (tuning and sweeps only) forces the config of fp8_gemm_nt (and of the m-grouped FP8
 // ops, which drop multicast and reject block_m 256):
-//   "block_m,block_n,stages[,pipelined[,multicast]]"
+//   "block_m,block_n,stages[,pipelined[,multicast[,group_n]]]"
 //     block_m    64, 128 or 256 (256: two math warpgroups of 128 rows; block_n <= 128, pipelined 0)
 //     block_n    a multiple of 16 in [16, 192]
 //     stages     0 = as many as fit in shared memory, else [3, 16]
 //     pipelined  0 = off, 1 = two scratch accumulators (block_n <= 128)
 //     multicast  0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A (N-block pairs)
+//     group_n    tile order: N blocks per swizzle group (tiles walk M within a group), 0 = the default (8)
 //   "rules": the previous round's measured rules instead of the config model; "legacy": the first version's
 //   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
 //   reload_settings) takes effect.
 struct Sm90Fp8ConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0;  // block_m -1 legacy, -2 rules
+    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0, group_n = 0;  // block_m -1 legacy, -2 rules
     bool active() const { return block_m > 0; }
     heuristics::Sm90Fp8Chooser chooser() const {
         return block_m == -1 ? heuristics::Sm90Fp8Chooser::kLegacy

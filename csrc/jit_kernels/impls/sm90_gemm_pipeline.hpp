@@ -42,7 +42,7 @@ struct ConfigQuery {
     int32_t mode = 0, rows_per_group = 0, groups = 0;
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
     int32_t block_m_multiple = 1, block_n_multiple = 1;
-    int32_t forced[5] = {0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
+    int32_t forced[6] = {0, 0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
     bool operator==(const ConfigQuery&) const = default;
 };
 
