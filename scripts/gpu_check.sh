@@ -2,7 +2,7 @@
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
 # ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [roofline] [host] [profile]
-# [profile_bf16]
+# [profile_bf16] [profile_full]
 # (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,7 +50,7 @@ if has test; then
     for ((j = 0; j < jobs; ++j)); do
         part=()
         for ((i = j; i < ${#files[@]}; i += jobs)); do part+=("${files[i]}"); done
-        (env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest "${part[@]}" -m gpu -ra -q \
+        (env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest "${part[@]}" -m gpu -ra -q --durations=8 \
             -p no:cacheprovider >"$OUT/pytest_gpu_$j.log" 2>&1; echo "rc=$?" >>"$OUT/pytest_gpu_$j.log") &
     done
     wait
@@ -110,6 +110,21 @@ if has profile; then
             python3 benchmarks/profile_fp8.py $shape 3 >>"$OUT/profile_$tag.log" 2>&1
         note "ncu $cfg: rc=$? $(head -1 "$OUT/profile_$tag.log")"
     done
+fi
+if has profile_full; then
+    # Nsight Compute's full set with source-level warp-stall samples for one FP8 GEMM (ours, lineinfo on),
+    # exported as text: the details page, every raw metric, and the per-SASS-instruction source page.
+    shape="${PROFILE_SHAPE:-4096 7168 16384}"
+    rep="$OUT/full_fp8"
+    DG_JIT_WITH_LINEINFO=1 DG_JIT_USE_NVRTC=1 DG_FP8_GEMM_CONFIG="${PROFILE_CONFIG:-}" \
+        timeout "${PROFILE_TIMEOUT:-180}" ncu --clock-control none -k regex:sm90_fp8 --launch-skip 2 --launch-count 1 \
+        --set full --import-source yes -f -o "$rep" python3 benchmarks/profile_fp8.py $shape 3 >"$OUT/profile_full.log" 2>&1
+    note "ncu full ${PROFILE_CONFIG:-default}: rc=$? $(head -1 "$OUT/profile_full.log")"
+    ncu -i "$rep.ncu-rep" --page details >>"$OUT/profile_full.log" 2>&1
+    ncu -i "$rep.ncu-rep" --page raw --csv >"$OUT/profile_full_raw.csv" 2>&1
+    ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$OUT/profile_full_sass.csv" 2>&1
+    note "ncu full export: $(wc -c <"$OUT/profile_full_sass.csv") bytes of SASS source page"
+    rm -f "$rep.ncu-rep"
 fi
 if has profile_bf16; then
     # BF16 nt, ours vs torch.mm (cuBLAS), per shape in PROFILE_BF16_SHAPES ("M,N,K ..."): Nsight Compute on one
