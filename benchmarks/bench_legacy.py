@@ -108,6 +108,26 @@ class Timer:
         return elapsed / calls * 1e6
 
 
+_tuner_keys = {}
+_last_config = ["(not autotuned)"]
+
+
+def last_tuned_config(legacy) -> str:
+    """The autotuned config of the kernel the last case ran: the autotuner that tuned a new shape key since
+    the previous case (each case's first call, in the warm-up, has a new key)."""
+    kn = sys.modules.get(legacy.__name__ + "._kernels")
+    for name in ("m_grouped_tma_kernel_tuned", "m_grouped_kernel_tuned", "k_grouped_kernel_tuned"):
+        tuner = getattr(kn, name, None)
+        cache = getattr(tuner, "cache", None)
+        if cache is None:
+            continue
+        new_keys = [key for key in cache if key not in _tuner_keys.setdefault(name, set())]
+        if new_keys:
+            _tuner_keys[name].update(new_keys)
+            _last_config[0] = f"{name.replace('_tuned', '')} {cache[new_keys[-1]]}"
+    return _last_config[0]
+
+
 def moe_indices(sizes, align, device):
     parts = []
     for g, size in enumerate(sizes):
@@ -154,6 +174,8 @@ def main() -> None:
         print(f"  {kind:<22} {shape:<38} {row['us']:9.1f} us {row['tflops']:7.1f} TFLOPS | {baseline_name} "
               f"{row['base_us']:9.1f} us | speedup x{row['base_us'] / row['us']:.3f}  diff {diff:.1e}{goal}",
               flush=True)
+        if device.type == "cuda":
+            print(f"      config: {last_tuned_config(legacy)}", flush=True)
 
     if args.smoke:
         dense_m = [64]
