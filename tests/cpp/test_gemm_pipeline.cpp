@@ -246,7 +246,8 @@ TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
 }
 
 // The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The host
-// pipeline was introduced with these unchanged from the per-kernel hosts it replaced.
+// pipeline was introduced with these unchanged from the per-kernel hosts it replaced; since then the sources
+// start with the wgmma selection (wgmma_selection).
 TEST(GemmPipeline, GeneratedSourcesArePinned) {
     k::GemmKernelKey fp8 = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 2});
     fp8.n = 7168, fp8.k = 2048;
@@ -263,19 +264,27 @@ TEST(GemmPipeline, GeneratedSourcesArePinned) {
         const char* sha256;
     } pinned[] = {
         {fp8, "sm90_fp8_gemm_1d2d_bm128_bn128_s5_g8_m0_n7168_k2048_pp_mca", 
-         "df22cbca196e18955156ace738386798f7f9eea79728f55e337c83ea7ed149cb"},
+         "954a6d3232d8706c503a0f1363ea31bf3278fd5e10ec166b7dcd1e61339ea14e"},
         {fp8_masked, "sm90_fp8_gemm_1d2d_bm64_bn96_s5_g8_m0_n0_k0_direct_pp_masked", 
-         "3f3810506da25cf3eb27930c310cc1651abbd3c6472712e46f4996e2f37050f6"},
+         "4c0e2054f2fb3117721662f65a18b2538eecadedb96a9d62c331e24d0d159278"},
         {fp8_1d1d, "sm90_fp8_gemm_1d1d_bm128_bn112_s4_g8_m0_n0_k0_c", 
-         "a10766eb8f127aaaea3395693c4eb04b4e809f540f68a9d8191f5406de53e45a"},
+         "fe075855437f34bf3aa51db8c3b69e1f52c55e2fc55eca065c46c1cc770a7174"},
         {bf16, "sm90_bf16_gemm_nn_bm128_bn256_s6_g8_m0_n7168_k2048_tma_bf16_mc2", 
-         "21e127c47e2e5a6e420c9ae448c21d62b525e5429ada617f46d8ef8828d3b5f2"},
+         "9c4392a5273d3ac0f98ab4e5175c8ea0f7d0358d265d5b5491ee78f7531fb2c7"},
     };
     for (const auto& p : pinned) {
         const k::GemmKernelSource src = k::gemm_kernel_source(p.key);
         EXPECT_EQ(src.symbol, p.symbol);
         EXPECT_EQ(deep_gemm::jit::detail::sha256_hex(src.code), p.sha256) << src.symbol;
     }
+    // Each source selects the wgmma of its own operand type and BLOCK_N (a wrong N fails to compile: the
+    // compile-only tests build every kernel family).
+    EXPECT_EQ(k::gemm_kernel_source(fp8).code.rfind("#define DG_WGMMA_FP8_N 128\n#define DG_WGMMA_BF16_N 0\n", 0), 0u);
+    EXPECT_EQ(k::gemm_kernel_source(fp8_masked).code.rfind("#define DG_WGMMA_FP8_N 96\n#define DG_WGMMA_BF16_N 0\n", 0),
+              0u);
+    EXPECT_EQ(k::gemm_kernel_source(fp8_1d1d).code.rfind("#define DG_WGMMA_FP8_N 112\n#define DG_WGMMA_BF16_N 0\n", 0),
+              0u);
+    EXPECT_EQ(k::gemm_kernel_source(bf16).code.rfind("#define DG_WGMMA_FP8_N 0\n#define DG_WGMMA_BF16_N 256\n", 0), 0u);
 }
 
 }  // namespace

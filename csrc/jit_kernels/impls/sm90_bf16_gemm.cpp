@@ -250,7 +250,7 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
             break;
     }
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
-    src.code = "#include <deep_gemm/impls/sm90_bf16_gemm.cuh>\n\n"
+    src.code = wgmma_selection(0, key.block_n) + "#include <deep_gemm/impls/sm90_bf16_gemm.cuh>\n\n"
                "using DgScheduler = deep_gemm::" + scheduler + ";\n"
                "using DgEpilogue = deep_gemm::" + epilogue + ";\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.num_threads) + ", 1)\n" +

@@ -75,7 +75,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     const std::string bm = std::to_string(key.block_m), bn = std::to_string(key.block_n),
                       stages = std::to_string(key.num_stages);
-    src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh>\n\n"
+    src.code = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +

@@ -282,7 +282,7 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                   ", " + (key.c_fp32 ? "true" : "false") + ">"
             : std::string(key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
                   "<" + bm + ", " + bn + epilogue_rows + ">";
-    src.code = "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
+    src.code = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +

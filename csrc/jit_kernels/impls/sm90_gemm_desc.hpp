@@ -119,6 +119,10 @@ GemmKernelKey tile_key(GemmKernel kernel, const Config& config) {
 // The generated translation unit of a key (used by the ops, plan_gemm and the compile-only tests).
 GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
 
+// The start of a generated source: the one wgmma specialization per operand type the kernel uses (N, 0 =
+// none), so NVRTC / NVCC parse one of ptx/wgmma.cuh's 64 instead of all of them (~40 ms of a compile).
+std::string wgmma_selection(int fp8_n, int bf16_n);
+
 // The kernel symbol: `prefix` + the tile, stages, scheduler group and compiled dims (each kernel appends its
 // own variant suffixes).
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key);

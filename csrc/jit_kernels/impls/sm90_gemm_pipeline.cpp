@@ -80,6 +80,11 @@ GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limit
     throw jit::Error("plan_gemm: unknown SM90 GEMM kernel");
 }
 
+std::string wgmma_selection(int fp8_n, int bf16_n) {
+    return "#define DG_WGMMA_FP8_N " + std::to_string(fp8_n) + "\n#define DG_WGMMA_BF16_N " + std::to_string(bf16_n) +
+           "\n";
+}
+
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key) {
     return prefix + "_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
            std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +

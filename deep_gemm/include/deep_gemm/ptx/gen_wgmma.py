@@ -88,6 +88,9 @@ struct WgmmaFp8;
 // memory, 1 = MN-major (A stored M-contiguous, B stored N-contiguous).
 template <int N>
 struct WgmmaBf16;
+
+// Compile time: a kernel source may define DG_WGMMA_FP8_N / DG_WGMMA_BF16_N to the one N it uses (0: none)
+// so that only that specialization is parsed; the JIT's generated sources do. Undefined: all of them.
 '''
 
 FOOTER = r'''
@@ -100,6 +103,7 @@ def gen(n):
     regs = ", ".join(f"%{i}" for i in range(num))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(num))
     return f'''
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == {n}
 template <>
 struct WgmmaFp8<{n}> {{
     static constexpr int kNumAccum = {num};
@@ -116,6 +120,7 @@ struct WgmmaFp8<{n}> {{
             : "memory");
     }}
 }};
+#endif
 '''
 
 
@@ -124,6 +129,7 @@ def gen_bf16(n):
     regs = ", ".join(f"%{i}" for i in range(num))
     outs = ", ".join(f'"+f"(d[{i}])' for i in range(num))
     return f'''
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == {n}
 template <>
 struct WgmmaBf16<{n}> {{
     static constexpr int kNumAccum = {num};
@@ -141,6 +147,7 @@ struct WgmmaBf16<{n}> {{
             : "memory");
     }}
 }};
+#endif
 '''
 
 

@@ -83,6 +83,10 @@ struct WgmmaFp8;
 template <int N>
 struct WgmmaBf16;
 
+// Compile time: a kernel source may define DG_WGMMA_FP8_N / DG_WGMMA_BF16_N to the one N it uses (0: none)
+// so that only that specialization is parsed; the JIT's generated sources do. Undefined: all of them.
+
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 8
 template <>
 struct WgmmaFp8<8> {
     static constexpr int kNumAccum = 4;
@@ -99,7 +103,9 @@ struct WgmmaFp8<8> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 16
 template <>
 struct WgmmaFp8<16> {
     static constexpr int kNumAccum = 8;
@@ -116,7 +122,9 @@ struct WgmmaFp8<16> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 24
 template <>
 struct WgmmaFp8<24> {
     static constexpr int kNumAccum = 12;
@@ -133,7 +141,9 @@ struct WgmmaFp8<24> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 32
 template <>
 struct WgmmaFp8<32> {
     static constexpr int kNumAccum = 16;
@@ -150,7 +160,9 @@ struct WgmmaFp8<32> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 40
 template <>
 struct WgmmaFp8<40> {
     static constexpr int kNumAccum = 20;
@@ -167,7 +179,9 @@ struct WgmmaFp8<40> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 48
 template <>
 struct WgmmaFp8<48> {
     static constexpr int kNumAccum = 24;
@@ -184,7 +198,9 @@ struct WgmmaFp8<48> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 56
 template <>
 struct WgmmaFp8<56> {
     static constexpr int kNumAccum = 28;
@@ -201,7 +217,9 @@ struct WgmmaFp8<56> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 64
 template <>
 struct WgmmaFp8<64> {
     static constexpr int kNumAccum = 32;
@@ -218,7 +236,9 @@ struct WgmmaFp8<64> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 72
 template <>
 struct WgmmaFp8<72> {
     static constexpr int kNumAccum = 36;
@@ -235,7 +255,9 @@ struct WgmmaFp8<72> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 80
 template <>
 struct WgmmaFp8<80> {
     static constexpr int kNumAccum = 40;
@@ -252,7 +274,9 @@ struct WgmmaFp8<80> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 88
 template <>
 struct WgmmaFp8<88> {
     static constexpr int kNumAccum = 44;
@@ -269,7 +293,9 @@ struct WgmmaFp8<88> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 96
 template <>
 struct WgmmaFp8<96> {
     static constexpr int kNumAccum = 48;
@@ -286,7 +312,9 @@ struct WgmmaFp8<96> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 104
 template <>
 struct WgmmaFp8<104> {
     static constexpr int kNumAccum = 52;
@@ -303,7 +331,9 @@ struct WgmmaFp8<104> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 112
 template <>
 struct WgmmaFp8<112> {
     static constexpr int kNumAccum = 56;
@@ -320,7 +350,9 @@ struct WgmmaFp8<112> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 120
 template <>
 struct WgmmaFp8<120> {
     static constexpr int kNumAccum = 60;
@@ -337,7 +369,9 @@ struct WgmmaFp8<120> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 128
 template <>
 struct WgmmaFp8<128> {
     static constexpr int kNumAccum = 64;
@@ -354,7 +388,9 @@ struct WgmmaFp8<128> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 136
 template <>
 struct WgmmaFp8<136> {
     static constexpr int kNumAccum = 68;
@@ -371,7 +407,9 @@ struct WgmmaFp8<136> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 144
 template <>
 struct WgmmaFp8<144> {
     static constexpr int kNumAccum = 72;
@@ -388,7 +426,9 @@ struct WgmmaFp8<144> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 152
 template <>
 struct WgmmaFp8<152> {
     static constexpr int kNumAccum = 76;
@@ -405,7 +445,9 @@ struct WgmmaFp8<152> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 160
 template <>
 struct WgmmaFp8<160> {
     static constexpr int kNumAccum = 80;
@@ -422,7 +464,9 @@ struct WgmmaFp8<160> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 168
 template <>
 struct WgmmaFp8<168> {
     static constexpr int kNumAccum = 84;
@@ -439,7 +483,9 @@ struct WgmmaFp8<168> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 176
 template <>
 struct WgmmaFp8<176> {
     static constexpr int kNumAccum = 88;
@@ -456,7 +502,9 @@ struct WgmmaFp8<176> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 184
 template <>
 struct WgmmaFp8<184> {
     static constexpr int kNumAccum = 92;
@@ -473,7 +521,9 @@ struct WgmmaFp8<184> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 192
 template <>
 struct WgmmaFp8<192> {
     static constexpr int kNumAccum = 96;
@@ -490,7 +540,9 @@ struct WgmmaFp8<192> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 200
 template <>
 struct WgmmaFp8<200> {
     static constexpr int kNumAccum = 100;
@@ -507,7 +559,9 @@ struct WgmmaFp8<200> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 208
 template <>
 struct WgmmaFp8<208> {
     static constexpr int kNumAccum = 104;
@@ -524,7 +578,9 @@ struct WgmmaFp8<208> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 216
 template <>
 struct WgmmaFp8<216> {
     static constexpr int kNumAccum = 108;
@@ -541,7 +597,9 @@ struct WgmmaFp8<216> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 224
 template <>
 struct WgmmaFp8<224> {
     static constexpr int kNumAccum = 112;
@@ -558,7 +616,9 @@ struct WgmmaFp8<224> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 232
 template <>
 struct WgmmaFp8<232> {
     static constexpr int kNumAccum = 116;
@@ -575,7 +635,9 @@ struct WgmmaFp8<232> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 240
 template <>
 struct WgmmaFp8<240> {
     static constexpr int kNumAccum = 120;
@@ -592,7 +654,9 @@ struct WgmmaFp8<240> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 248
 template <>
 struct WgmmaFp8<248> {
     static constexpr int kNumAccum = 124;
@@ -609,7 +673,9 @@ struct WgmmaFp8<248> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_FP8_N) || DG_WGMMA_FP8_N == 256
 template <>
 struct WgmmaFp8<256> {
     static constexpr int kNumAccum = 128;
@@ -626,7 +692,9 @@ struct WgmmaFp8<256> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 8
 template <>
 struct WgmmaBf16<8> {
     static constexpr int kNumAccum = 4;
@@ -644,7 +712,9 @@ struct WgmmaBf16<8> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 16
 template <>
 struct WgmmaBf16<16> {
     static constexpr int kNumAccum = 8;
@@ -662,7 +732,9 @@ struct WgmmaBf16<16> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 24
 template <>
 struct WgmmaBf16<24> {
     static constexpr int kNumAccum = 12;
@@ -680,7 +752,9 @@ struct WgmmaBf16<24> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 32
 template <>
 struct WgmmaBf16<32> {
     static constexpr int kNumAccum = 16;
@@ -698,7 +772,9 @@ struct WgmmaBf16<32> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 40
 template <>
 struct WgmmaBf16<40> {
     static constexpr int kNumAccum = 20;
@@ -716,7 +792,9 @@ struct WgmmaBf16<40> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 48
 template <>
 struct WgmmaBf16<48> {
     static constexpr int kNumAccum = 24;
@@ -734,7 +812,9 @@ struct WgmmaBf16<48> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 56
 template <>
 struct WgmmaBf16<56> {
     static constexpr int kNumAccum = 28;
@@ -752,7 +832,9 @@ struct WgmmaBf16<56> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 64
 template <>
 struct WgmmaBf16<64> {
     static constexpr int kNumAccum = 32;
@@ -770,7 +852,9 @@ struct WgmmaBf16<64> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 72
 template <>
 struct WgmmaBf16<72> {
     static constexpr int kNumAccum = 36;
@@ -788,7 +872,9 @@ struct WgmmaBf16<72> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 80
 template <>
 struct WgmmaBf16<80> {
     static constexpr int kNumAccum = 40;
@@ -806,7 +892,9 @@ struct WgmmaBf16<80> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 88
 template <>
 struct WgmmaBf16<88> {
     static constexpr int kNumAccum = 44;
@@ -824,7 +912,9 @@ struct WgmmaBf16<88> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 96
 template <>
 struct WgmmaBf16<96> {
     static constexpr int kNumAccum = 48;
@@ -842,7 +932,9 @@ struct WgmmaBf16<96> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 104
 template <>
 struct WgmmaBf16<104> {
     static constexpr int kNumAccum = 52;
@@ -860,7 +952,9 @@ struct WgmmaBf16<104> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 112
 template <>
 struct WgmmaBf16<112> {
     static constexpr int kNumAccum = 56;
@@ -878,7 +972,9 @@ struct WgmmaBf16<112> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 120
 template <>
 struct WgmmaBf16<120> {
     static constexpr int kNumAccum = 60;
@@ -896,7 +992,9 @@ struct WgmmaBf16<120> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 128
 template <>
 struct WgmmaBf16<128> {
     static constexpr int kNumAccum = 64;
@@ -914,7 +1012,9 @@ struct WgmmaBf16<128> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 136
 template <>
 struct WgmmaBf16<136> {
     static constexpr int kNumAccum = 68;
@@ -932,7 +1032,9 @@ struct WgmmaBf16<136> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 144
 template <>
 struct WgmmaBf16<144> {
     static constexpr int kNumAccum = 72;
@@ -950,7 +1052,9 @@ struct WgmmaBf16<144> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 152
 template <>
 struct WgmmaBf16<152> {
     static constexpr int kNumAccum = 76;
@@ -968,7 +1072,9 @@ struct WgmmaBf16<152> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 160
 template <>
 struct WgmmaBf16<160> {
     static constexpr int kNumAccum = 80;
@@ -986,7 +1092,9 @@ struct WgmmaBf16<160> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 168
 template <>
 struct WgmmaBf16<168> {
     static constexpr int kNumAccum = 84;
@@ -1004,7 +1112,9 @@ struct WgmmaBf16<168> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 176
 template <>
 struct WgmmaBf16<176> {
     static constexpr int kNumAccum = 88;
@@ -1022,7 +1132,9 @@ struct WgmmaBf16<176> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 184
 template <>
 struct WgmmaBf16<184> {
     static constexpr int kNumAccum = 92;
@@ -1040,7 +1152,9 @@ struct WgmmaBf16<184> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 192
 template <>
 struct WgmmaBf16<192> {
     static constexpr int kNumAccum = 96;
@@ -1058,7 +1172,9 @@ struct WgmmaBf16<192> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 200
 template <>
 struct WgmmaBf16<200> {
     static constexpr int kNumAccum = 100;
@@ -1076,7 +1192,9 @@ struct WgmmaBf16<200> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 208
 template <>
 struct WgmmaBf16<208> {
     static constexpr int kNumAccum = 104;
@@ -1094,7 +1212,9 @@ struct WgmmaBf16<208> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 216
 template <>
 struct WgmmaBf16<216> {
     static constexpr int kNumAccum = 108;
@@ -1112,7 +1232,9 @@ struct WgmmaBf16<216> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 224
 template <>
 struct WgmmaBf16<224> {
     static constexpr int kNumAccum = 112;
@@ -1130,7 +1252,9 @@ struct WgmmaBf16<224> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 232
 template <>
 struct WgmmaBf16<232> {
     static constexpr int kNumAccum = 116;
@@ -1148,7 +1272,9 @@ struct WgmmaBf16<232> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 240
 template <>
 struct WgmmaBf16<240> {
     static constexpr int kNumAccum = 120;
@@ -1166,7 +1292,9 @@ struct WgmmaBf16<240> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 248
 template <>
 struct WgmmaBf16<248> {
     static constexpr int kNumAccum = 124;
@@ -1184,7 +1312,9 @@ struct WgmmaBf16<248> {
             : "memory");
     }
 };
+#endif
 
+#if !defined(DG_WGMMA_BF16_N) || DG_WGMMA_BF16_N == 256
 template <>
 struct WgmmaBf16<256> {
     static constexpr int kNumAccum = 128;
@@ -1202,5 +1332,6 @@ struct WgmmaBf16<256> {
             : "memory");
     }
 };
+#endif
 
 }  // namespace deep_gemm::ptx
