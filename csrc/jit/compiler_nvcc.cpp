@@ -142,14 +142,17 @@ public:
         ProcessResult result = run(job, s, argv, command, run_dir, /*may_fail=*/trim);
         if (!result.ok()) {
             // The prelude relies on how the toolkit splits cuda_runtime.h internally; should a toolkit
-            // differ, the compile still succeeds with the full header (then at twice the cost).
-            log(LogLevel::kWarning, "nvcc failed on kernel " + job.name + " with trimmed CUDA headers; "
-                "compiling it with the full ones (DG_JIT_TRIM_HEADERS=0 skips the first attempt). nvcc said:\n" +
-                (result.err + result.out).substr(0, 2000));
+            // differ, the compile still succeeds with the full header (then at twice the cost). A kernel that
+            // fails both ways is the kernel's error (raised below), not the toolkit's: warn only when the
+            // full header helped.
+            const std::string trimmed_output = (result.err + result.out).substr(0, 2000);
             trim = false;
             argv = cubin_argv();
             command = format_command(argv);
             result = run(job, s, argv, command, run_dir);
+            log(LogLevel::kWarning, "nvcc failed on kernel " + job.name + " with trimmed CUDA headers but " +
+                "compiled it with the full ones (DG_JIT_TRIM_HEADERS=0 skips the first attempt). nvcc said:\n" +
+                trimmed_output);
         }
         handle_ptxas_report(job.name, command, result.err + result.out, s);
 
