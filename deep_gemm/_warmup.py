@@ -44,6 +44,7 @@ class WarmupResult:
     compiled: int = 0   # built by this warm-up
     cached: int = 0     # already in the cache
     failed: List[str] = field(default_factory=list)  # "name (arch): error" or "call N op(...): error"
+    details: List[str] = field(default_factory=list)  # per failure, the whole message (a compiler's log)
     seconds: float = 0.0
     kernels: int = 0    # distinct kernels to build (recorded, and planned from the calls)
     calls: int = 0      # call descriptions given (each planned into one or more kernels)
@@ -133,6 +134,7 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
                 records += plan_call(parse_call(call) if isinstance(call, str) else call, target)
             except Exception as e:  # reported with the call, like a failed compile
                 result.failed.append(f'call {number} {describe(call)}: {e}')
+                result.details.append(str(e))
     records = list(dict.fromkeys(records))
     result.kernels = len(records)
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -154,6 +156,7 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
             except Exception as e:  # a compile error or a config problem: report it with the kernel
                 first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
                 result.failed.append(f'{record.name} ({arch or record.arch}): {first_line}')
+                result.details.append(str(e).strip())
             bar.update(result)
     result.seconds = time.monotonic() - start
     return result

@@ -39,7 +39,8 @@ def run(args) -> int:
     result = warmup(args.record, jobs=args.jobs, arch=args.arch, progress=not args.quiet and not args.json,
                     calls=calls or None, num_sms=args.num_sms, smem_optin=args.smem_optin)
     summary = {'cache_dir': _C.get_settings()['cache_dir'], 'kernels': result.kernels, 'compiled': result.compiled,
-               'cached': result.cached, 'failed': result.failed, 'seconds': round(result.seconds, 3)}
+               'cached': result.cached, 'failed': result.failed, 'details': result.details,
+               'seconds': round(result.seconds, 3)}
     if calls:
         summary.update(calls=result.calls, target=result.target)
     if args.json:
@@ -51,6 +52,19 @@ def run(args) -> int:
               f"{result.cached} already cached, {len(result.failed)} failed ({result.seconds:.1f} s)")
         if calls:
             print(f'  planned for {result.target}')
-        for failure in result.failed:
+        for failure, detail in zip(result.failed, result.details):
             print(f'  failed: {failure}', file=sys.stderr)
+            _print_detail(detail)
     return 1 if result.failed else 0
+
+
+_DETAIL_LINES = 40
+
+
+def _print_detail(detail: str) -> None:
+    """The lines of a failure's message after its first (a compiler's log), indented, at most _DETAIL_LINES."""
+    lines = detail.splitlines()[1:]
+    for line in lines[:_DETAIL_LINES]:
+        print(f'    {line}', file=sys.stderr)
+    if len(lines) > _DETAIL_LINES:
+        print(f'    ... {len(lines) - _DETAIL_LINES} more lines', file=sys.stderr)

@@ -72,11 +72,23 @@ def test_parallel_warmup_counts_and_failures(recorded, cache_dir):
     result = deep_gemm.warmup(variants + [broken, variants[0]], jobs=2, progress=False)
     assert (result.compiled, result.cached, result.total) == (3, 0, 4)  # the duplicate is dropped
     assert len(result.failed) == 1 and result.failed[0].startswith('broken_kernel (sm_90a): ')
+    assert 'this is not CUDA' in result.details[0]  # the compiler's log, which `failed` keeps to one line
 
 
 def test_arch_override_is_used(recorded, cache_dir, capsys):
     assert main(['warmup', str(recorded), '--arch', 'sm_90x', '--quiet']) == 1
     assert 'layout_transpose_sf (sm_90x): ' in capsys.readouterr().err
+
+
+def test_cli_prints_the_compiler_log_of_a_failed_kernel(recorded, cache_dir, tmp_path, capsys):
+    line = json.loads(recorded.read_text().splitlines()[0])
+    line.update(name='broken_kernel', symbol='broken', code='this is not CUDA;\n')
+    record = tmp_path / 'broken.jsonl'
+    record.write_text(json.dumps(line) + '\n')
+    assert main(['warmup', str(record), '--quiet']) == 1
+    err = capsys.readouterr().err
+    assert 'failed: broken_kernel (sm_90a): ' in err
+    assert '\n    ' in err and 'this is not CUDA' in err  # the compiler's log, indented under the failure
 
 
 def test_malformed_record_names_the_line(tmp_path, capsys):
