@@ -115,7 +115,8 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
     strings (see deep_gemm/_warmup_calls.py), planned for ``arch`` / ``num_sms`` / ``smem_optin``: by
     default this machine's GPU (its SM count as ``get_num_sms()`` reports it), else sm_90a with 132 SMs and
     232448 B of shared memory per block. A call that cannot be planned (unknown op, missing or bad field,
-    no config) is listed in ``failed``. For the job to find the kernels, the warm-up must match it in
+    no config) is listed in ``failed``, as is a kernel that does not compile (one line each; ``details`` holds
+    the whole messages, with the compiler's log). For the job to find the kernels, the warm-up must match it in
     toolkit, compiler kind (NVCC / NVRTC), headers, SM count, shared memory, DG_FP8_GEMM_CONFIG /
     DG_BF16_GEMM_CONFIG and the knobs set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of and
     set_ignore_compile_dims.
