@@ -6,7 +6,7 @@
     TRITON_INTERPRET=1 python3 benchmarks/bench_legacy.py --smoke   # CPU dry run of the script, tiny shapes
 
 Timing (as in every benchmark here, see docs/architecture.md): CUDA events around each call, L2 flushed (a 256 MiB buffer zeroed) before each
-call, median of >= 15 runs after warm-up (the first call autotunes). Host time per call is measured
+call, ours and the baseline in turns, median of >= 15 runs after warm-up (the first call autotunes). Host time per call is measured
 separately: 100 calls queued while the GPU is kept busy by a sleep kernel. TFLOPS count 2*M*N*K over
 the valid rows only (padding rows of the grouped layout are not work).
 
@@ -65,34 +65,31 @@ def calc_diff(x, y) -> float:
 
 
 class Timer:
-    """Median device time of ``fn`` (ms): CUDA events with an L2 flush before every call; on CPU
-    (``--smoke``) wall-clock time."""
+    """Device times: on the GPU ours and the baseline in turns (``_timing.time_interleaved``: CUDA events, L2
+    flushed before every call, so clock drift hits both alike); on CPU (``--smoke``) wall-clock medians."""
 
     def __init__(self, device: torch.device, iters: int, warmup: int):
         self.device, self.iters, self.warmup = device, iters, warmup
         self.cuda = device.type == "cuda"
-        self.flush_buf = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device=device) if self.cuda else None
 
-    def device_ms(self, fn) -> float:
+    def pair_ms(self, fn, base_fn):
+        """Median ms of ``fn`` and of ``base_fn``."""
         for _ in range(self.warmup):
             fn()
-        if not self.cuda:
-            times = []
-            for _ in range(self.iters):
-                start = time.perf_counter()
-                fn()
-                times.append((time.perf_counter() - start) * 1e3)
-            return statistics.median(times)
-        torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(self.iters)]
-        for i in range(self.iters):
-            self.flush_buf.zero_()
-            starts[i].record()
+            base_fn()
+        if self.cuda:
+            from _timing import time_interleaved   # needs the deep_gemm package, which a GPU run has
+            us = time_interleaved({"ours": fn, "base": base_fn}, self.iters)
+            return us["ours"] / 1e3, us["base"] / 1e3
+        return self._wall_ms(fn), self._wall_ms(base_fn)
+
+    def _wall_ms(self, fn) -> float:
+        times = []
+        for _ in range(self.iters):
+            start = time.perf_counter()
             fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+            times.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(times)
 
     def host_us(self, fn, calls: int = 100) -> float:
         """Host time per call, measured while the GPU is busy (so launches never wait on the GPU)."""
@@ -162,8 +159,7 @@ def main() -> None:
     rows = []
 
     def record(kind, shape, flops, legacy_fn, torch_fn, check, baseline_name, target_us=None):
-        ms = timer.device_ms(legacy_fn)
-        base_ms = timer.device_ms(torch_fn)
+        ms, base_ms = timer.pair_ms(legacy_fn, torch_fn)
         host = timer.host_us(legacy_fn)
         diff = check()
         row = dict(kind=kind, shape=shape, tflops=flops / ms / 1e9, base_tflops=flops / base_ms / 1e9,
