@@ -21,7 +21,8 @@ namespace deep_gemm::kernels {
 //     stages     0 = as many as fit in shared memory, else [3, 16]
 //     pipelined  0 = off, 1 = two scratch accumulators (block_n <= 128)
 //     multicast  0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A (N-block pairs)
-//     group_n    tile order: N blocks per swizzle group (tiles walk M within a group), 0 = the default (8)
+//     group_n    tile order: a group of group_n N blocks (with multicast 2: N-block pairs) is walked row by
+//                row over all M blocks before the next group; 0 = the default (8)
 //   "rules": the previous round's measured rules instead of the config model; "legacy": the first version's
 //   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
 //   reload_settings) takes effect.
