@@ -43,18 +43,27 @@ if has smoke; then
 fi
 
 if has test; then
-    # PYTEST_ARGS narrows the run (e.g. one file); by default every GPU test. PYTEST_JOBS=N splits the test
-    # files over N pytest processes side by side (they share the JIT cache; the GPU is mostly idle in tests).
+    # PYTEST_ARGS narrows the run (files or node ids); by default every GPU test. PYTEST_JOBS=N splits the
+    # GPU test functions (all parametrizations of one function stay together: they share kernels) round-robin
+    # over N pytest processes side by side (they share the JIT cache; the GPU is mostly idle in tests). Split
+    # by file instead, one process got all ~170 compiles of test_fp8_gemm_gpu.py and ran out of time.
     jobs="${PYTEST_JOBS:-1}"
     files=(${PYTEST_ARGS:-$(ls tests/python/test_*.py)})
+    if ((jobs > 1)); then
+        mapfile -t files < <(python3 -m pytest --collect-only -q -m gpu -p no:cacheprovider "${files[@]}" 2>/dev/null |
+            grep '::' | sed 's/\[.*//' | awk '!seen[$0]++')
+        note "pytest gpu: ${#files[@]} test functions over $jobs processes"
+    fi
     for ((j = 0; j < jobs; ++j)); do
         part=()
         for ((i = j; i < ${#files[@]}; i += jobs)); do part+=("${files[i]}"); done
+        ((${#part[@]})) || continue
         (env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest "${part[@]}" -m gpu -ra -q --durations=8 \
             -p no:cacheprovider >"$OUT/pytest_gpu_$j.log" 2>&1; echo "rc=$?" >>"$OUT/pytest_gpu_$j.log") &
     done
     wait
     for ((j = 0; j < jobs; ++j)); do
+        [ -f "$OUT/pytest_gpu_$j.log" ] || continue
         note "pytest gpu [$j]: $(tail -1 "$OUT/pytest_gpu_$j.log") $(tail -2 "$OUT/pytest_gpu_$j.log" | head -1)"
     done
 fi
