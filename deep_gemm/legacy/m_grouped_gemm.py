@@ -136,27 +136,29 @@ def run_m_grouped(op: str, plan: Plan, config=None) -> torch.Tensor:
     def grid(meta):
         return (C.cdiv(m, meta["BLOCK_M"]) * C.cdiv(n, meta["BLOCK_N"]),)
 
+    def run(tuned, kernel, args, consts, set_blocks=None):
+        """The autotuned kernel, or with fixed meta-parameters (``config``, or the interpreter's)."""
+        if not config and tuned is not None:
+            kn.launch(tuned, grid, args, consts, d.device)
+            return
+        meta = dict(kn.interpret_config(m, n), **config)
+        if set_blocks is not None:
+            set_blocks(meta)
+        kn.launch(kernel, grid, args, dict(consts, **meta), d.device)
+
     if use_tma:
         a_desc, b_desc, d_desc, d_tma = _tma_descriptors(plan)
         args = (a_desc, b_desc, d_desc, a, b_nk, d, m_indices, m, n, k, b_nk.shape[0], m_bucket,
                 a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
-        consts = dict(B_K_MAJOR=b_k_major, D_TMA=d_tma, UPCAST=kn.INTERPRET)
-        if not config and kn.m_grouped_tma_kernel_tuned is not None:
-            kn.launch(kn.m_grouped_tma_kernel_tuned, grid, args, consts, d.device)
-            return d
-        meta = dict(kn.interpret_config(m, n), **config)
-        kn.set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, d_desc=d_desc, B_K_MAJOR=b_k_major))
-        kn.launch(kn.m_grouped_tma_kernel, grid, args, dict(consts, **meta), d.device)
-        return d
-
-    args = (a, b_nk, d, m_indices, rows if gather else m_indices, m, n, k, b_nk.shape[0], a.shape[0], m_bucket,
-            a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
-    consts = dict(B_K_MAJOR=b_k_major, A_GATHER=gather, UPCAST=kn.INTERPRET)
-    if not config and kn.m_grouped_kernel_tuned is not None:
-        kn.launch(kn.m_grouped_kernel_tuned, grid, args, consts, d.device)
-        return d
-    meta = dict(kn.interpret_config(m, n), **config)
-    kn.launch(kn.m_grouped_kernel, grid, args, dict(consts, **meta), d.device)
+        run(kn.m_grouped_tma_kernel_tuned, kn.m_grouped_tma_kernel, args,
+            dict(B_K_MAJOR=b_k_major, D_TMA=d_tma, UPCAST=kn.INTERPRET),
+            lambda meta: kn.set_tma_blocks(dict(meta, a_desc=a_desc, b_desc=b_desc, d_desc=d_desc,
+                                                B_K_MAJOR=b_k_major)))
+    else:
+        args = (a, b_nk, d, m_indices, rows if gather else m_indices, m, n, k, b_nk.shape[0], a.shape[0], m_bucket,
+                a.stride(0), b_nk.stride(0), b_nk.stride(2), b_nk.stride(1), d.stride(0))
+        run(kn.m_grouped_kernel_tuned, kn.m_grouped_kernel, args,
+            dict(B_K_MAJOR=b_k_major, A_GATHER=gather, UPCAST=kn.INTERPRET))
     return d
 
 
