@@ -81,6 +81,24 @@ void set_epilogue_c(const Problem& p, const GemmCall& call, at::ScalarType dtype
     o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
 }
 
+int clamp_to_int(int64_t v) { return static_cast<int>(std::min<int64_t>(v, std::numeric_limits<int>::max())); }
+
+// The M-grouped fields of the problem, as every M-grouped runner (and api::plan_gemm_call) sets them: the mode,
+// the masked rows-per-group hint, the contiguous layout's alignment and padding rule, and the psum layout's
+// rows-per-group hint (the choosers that take none ignore it).
+void set_m_grouping(kernels::GemmProblem& q, const GemmCall& call, bool masked) {
+    if (masked) {
+        q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
+        q.expected_m = clamp_to_int(call.expected_m);
+        return;
+    }
+    q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
+                                  : kernels::GemmGroupedMode::kMGroupedContiguous;
+    q.alignment = get_mk_alignment_for_contiguous_layout();
+    q.ensure_zero_padding = call.ensure_zero_padding;
+    if (call.use_psum_layout and call.expected_m_for_psum_layout) q.expected_m = clamp_to_int(*call.expected_m_for_psum_layout);
+}
+
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const bool masked = spec.grouping == G::kMMasked;
     const int im = p.sfa.dim - 2, ik = p.sfa.dim - 1;  // sfa's M and K-block dims ([G, M, K'] when masked)
@@ -134,19 +152,10 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         o.grouped = call.layout->const_data_ptr<int>();
         q.num_groups = static_cast<int>(p.groups);
         o.b_group_stride = p.groups > 1 ? p.b.stride[0] : p.n * o.ldb;
+        set_m_grouping(q, call, masked);
         if (masked) {
-            q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
-            q.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
             o.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * o.lda;
             o.sfa_group_stride = sfa_group_stride;
-        } else {
-            q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
-            q.alignment = get_mk_alignment_for_contiguous_layout();
-            q.ensure_zero_padding = call.ensure_zero_padding;
-            // The psum layout's rows-per-group hint steers the tile height (see the grouped chooser).
-            if (call.use_psum_layout and call.expected_m_for_psum_layout)
-                q.expected_m = static_cast<int>(std::min<int64_t>(*call.expected_m_for_psum_layout, std::numeric_limits<int>::max()));
         }
     }
     kernels::run_gemm(desc);
@@ -318,18 +327,12 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
         o.grouped = call.layout->const_data_ptr<int>();
         q.num_groups = static_cast<int>(p.groups);
         o.b_group_stride = p.b.stride[0];
-        if (spec.grouping == G::kMContiguous) {
-            if (get_mk_alignment_for_contiguous_layout() % 128 != 0)
-                check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
-                                                  "get_mk_alignment_for_contiguous_layout() is {}",
-                                                  get_mk_alignment_for_contiguous_layout()));
-            q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
-            q.alignment = get_mk_alignment_for_contiguous_layout();
-            q.ensure_zero_padding = call.ensure_zero_padding;
-        } else {
-            q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
-            q.expected_m = static_cast<int>(std::min<int64_t>(call.expected_m, std::numeric_limits<int>::max()));
+        const bool masked = spec.grouping != G::kMContiguous;
+        set_m_grouping(q, call, masked);
+        if (!masked and q.alignment % 128 != 0)
+            check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
+                                              "get_mk_alignment_for_contiguous_layout() is {}", q.alignment));
+        if (masked) {
             o.a_group_stride = p.a.stride[0];
             o.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * o.ldd;
         }
