@@ -14,6 +14,7 @@
 
 #include "apis/common.hpp"
 #include "apis/gemm_plan.hpp"
+#include "apis/layout.hpp"
 #include "apis/runtime.hpp"
 
 namespace deep_gemm::python {
@@ -22,7 +23,6 @@ namespace py = pybind11;
 
 namespace {
 
-using Recipe = std::vector<int>;
 using PlannedKernel = std::tuple<std::string, std::string, std::string>;  // name, symbol, code
 
 std::string op_names() {
@@ -33,16 +33,16 @@ std::string op_names() {
 
 // True for a recipe the op runs on the 1D1D kernel (no recipe: the op's default); ValueError for one it
 // does not take, as the op would raise.
-bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<Recipe>& recipe) {
-    if (recipe && recipe->size() != 3)
-        api::throw_value_error(fmt::format("{}: recipe must have 3 values; got {}", spec.name, recipe->size()));
+bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<std::vector<int64_t>>& recipe) {
+    const std::optional<api::Recipe> parsed =
+        recipe ? std::optional<api::Recipe>(api::parse_recipe(spec.name, *recipe)) : std::nullopt;
     if (spec.family == api::Family::kBf16) {
-        if (recipe)
+        if (parsed)
             api::throw_value_error(fmt::format("{}: a BF16 GEMM takes no recipe; got ({}, {}, {})", spec.name,
-                                               (*recipe)[0], (*recipe)[1], (*recipe)[2]));
+                                               (*parsed)[0], (*parsed)[1], (*parsed)[2]));
         return false;
     }
-    const api::Recipe r = recipe ? api::Recipe{(*recipe)[0], (*recipe)[1], (*recipe)[2]} : api::default_fp8_recipe(spec);
+    const api::Recipe r = parsed ? *parsed : api::default_fp8_recipe(spec);
     const std::optional<bool> is_1d1d = api::fp8_recipe_is_1d1d(spec, r);
     if (!is_1d1d)
         api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
@@ -52,7 +52,7 @@ bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<Recipe>& recipe
 
 std::vector<PlannedKernel> plan_gemm_call_entry(
     const std::string& op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>& ks,
-    const std::optional<Recipe>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
+    const std::optional<std::vector<int64_t>>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
     bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
     std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major) {
     const api::GemmOpSpec* spec = api::find_op_spec(op);
