@@ -14,6 +14,7 @@ import os
 from typing import Optional, Sequence
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 _TRITON_IMPORT_ERROR: Optional[BaseException] = None
 _TRITON_CHECKED = False
@@ -45,10 +46,10 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
-def tracing() -> bool:
-    """True while torch.compile / torch.export traces the caller (the public functions then call their
-    ``torch.ops.deep_gemm`` op, which the graph can record, instead of launching)."""
-    return torch.compiler.is_dynamo_compiling()
+# True while torch.compile / torch.export traces the caller (the public functions then call their
+# ``torch.ops.deep_gemm`` op, which the graph can record, instead of launching). Bound directly: checked
+# on every eager call.
+tracing = torch.compiler.is_dynamo_compiling
 
 
 def torch_op(name: str):
@@ -116,10 +117,7 @@ def check_inner_contiguous(op: str, name: str, t: torch.Tensor, layout: str) -> 
 
 def _has_storage(t: torch.Tensor) -> bool:
     """False for meta tensors and FakeTensors (tracing), whose addresses mean nothing."""
-    if t.device.type == "meta":
-        return False
-    from torch._subclasses.fake_tensor import FakeTensor
-    return not isinstance(t, FakeTensor)
+    return t.device.type != "meta" and not isinstance(t, FakeTensor)
 
 
 def _byte_span(t: torch.Tensor):
