@@ -22,10 +22,7 @@ bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGr
 bool is_contiguous(const GemmProblem& p) {
     return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
 }
-bool is_m_grouped(const GemmProblem& p) {  // B is [G, N, K] / [G, K, N]
-    return is_masked(p) || p.mode == GemmGroupedMode::kMGroupedContiguous ||
-           p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
-}
+bool is_m_grouped(const GemmProblem& p) { return is_masked(p) || is_contiguous(p); }  // B is [G, N, K] / [G, K, N]
 
 // Runs `f`, prefixing the op name to a ConfigError (the override's messages do not know the op).
 template <typename F>
@@ -53,13 +50,10 @@ Sm90Bf16Epilogue epilogue_of(const GemmProblem& p) {
 }
 
 std::string make_symbol(const GemmKernelKey& key) {
-    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
-    static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
     return gemm_symbol(std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t"), key) +
-           kModes[key.mode] + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
-           (key.multicast != 0 ? "_mc2" : "") + kPadding[key.padding] +
-           (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : "");
+           grouped_symbol_suffix(key) + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
+           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key);
 }
 
 }  // namespace
@@ -195,7 +189,7 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
     GemmKernelKey key = gemm_kernel_key(config);
     key.a_mn_major = !p.a_k_major;
     key.b_mn_major = !p.b_k_major;
-    key.mode = uint8_t(p.mode);
+    set_grouped_layout(op, p, key);
     key.epilogue = uint8_t(epilogue_of(p));
     key.d_fp32 = p.d_fp32;
     key.with_c = p.with_c;
@@ -205,13 +199,6 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
         heuristics::choose_sm90_bf16_multicast(p.m, config, int(p.mode), key.b_mn_major, request) == 2 ? 1 : 0;
     dims.apply(key, p.m, p.n, p.k);
     if (is_k_grouped(p)) key.k = 0;  // each group has its own K: never a kernel constant
-    if (is_contiguous(p)) {
-        // Padding rows: zeros or never written (the padding modes need the group alignment to find them).
-        if (p.alignment % config.block_m != 0)
-            fail(op, "the group alignment (" + std::to_string(p.alignment) + " rows) must be a multiple of BLOCK_M");
-        key.padding = p.ensure_zero_padding ? 1 : 2;
-        if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
-    }
     return key;
 }
 
@@ -225,21 +212,10 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
                       gn = std::to_string(key.group_n) + "u", st = std::to_string(key.num_stages) + "u";
     const std::string amn = key.a_mn_major ? "true" : "false", bmn = key.b_mn_major ? "true" : "false";
-    static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
-    const std::string tile = bm + ", " + bn + ", " + gn;
-    std::string scheduler;
-    switch (GemmGroupedMode(key.mode)) {
-        case GemmGroupedMode::kMGroupedContiguous:
-        case GemmGroupedMode::kMGroupedContiguousPsum:
-            scheduler = "ContiguousLayoutScheduler<" + tile + ", " +
-                        (key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false") +
-                        ", deep_gemm::PaddingRows::" + kPadding[key.padding] + ", " +
-                        std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
-            break;
-        case GemmGroupedMode::kMGroupedMasked: scheduler = "MaskedGroupedScheduler<" + tile + ">"; break;
-        case GemmGroupedMode::kKGroupedContiguous: scheduler = "KGroupedScheduler<" + tile + ">"; break;
-        default: scheduler = std::string(key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler") + "<" + tile + ">";
-    }
+    std::string scheduler = grouped_scheduler_type(key);
+    if (scheduler.empty())
+        scheduler = std::string("deep_gemm::") + (key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler") +
+                    "<" + bm + ", " + bn + ", " + gn + ">";
     std::string epilogue;
     switch (Sm90Bf16Epilogue(key.epilogue)) {
         case Sm90Bf16Epilogue::kBf16Tma: epilogue = "Bf16TmaStoreEpilogue<" + bm + ", " + bn + ">"; break;
@@ -251,7 +227,7 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     }
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     src.code = wgmma_selection(0, key.block_n) + "#include <deep_gemm/impls/sm90_bf16_gemm.cuh>\n\n"
-               "using DgScheduler = deep_gemm::" + scheduler + ";\n"
+               "using DgScheduler = " + scheduler + ";\n"
                "using DgEpilogue = deep_gemm::" + epilogue + ";\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.num_threads) + ", 1)\n" +
                src.symbol + "(" + tmap + " tmap_a, " + tmap + " tmap_b, " + tmap + " tmap_d,\n"

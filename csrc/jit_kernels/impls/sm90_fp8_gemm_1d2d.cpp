@@ -28,32 +28,19 @@ constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 [[noreturn]] void fail_op(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
 std::string make_symbol(const GemmKernelKey& key) {
-    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
-    static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
-           kModes[key.mode] + kPadding[key.padding] + (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : "");
+           grouped_symbol_suffix(key) + padding_symbol_suffix(key);
 }
 
 // The scheduler type (template arguments included) of a kernel key.
 std::string scheduler_type(const GemmKernelKey& key) {
-    const std::string tile = std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " +
-                             std::to_string(key.group_n) + "u";
-    static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
-    switch (GemmGroupedMode(key.mode)) {
-        case GemmGroupedMode::kMGroupedContiguous:
-        case GemmGroupedMode::kMGroupedContiguousPsum:
-            return "deep_gemm::ContiguousLayoutScheduler<" + tile + ", " +
-                   (key.mode == int(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false") +
-                   ", deep_gemm::PaddingRows::" + kPadding[key.padding] + ", " +
-                   std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
-        case GemmGroupedMode::kMGroupedMasked: return "deep_gemm::MaskedGroupedScheduler<" + tile + ">";
-        default: break;
-    }
+    std::string grouped = grouped_scheduler_type(key);
+    if (!grouped.empty()) return grouped;
     return std::string("deep_gemm::") +
            (key.multicast == 1 ? "ClusterPairScheduler" : key.multicast == 2 ? "ClusterPairNScheduler" : "GroupedOrderScheduler") +
-           "<" + tile + ">";
+           "<" + std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " + std::to_string(key.group_n) + "u>";
 }
 
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
@@ -245,8 +232,6 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
 GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                             const CompiledDims& dims) {
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail_op(op, "not enough shared memory on this device");
-    if (is_contiguous(p) && p.alignment % config.block_m != 0)
-        fail_op(op, "the group alignment (" + std::to_string(p.alignment) + " rows) must be a multiple of BLOCK_M");
     GemmKernelKey key = gemm_kernel_key(config);
     // Clusters need two CTAs per cluster in the persistent grid.
     if (num_sms < 2) key.multicast = 0;
@@ -257,11 +242,7 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     key.with_c = p.with_c;
     key.c_fp32 = p.with_c && p.c_fp32;
     key.epilogue = uint8_t(p.with_c ? Epilogue::kAccumDirect : p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
-    key.mode = uint8_t(p.mode);
-    if (is_contiguous(p)) {
-        key.padding = p.ensure_zero_padding ? 1 : 2;
-        if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
-    }
+    set_grouped_layout(op, p, key);
     return key;
 }
 

@@ -123,6 +123,18 @@ GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
 // none), so NVRTC / NVCC parse one of ptx/wgmma.cuh's 64 instead of all of them (~40 ms of a compile).
 std::string wgmma_selection(int fp8_n, int bf16_n);
 
+// The grouped layout of a key, shared by the kernels with M-grouped modes (FP8 1D2D, BF16):
+//   set_grouped_layout     the mode; for the contiguous modes the padding rule and the psum alignment
+//                          (padding rows are found through the group alignment, which must be a multiple of
+//                          key.block_m: jit::Error naming `op` otherwise)
+//   grouped_scheduler_type the device scheduler of a grouped key; "" for a dense one (the kernel's choice)
+//   grouped_symbol_suffix  "_contig" / "_masked" / "_kgrouped" / "_psum"; padding_symbol_suffix the padding
+//                          rule and psum alignment ("" for the other modes)
+void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key);
+std::string grouped_scheduler_type(const GemmKernelKey& key);
+std::string grouped_symbol_suffix(const GemmKernelKey& key);
+std::string padding_symbol_suffix(const GemmKernelKey& key);
+
 // The kernel symbol: `prefix` + the tile, stages, scheduler group and compiled dims (each kernel appends its
 // own variant suffixes).
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key);

@@ -85,6 +85,43 @@ std::string wgmma_selection(int fp8_n, int bf16_n) {
            "\n";
 }
 
+void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key) {
+    key.mode = uint8_t(p.mode);
+    if (p.mode != GemmGroupedMode::kMGroupedContiguous && p.mode != GemmGroupedMode::kMGroupedContiguousPsum) return;
+    if (p.alignment % key.block_m != 0)
+        throw jit::Error(std::string(op) + ": the group alignment (" + std::to_string(p.alignment) +
+                         " rows) must be a multiple of BLOCK_M");
+    key.padding = p.ensure_zero_padding ? 1 : 2;
+    if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
+}
+
+std::string grouped_scheduler_type(const GemmKernelKey& key) {
+    const std::string tile = std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " +
+                             std::to_string(key.group_n) + "u";
+    static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
+    switch (GemmGroupedMode(key.mode)) {
+        case GemmGroupedMode::kMGroupedContiguous:
+        case GemmGroupedMode::kMGroupedContiguousPsum:
+            return "deep_gemm::ContiguousLayoutScheduler<" + tile + ", " +
+                   (key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false") +
+                   ", deep_gemm::PaddingRows::" + kPadding[key.padding] + ", " +
+                   std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
+        case GemmGroupedMode::kMGroupedMasked: return "deep_gemm::MaskedGroupedScheduler<" + tile + ">";
+        case GemmGroupedMode::kKGroupedContiguous: return "deep_gemm::KGroupedScheduler<" + tile + ">";
+        default: return "";
+    }
+}
+
+std::string grouped_symbol_suffix(const GemmKernelKey& key) {
+    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
+    return kModes[key.mode];
+}
+
+std::string padding_symbol_suffix(const GemmKernelKey& key) {
+    static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
+    return kPadding[key.padding] + (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : std::string());
+}
+
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key) {
     return prefix + "_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
            std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
