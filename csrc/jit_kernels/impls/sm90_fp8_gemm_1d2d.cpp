@@ -240,7 +240,7 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     // D = C + acc: C is read and added in the epilogue, which then stores from registers.
     if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
     key.with_c = p.with_c;
-    key.c_fp32 = p.with_c && p.c_fp32;
+    key.c_fp32 = p.c_fp32;
     key.epilogue = uint8_t(p.with_c ? Epilogue::kAccumDirect : p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
     set_grouped_layout(op, p, key);
     return key;

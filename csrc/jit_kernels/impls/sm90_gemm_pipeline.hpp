@@ -140,6 +140,7 @@ void run_gemm(const GemmDesc& desc) {
     if (!check_common(op, p)) return;
     Traits::check(op, desc);
     p.with_c = o.c != nullptr;
+    p.c_fp32 = p.c_fp32 && p.with_c;  // meaningful only with a C: normalised once for the keys below
     p.d_tma_ok = Traits::kDInTensorMap && aligned(o.d, 16) && o.ldd % 8 == 0;
     const CompiledDims dims = parse_compiled_dims(op, p.compiled_dims);
 
@@ -162,7 +163,7 @@ void run_gemm(const GemmDesc& desc) {
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
-    key.with_c = p.with_c, key.c_fp32 = p.with_c && p.c_fp32, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
+    key.with_c = p.with_c, key.c_fp32 = p.c_fp32, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
 
     auto& launches = t_launches<Traits>;
     const PreparedLaunch* prepared = launches.find(key);
