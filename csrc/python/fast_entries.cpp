@@ -47,17 +47,6 @@ const c10::OperatorHandle& op_handle(GemmOp op) {
 
 c10::IValue int_list(c10::ArrayRef<int64_t> v) { return c10::IValue(std::vector<int64_t>(v.begin(), v.end())); }
 
-// An int list default of the table ("1, 1, 128").
-std::vector<int64_t> int_list_default(const char* text) {
-    std::vector<int64_t> out;
-    for (char* end = nullptr;; text = end + (*end == ',' ? 1 : 0)) {
-        const long long v = std::strtoll(text, &end, 10);
-        if (end == text) break;
-        out.push_back(v);
-    }
-    return out;
-}
-
 // Calls the torch.ops form of `op` with the arguments of `call`, in the schema's order (gemm_table.hpp).
 void call_op(GemmOp op, const GemmCall& call) {
     const OpRow& row = gemm_op_row(op);
@@ -81,7 +70,8 @@ void call_op(GemmOp op, const GemmCall& call) {
             case Slot::kKs: stack.push_back(int_list(call.ks)); break;
             case Slot::kRecipe:
                 if (call.recipe) stack.push_back(int_list(*call.recipe));
-                else if (arg.kind == ArgKind::kIntList) stack.emplace_back(int_list_default(arg.default_value));
+                // A schema int-list recipe (K-grouped) has a default value: the op's default recipe.
+                else if (arg.kind == ArgKind::kIntList) stack.push_back(int_list(api::default_fp8_recipe(api::gemm_op_spec(op))));
                 else stack.emplace_back();
                 break;
             case Slot::kRecipeA:
