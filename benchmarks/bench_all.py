@@ -1,8 +1,9 @@
 """The standard benchmark sets in one run and one table, optionally a roofline PNG.
 
 Runs the shape sets of bench_fp8_gemm.py (fp8_gemm_nt against block-wise and row-wise torch._scaled_mm and
-a BF16 torch.mm), bench_bf16_gemm.py (bf16_gemm_nt against torch.mm) and bench_fp8_grouped.py (the M-grouped
-FP8 ops against a loop of _scaled_mm and our dense GEMM on the concatenated rows), each timed against its
+a BF16 torch.mm), bench_bf16_gemm.py (bf16_gemm_nt against torch.mm and deep_gemm.cublaslt_gemm_nt) and
+bench_fp8_grouped.py (the M-grouped FP8 ops against a loop of _scaled_mm and our dense GEMM on the
+concatenated rows), each timed against its
 baselines in the same run (benchmarks/_timing.py), and prints one table: time, TFLOPS, TB/s and the share
 of the H200 roofline per shape and implementation (benchmarks/_report.py).
 
@@ -43,6 +44,7 @@ def bf16_suite(runs):
         r = bf16.bench_shape('nt', m, n, k, torch.bfloat16, runs)
         out.append(gemm_result('bf16_gemm_nt', m, n, k, 'ours', r['ours_us'], 2, 2, 'bf16'))
         out.append(gemm_result('bf16_gemm_nt', m, n, k, 'torch_mm', r['cublas_us'], 2, 2, 'bf16'))
+        out.append(gemm_result('bf16_gemm_nt', m, n, k, 'cublaslt_gemm_nt', r['cublaslt_us'], 2, 2, 'bf16'))
         print(f'  bf16_gemm_nt {m}x{n}x{k} done', file=sys.stderr, flush=True)
     return out
 
