@@ -8,9 +8,18 @@ import torch
 from deep_gemm.testing import flush_l2
 
 
+# GPU cycles of the sleep kernel queued ahead of each timed call (~1 ms at the H200's clocks): while it runs
+# the host enqueues the call, so the events time the GPU work only, even for a callable whose host side
+# takes longer than the L2 flush (the Triton legacy kernels: 100-260 us per call). Host time is measured
+# on its own (bench_host_overhead.py, bench_legacy.py's "host us").
+HOST_COVER_CYCLES = 2_000_000
+
+
 def timed_call(fn):
-    """Microseconds of one call of `fn` after an L2 flush (256 MB write), timed with its own CUDA events."""
+    """Device microseconds of one call of `fn` after an L2 flush (256 MB write), timed with its own CUDA
+    events; the GPU is kept busy until the call is enqueued (HOST_COVER_CYCLES)."""
     flush_l2()
+    torch.cuda._sleep(HOST_COVER_CYCLES)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     fn()

@@ -6,6 +6,7 @@ compile checks are in ``test_legacy_compile.py``.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -515,7 +516,7 @@ def untuned(legacy, monkeypatch):
     """One fixed config per shape instead of the autotuner, which compiles and times up to 14 configs per
     new shape key (with autotuning everywhere this file did not finish in 40 s on the H200).
     test_gpu_m_grouped (and the benchmark) keep the autotuner, so its configs stay covered."""
-    kn = sys.modules[legacy.__name__ + "._kernels"]
+    kn = importlib.import_module(legacy.__name__ + "._kernels")   # imported on first use: maybe not yet
     for name in ("m_grouped_kernel_tuned", "m_grouped_tma_kernel_tuned", "k_grouped_kernel_tuned"):
         monkeypatch.setattr(kn, name, None)
 
