@@ -80,7 +80,7 @@ if has bench; then
     for b in ${BENCHES:-benchmarks/bench_fp8_gemm.py benchmarks/bench_first_call.py benchmarks/bench_host_overhead.py benchmarks/bench_bf16_gemm.py benchmarks/bench_legacy.py}; do
         [ -f "$b" ] || continue
         echo "=== $b" >>"$OUT/bench.log"
-        timeout "${BENCH_TIMEOUT:-240}" python3 "$b" >>"$OUT/bench.log" 2>&1
+        timeout "${BENCH_TIMEOUT:-300}" python3 "$b" >>"$OUT/bench.log" 2>&1
         note "$b: rc=$?"
     done
     tail -40 "$OUT/bench.log"
