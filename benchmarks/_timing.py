@@ -2,22 +2,22 @@
 ``python3 benchmarks/X.py``, which puts this folder on ``sys.path``)."""
 import statistics
 import sys
+import time
 
 import torch
-
-from deep_gemm.testing import flush_l2
 
 
 # GPU cycles of the sleep kernel queued ahead of each timed call (~1 ms at the H200's clocks): while it runs
 # the host enqueues the call, so the events time the GPU work only, even for a callable whose host side
-# takes longer than the L2 flush (the Triton legacy kernels: 100-260 us per call). Host time is measured
-# on its own (bench_host_overhead.py, bench_legacy.py's "host us").
+# takes longer than the L2 flush (the Triton legacy kernels: ~100-190 us per call). Host time is measured
+# on its own (host_time_per_call).
 HOST_COVER_CYCLES = 2_000_000
 
 
 def timed_call(fn):
     """Device microseconds of one call of `fn` after an L2 flush (256 MB write), timed with its own CUDA
     events; the GPU is kept busy until the call is enqueued (HOST_COVER_CYCLES)."""
+    from deep_gemm.testing import flush_l2   # here: host_time_per_call needs no deep_gemm build
     flush_l2()
     torch.cuda._sleep(HOST_COVER_CYCLES)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -57,3 +57,20 @@ def time_interleaved(fns, runs, label=''):
             times[name].append(timed_call(fn))
     results.update({name: statistics.median(ts) for name, ts in times.items()})
     return results
+
+
+def host_time_per_call(fn, calls: int, repeats: int = 1, busy_cycles: int = 0) -> float:
+    """Host microseconds per call of `fn`: the median over `repeats` batches of `calls` back-to-back calls.
+    With `busy_cycles`, a sleep kernel of that many GPU cycles is queued first, so the calls only enqueue
+    (it must outlast the batch: 2e8 cycles are ~100 ms at the H200's clocks); 0 times CPU work alone."""
+    samples = []
+    for _ in range(repeats):
+        if busy_cycles:
+            torch.cuda._sleep(busy_cycles)
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        samples.append((time.perf_counter() - start) / calls * 1e6)
+        if busy_cycles:
+            torch.cuda.synchronize()
+    return statistics.median(samples)

@@ -12,12 +12,11 @@ import inspect
 import math
 import statistics
 import sys
-import time
 
 import torch
 
 import deep_gemm
-from _timing import time_interleaved
+from _timing import host_time_per_call, time_interleaved
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 
 TARGET_SHAPES = [(m, n, k) for m in (128, 4096)
@@ -25,18 +24,6 @@ TARGET_SHAPES = [(m, n, k) for m in (128, 4096)
                               (7168, 2048))]
 # Few N tiles: where a persistent grid of one row of tiles leaves SMs idle (M = 128) or one tile column short.
 SMALL_N_SHAPES = [(m, n, 7168) for m in (128, 4096) for n in (256, 512, 1024, 1536)]
-
-def host_time_per_call(fn, calls=200):
-    """CPU microseconds per call while the GPU is kept busy (calls only enqueue)."""
-    fn()
-    torch.cuda.synchronize()
-    torch.cuda._sleep(int(2e8))  # ~100 ms of GPU time: every call below only enqueues
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t1 = time.perf_counter()
-    torch.cuda.synchronize()
-    return (t1 - t0) / calls * 1e6
 
 
 def _cast(fn, x):
@@ -89,7 +76,7 @@ def bench_shape(m, n, k, runs):
                            label=f'{m}x{n}x{k}: ')
     row['shape'] = (m, n, k)
     if row['ours'] is not None:
-        row['host'] = host_time_per_call(ours)
+        row['host'] = host_time_per_call(ours, 200, busy_cycles=int(2e8))
         d.fill_(float('nan'))
         ours()
         torch.cuda.synchronize()

@@ -13,28 +13,13 @@ Usage: python benchmarks/bench_host_overhead.py [--cpu] [--calls 200] [--repeats
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 
 import deep_gemm
 from deep_gemm import _C
 
-
-def host_time_per_call(fn, calls: int, repeats: int, busy_cycles: int = 0) -> float:
-    """Median over `repeats` batches of (host time for `calls` calls) / calls, in microseconds."""
-    samples = []
-    for _ in range(repeats):
-        if busy_cycles:
-            torch.cuda._sleep(busy_cycles)  # the GPU stays busy: calls below only enqueue
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        samples.append((time.perf_counter() - start) / calls * 1e6)
-        if busy_cycles:
-            torch.cuda.synchronize()
-    return statistics.median(samples)
+from _timing import host_time_per_call
 
 
 def fp8_operands(m: int, n: int, k: int, device: str):

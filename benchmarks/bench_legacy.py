@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
+
+from _timing import host_time_per_call, time_interleaved
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,31 +78,16 @@ class Timer:
             fn()
             base_fn()
         if self.cuda:
-            from _timing import time_interleaved   # needs the deep_gemm package, which a GPU run has
             us = time_interleaved({"ours": fn, "base": base_fn}, self.iters)
             return us["ours"] / 1e3, us["base"] / 1e3
         return self._wall_ms(fn), self._wall_ms(base_fn)
 
     def _wall_ms(self, fn) -> float:
-        times = []
-        for _ in range(self.iters):
-            start = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times)
+        return host_time_per_call(fn, 1, self.iters) / 1e3   # median of single calls
 
     def host_us(self, fn, calls: int = 100) -> float:
         """Host time per call, measured while the GPU is busy (so launches never wait on the GPU)."""
-        if self.cuda:
-            torch.cuda.synchronize()
-            torch.cuda._sleep(int(2e9))   # ~1 s of GPU work queued ahead of the timed calls
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - start
-        if self.cuda:
-            torch.cuda.synchronize()
-        return elapsed / calls * 1e6
+        return host_time_per_call(fn, calls, busy_cycles=int(2e9) if self.cuda else 0)   # GPU: ~1 s of sleep
 
 
 _tuner_keys = {}

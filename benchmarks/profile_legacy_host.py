@@ -14,22 +14,12 @@ import argparse
 import cProfile
 import io
 import pstats
-import time
 
 import torch
 
 import deep_gemm.legacy as legacy
-
-
-def host_us(fn, calls: int) -> float:
-    torch.cuda.synchronize()
-    torch.cuda._sleep(int(2e9))   # ~1 s of GPU work ahead of the calls
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
+from _timing import host_time_per_call
+from bench_legacy import moe_indices
 
 
 def main() -> None:
@@ -39,8 +29,7 @@ def main() -> None:
     args = parser.parse_args()
 
     sizes, n, k = [1004, 1240, 1120, 901], 4096, 7168
-    idx = torch.cat([torch.cat([torch.full((s,), g, dtype=torch.int32),
-                                torch.full((-s % 128,), -1, dtype=torch.int32)]) for g, s in enumerate(sizes)]).cuda()
+    idx = moe_indices(sizes, 128, "cuda")
     m = idx.shape[0]
     a = torch.randn(m, k, dtype=torch.bfloat16, device="cuda")
     b = torch.randn(len(sizes), n, k, dtype=torch.bfloat16, device="cuda")
@@ -54,7 +43,7 @@ def main() -> None:
     for name, fn in cases.items():
         fn()   # autotune / compile
         torch.cuda.synchronize()
-        plain = host_us(fn, args.calls)
+        plain = host_time_per_call(fn, args.calls, busy_cycles=int(2e9))   # ~1 s of sleep ahead of the calls
         profiler = cProfile.Profile()
         torch.cuda.synchronize()
         torch.cuda._sleep(int(2e9))
