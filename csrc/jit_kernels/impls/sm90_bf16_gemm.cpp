@@ -212,10 +212,7 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
                       gn = std::to_string(key.group_n) + "u", st = std::to_string(key.num_stages) + "u";
     const std::string amn = key.a_mn_major ? "true" : "false", bmn = key.b_mn_major ? "true" : "false";
-    std::string scheduler = grouped_scheduler_type(key);
-    if (scheduler.empty())
-        scheduler = std::string("deep_gemm::") + (key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler") +
-                    "<" + bm + ", " + bn + ", " + gn + ">";
+    const std::string scheduler = scheduler_type(key, key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler");
     std::string epilogue;
     switch (Sm90Bf16Epilogue(key.epilogue)) {
         case Sm90Bf16Epilogue::kBf16Tma: epilogue = "Bf16TmaStoreEpilogue<" + bm + ", " + bn + ">"; break;

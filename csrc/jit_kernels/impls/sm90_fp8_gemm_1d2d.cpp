@@ -34,15 +34,6 @@ std::string make_symbol(const GemmKernelKey& key) {
            grouped_symbol_suffix(key) + padding_symbol_suffix(key);
 }
 
-// The scheduler type (template arguments included) of a kernel key.
-std::string scheduler_type(const GemmKernelKey& key) {
-    std::string grouped = grouped_scheduler_type(key);
-    if (!grouped.empty()) return grouped;
-    return std::string("deep_gemm::") +
-           (key.multicast == 1 ? "ClusterPairScheduler" : key.multicast == 2 ? "ClusterPairNScheduler" : "GroupedOrderScheduler") +
-           "<" + std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " + std::to_string(key.group_n) + "u>";
-}
-
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
 bool is_contiguous(const GemmProblem& p) {
     return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
@@ -270,7 +261,11 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped,"
                " unsigned int m,"
                " unsigned int n, unsigned int k, unsigned int num_groups) {\n"
-               "    using Scheduler = " + scheduler_type(key) + ";\n"
+               "    using Scheduler = " +
+               scheduler_type(key, key.multicast == 1   ? "ClusterPairScheduler"
+                                   : key.multicast == 2 ? "ClusterPairNScheduler"
+                                                        : "GroupedOrderScheduler") +
+               ";\n"
                "    using Epilogue = deep_gemm::" + epilogue + ";\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +

@@ -127,11 +127,12 @@ std::string wgmma_selection(int fp8_n, int bf16_n);
 //   set_grouped_layout     the mode; for the contiguous modes the padding rule and the psum alignment
 //                          (padding rows are found through the group alignment, which must be a multiple of
 //                          key.block_m: jit::Error naming `op` otherwise)
-//   grouped_scheduler_type the device scheduler of a grouped key; "" for a dense one (the kernel's choice)
+//   scheduler_type         the device scheduler of the key (template arguments included): the grouped
+//                          mode's, or for a dense key `dense` (e.g. "GroupedOrderScheduler", the kernel's choice)
 //   grouped_symbol_suffix  "_contig" / "_masked" / "_kgrouped" / "_psum"; padding_symbol_suffix the padding
 //                          rule and psum alignment ("" for the other modes)
 void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key);
-std::string grouped_scheduler_type(const GemmKernelKey& key);
+std::string scheduler_type(const GemmKernelKey& key, const char* dense);
 std::string grouped_symbol_suffix(const GemmKernelKey& key);
 std::string padding_symbol_suffix(const GemmKernelKey& key);
 

@@ -95,7 +95,7 @@ void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key
     if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
 }
 
-std::string grouped_scheduler_type(const GemmKernelKey& key) {
+std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
     const std::string tile = std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " +
                              std::to_string(key.group_n) + "u";
     static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
@@ -108,7 +108,7 @@ std::string grouped_scheduler_type(const GemmKernelKey& key) {
                    std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
         case GemmGroupedMode::kMGroupedMasked: return "deep_gemm::MaskedGroupedScheduler<" + tile + ">";
         case GemmGroupedMode::kKGroupedContiguous: return "deep_gemm::KGroupedScheduler<" + tile + ">";
-        default: return "";
+        default: return std::string("deep_gemm::") + dense + "<" + tile + ">";
     }
 }
 
