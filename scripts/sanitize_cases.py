@@ -42,6 +42,17 @@ def check_fp8_gemm_256() -> None:
         fp8_case(300, 520, 256, d_row_pad=2)
 
 
+def check_fp8_gemm_192() -> None:
+    # 192-row tiles (three math warpgroups): A multicast with straddling B scales and an M tail, B multicast
+    # with the pipelined promotion and an odd number of M blocks, the direct-store epilogue.
+    with forced_config("DG_FP8_GEMM_CONFIG", "192,112,0,0,2"):
+        fp8_case(1000, 2112, 1536)
+    with forced_config("DG_FP8_GEMM_CONFIG", "192,80,0,1,1"):
+        fp8_case(500, 576, 512)
+    with forced_config("DG_FP8_GEMM_CONFIG", "192,64,0,0,0"):
+        fp8_case(300, 520, 256, d_row_pad=2)
+
+
 def check_fp8_gemm_c() -> None:
     # D = C + A @ B^T in the epilogue: float32 C on 256-row tiles (two waves per warpgroup), bfloat16 C
     # aliasing D on 128-row tiles; M, N, K tails.

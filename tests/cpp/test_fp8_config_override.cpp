@@ -52,6 +52,8 @@ TEST(Fp8ConfigOverride, AcceptsTiles) {
     EXPECT_EQ(b.pipelined, 0);
     EXPECT_EQ(b.multicast, 0);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").block_n, 112);
+    EXPECT_EQ(parse_sm90_fp8_config_override("192,128,0,0,2").block_m, 192);
+    EXPECT_EQ(parse_sm90_fp8_config_override("192,80,0,1,1").pipelined, 1);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").group_n, 0);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,128,0,0,0,16").group_n, 16);
 }
@@ -64,7 +66,9 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
         {"128,128,0,1,0,1025", "group_n must be 0 (default) or in [1, 1024]"},
         {"128;128;0", "separated by ','"},
         {"x,128,0", "non-negative integers"},
-        {"192,128,0", "block_m must be 64, 128 or 256"},
+        {"96,128,0", "block_m must be 64, 128, 192 or 256"},
+        {"192,144,0", "block_m 192 needs block_n <= 128"},
+        {"192,96,0,1", "block_m 192 with pipelined 1 needs block_n <= 80"},
         {"128,100,0", "block_n must be a multiple of 16"},
         {"128,208,0", "block_n must be a multiple of 16"},
         {"128,128,2", "stages must be 0 (auto) or in [3, 16]"},

@@ -271,6 +271,18 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dWithC) {
     build_and_check(key);
 }
 
+// 192-row tiles (three math warpgroups, 512 threads, 152 registers each): the widest tile each promotion
+// allows, with A multicast; build_and_check also checks that nothing spills.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dThreeMathWarpgroups) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    for (const auto& [bn, pp, mc] : {std::tuple{128, 0, 2}, std::tuple{80, 1, 0}}) {
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+            192, bn, deep_gemm::heuristics::sm90_fp8_max_stages(192, bn, kH200SmemOptin), 8, pp, mc});
+        EXPECT_EQ(deep_gemm::heuristics::sm90_fp8_num_threads(192), 512);
+        build_and_check(key);
+    }
+}
+
 // Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) with
 // NVCC, masked with NVRTC.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {

@@ -141,11 +141,13 @@ def test_fp8_gemm_nt_rows_do_not_leak():
 # single K block.
 # 256-row tiles (two 64-row waves per math warpgroup): A multicast, B multicast, straddling B scales (BLOCK_N 112
 # and 80: the promotion picks its compile-time scale columns by n0 % 128), 64-wide. 128x144 with A multicast:
-# straddling scales with a third scale block. Last three: tile-order groups (6th field) that do not divide the
-# N block count, with and without cluster pairs.
+# straddling scales with a third scale block. Three with tile-order groups (6th field) that do not divide the
+# N block count, with and without cluster pairs. 192-row tiles (three math warpgroups of 64 rows): A multicast
+# with straddling B scales, B multicast with the pipelined promotion, a tile-order group.
 _FORCED = ['128,128,0,1,1', '128,192,0,0,2', '64,96,0,1,2', '128,112,3,1,0', '128,32,0,1,2',
            '256,128,0,0,2', '256,128,3,0,1', '256,112,0,0,0', '256,80,0,0,2', '256,64,0,0,0', '128,144,0,0,2',
-           '128,176,0,0,0', '64,16,16,1,0', '256,128,0,0,0,3', '128,128,0,1,2,5', '128,64,0,1,1,1']
+           '128,176,0,0,0', '64,16,16,1,0', '256,128,0,0,0,3', '128,128,0,1,2,5', '128,64,0,1,1,1',
+           '192,128,0,0,0', '192,112,0,0,2', '192,80,0,1,1', '192,64,0,0,0,5']
 _FORCED_SHAPES = [(1000, 2112, 1536), (4160, 4144, 384), (129, 7168, 128), (257, 576, 8320)]
 
 

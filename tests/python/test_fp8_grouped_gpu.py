@@ -241,12 +241,14 @@ def test_forced_configs(forced_config, value):
     _check_masked(d, a_deq, b_deq, masked_values, 200, f'masked forced {value}')
 
 
-def test_forced_256_row_tiles_rejected(forced_config):
-    """256-row tiles are for the dense GEMM only: a grouped call with them forced raises before any launch."""
-    forced_config('256,128,0,0,0')
+@pytest.mark.parametrize('block_m', [256, 192])
+def test_forced_dense_only_tiles_rejected(forced_config, block_m):
+    """256- and 192-row tiles are for the dense GEMM only: a grouped call with them forced raises before any
+    launch."""
+    forced_config(f'{block_m},128,0,0,0')
     a, b, _, _, masked_m = _masked_inputs(2, 128, 256, 256, 3, [5, 128])
     d = torch.full((2, 128, 256), float('nan'), device='cuda', dtype=torch.bfloat16)
-    with pytest.raises(RuntimeError, match='block_m 256 is for the dense GEMM only'):
+    with pytest.raises(RuntimeError, match=f'block_m {block_m} is for the dense GEMM only'):
         deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 64)
     torch.cuda.synchronize()
     assert torch.isnan(d).all()

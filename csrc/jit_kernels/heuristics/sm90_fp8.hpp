@@ -37,6 +37,10 @@ constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 re
 constexpr int kSm90Fp8MaxBlockNPipelined = 128;  // fin + 2 scratch accumulators = 3 * BLOCK_N / 2 registers
 // 256-row tiles: two waves' fin + one scratch = 3 * BLOCK_N / 2 registers as well (no pipelined promotion).
 constexpr int kSm90Fp8MaxBlockN256 = 128;
+// 192-row tiles: three math warpgroups with 152 registers each (512 threads): fin + scratch fit for
+// BLOCK_N <= 128, fin + two scratch (pipelined) for BLOCK_N <= 80 (ptxas spills beyond; checked in SASS).
+constexpr int kSm90Fp8MaxBlockN192 = 128;
+constexpr int kSm90Fp8MaxBlockN192Pipelined = 80;
 constexpr int kSm90Fp8MaxStages = 16;
 constexpr int kSm90Fp8MaxStagesRules = 10;  // the cap of the rule-based and legacy choices (as measured)
 constexpr int kSm90Fp8MinStages = 3;

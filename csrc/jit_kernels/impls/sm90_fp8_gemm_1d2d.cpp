@@ -76,7 +76,8 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     ov.multicast = vals[4];
     ov.group_n = vals[5];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
-    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 256) fail(where + "block_m must be 64, 128 or 256");
+    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 192 && ov.block_m != 256)
+        fail(where + "block_m must be 64, 128, 192 or 256");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
         fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
     if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
@@ -88,6 +89,11 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
     if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
+    if (ov.block_m == 192 && ov.block_n > heuristics::kSm90Fp8MaxBlockN192)
+        fail(where + "block_m 192 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN192));
+    if (ov.block_m == 192 && ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockN192Pipelined)
+        fail(where + "block_m 192 with pipelined 1 needs block_n <= " +
+             std::to_string(heuristics::kSm90Fp8MaxBlockN192Pipelined));
     if (ov.block_m == 256 && ov.block_n > heuristics::kSm90Fp8MaxBlockN256)
         fail(where + "block_m 256 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN256));
     return ov;
@@ -203,8 +209,9 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
             // The grouped schedulers pair no CTAs, and their per-row rules are written for one 64-row wave
             // per math warpgroup (BLOCK_M 64 or 128; the kernel static_asserts it too).
             config.multicast = 0;
-            if (config.block_m == 256)
-                fail_op(op, std::string(kConfigEnv) + ": block_m 256 is for the dense GEMM only; got " +
+            if (config.block_m == 256 || config.block_m == 192)
+                fail_op(op, std::string(kConfigEnv) + ": block_m " + std::to_string(config.block_m) +
+                                " is for the dense GEMM only; got " +
                                 heuristics::to_string(config));
         }
     }

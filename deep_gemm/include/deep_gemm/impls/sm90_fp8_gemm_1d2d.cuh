@@ -11,7 +11,7 @@
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + math warpgroups: BLOCK_M/64
-// of them owning 64 rows each for BLOCK_M 64 and 128, two owning 128 rows each for BLOCK_M 256. A
+// of them owning 64 rows each for BLOCK_M 64, 128 and 192, two owning 128 rows each for BLOCK_M 256. A
 // warpgroup's rows are cut into 64-row "waves" (the wgmma M). Per 128-K block and wave each math
 // warpgroup issues four m64nNk32 wgmmas into one scratch FP32 accumulator, waits, then promotes the
 // scratch into the wave's final accumulator scaled by sfa[row] * sfb[column block] (two-level
@@ -63,7 +63,10 @@ struct Sm90Fp8Gemm1d2dLayout {
     // Bytes TMA delivers per slot (out-of-bounds parts are zero-filled and still counted).
     static constexpr u32 kTxBytes = kSmemA + kSmemB + kSmemSfa;
 
-    static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 256, "BLOCK_M must be 64, 128 or 256");
+    static_assert(kBlockM == 64 || kBlockM == 128 || kBlockM == 192 || kBlockM == 256, "BLOCK_M must be 64, 128, 192 or 256");
+    // Registers per math thread after setmaxnreg: 3 math warpgroups (BLOCK_M 192, 512 threads) share what is left
+    // of the 64K-register file after the producer warpgroup (40 each): 152.
+    static constexpr u32 kMathRegs = kNumMathWarpgroups == 3 ? 152 : kSm90MathRegs;
     static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 256, "BLOCK_N: multiple of 16 in [16, 256]");
     static_assert(kSmemD % 1024 == 0 && kSmemA % 1024 == 0 && kSmemB % 1024 == 0,
                   "128B-swizzled tiles must stay 1024-byte aligned");
@@ -187,7 +190,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         }
     } else {
         // ---------------- math ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<Layout::kMathRegs>();
         const u32 math_wg = warpgroup - 1;
         const u32 warp = thread_in_wg / 32, lane = thread_in_wg % 32;
         // This thread's two accumulator rows of wave 0 inside the tile: row_lo and row_lo + 8 (wave w: + 64 w).
