@@ -167,9 +167,13 @@ TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
         const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin);
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
                      deep_gemm::heuristics::to_string(c));
-        EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 256);
+        EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 192 || c.block_m == 256);
         if (m <= 64) {
             EXPECT_EQ(c.block_m, 64);
+        }
+        if (c.block_m == 192) {  // the model takes 192-row tiles with the plain promotion only
+            EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockN192);
+            EXPECT_EQ(c.pipelined, 0);
         }
         if (c.block_m == 256) {
             EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockN256);

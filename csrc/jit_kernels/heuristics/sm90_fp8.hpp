@@ -148,14 +148,17 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int n
 }
 
 // ---- Config model (the default choice) ----
-// Every candidate tile (block_m 64/128/256, block_n a multiple of 16 up to 192, or 128 for 256-row tiles),
+// Every candidate tile (block_m 64/128/192/256, block_n a multiple of 16 up to 192, or 128 for 192- and
+// 256-row tiles),
 // with or without a 2-CTA multicast of B or A, the most pipeline stages that fit (<= 16), is scored by the
 // modelled time of its busiest SM; the lowest wins (ties within 1%: the larger tile). Per tile and 128-K
 // block an SM needs the larger of
 //   - tensor-core time, BLOCK_M * BLOCK_N / 32 clocks (8192 FP8 FLOP/clk), plus
 //       * the FP32 promotion it cannot hide: none when pipelined, else a share of the promotion work
 //         (BLOCK_M * BLOCK_N / 128 FFMA clocks per SM); 256-row tiles expose a smaller share, the other
-//         warpgroup's wgmmas run meanwhile;
+//         warpgroup's wgmmas run meanwhile, and 192-row tiles (three warpgroups of 64 rows, the plain
+//         promotion only) a smaller one still (fitted to a 192-row sweep: 7-10% slower than 256x128 on
+//         full waves, 11% faster at 4096x2112x7168, whose 256-row tiles leave a third of the SMs idle);
 //       * for 64-row tiles (a single math warpgroup) a promotion cost per column even when pipelined: no
 //         second warpgroup issues wgmmas while this one promotes (measured: 64x128 tiles run 12-14% slower
 //         than 128x64 ones with the same tile count and bytes per K block);
@@ -183,6 +186,7 @@ constexpr double kFp8L2LoadLatencyClk = 3100.0;
 constexpr double kFp8KBlockOverheadClk = 115.0;
 constexpr double kFp8PromoteExposedShare = 0.93;  // not pipelined, 64/128-row tiles
 constexpr double kFp8PromoteExposedShare256 = 0.56;  // 256-row tiles
+constexpr double kFp8PromoteExposedShare192 = 0.35;  // 192-row tiles (three warpgroups take turns)
 constexpr double kFp8OneWarpgroupPromoteClkPerColumn = 1.3;  // 64-row tiles, per BLOCK_N column and K block
 constexpr double kFp8StraddleMmaShare = 0.37;  // BLOCK_N < 128 straddling B-scale blocks: extra share of MMA time
 constexpr double kFp8StraddleMmaShareWide = 0.125;  // BLOCK_N > 128, not a multiple of 128
@@ -212,7 +216,10 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     const double waves = std::ceil(tiles / sms);
     // Promotion the tensor core waits for (see above).
     const double promote = double(block_m) * block_n / 128.0;
-    const double bubble = pipelined ? 0.0 : promote * (block_m == 256 ? kFp8PromoteExposedShare256 : kFp8PromoteExposedShare);
+    const double bubble = pipelined ? 0.0
+                          : promote * (block_m == 256   ? kFp8PromoteExposedShare256
+                                       : block_m == 192 ? kFp8PromoteExposedShare192
+                                                        : kFp8PromoteExposedShare);
     const double one_warpgroup = block_m == 64 ? kFp8OneWarpgroupPromoteClkPerColumn * block_n : 0.0;
     const double straddle = !sm90_fp8_straddles_scale_blocks(block_n) ? 0.0
                             : block_n > kSm90Fp8ScaleBlockN       ? kFp8StraddleMmaShareWide
@@ -247,18 +254,19 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
     double best_cost = -1.0;
     // The smallest BLOCK_M the space allows takes any M; larger ones need at least half their rows used.
     int smallest_m = space.max_block_m;
-    for (int block_m : {256, 128, 64})
+    for (int block_m : {256, 192, 128, 64})
         if (block_m >= space.min_block_m && block_m <= space.max_block_m && block_m % space.multiples.m == 0)
             smallest_m = block_m;
-    for (int block_m : {64, 128, 256}) {
+    for (int block_m : {64, 128, 192, 256}) {
         if (block_m < space.min_block_m || block_m > space.max_block_m) continue;
         if (block_m > smallest_m && m <= block_m / 2) continue;  // at least half the rows of a tile used
-        const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : kSm90Fp8MaxBlockN;
+        const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : block_m == 192 ? kSm90Fp8MaxBlockN192 : kSm90Fp8MaxBlockN;
         for (int block_n = 16; block_n <= max_n; block_n += 16) {
             if (!space.multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
             if (stages < kSm90Fp8MinStages) continue;
-            const int pipelined = (block_m != 256 && block_n <= kSm90Fp8MaxBlockNPipelined) ? 1 : 0;
+            // 192-row tiles run the plain promotion: their pipelined variant (BLOCK_N <= 80) measured 1.5x slower.
+            const int pipelined = (block_m < 192 && block_n <= kSm90Fp8MaxBlockNPipelined) ? 1 : 0;
             const long m_blocks = (m + block_m - 1) / block_m, n_blocks = (n + block_n - 1) / block_n;
             for (int multicast : {0, 1, 2}) {
                 // A pair needs two blocks along its dimension.
