@@ -62,6 +62,16 @@ def check_fp8_gemm_c() -> None:
         fp8_case(200, 520, 256, d_row_pad=2, c="is_d")
 
 
+def check_fp8_gemm_split_k() -> None:
+    # Split-K: partials, the per-tile counters and the last unit's sum; K blocks not a multiple of the
+    # splits, M/N tails, the direct-store epilogue, and two calls (the counters must be back at zero).
+    with forced_config("DG_FP8_GEMM_CONFIG", "128,64,0,0,0,8,4"):
+        fp8_case(100, 1000, 1664)
+        fp8_case(128, 2112, 7168)
+    with forced_config("DG_FP8_GEMM_CONFIG", "64,32,0,1,0,8,3"):
+        fp8_case(70, 520, 896, d_row_pad=2)
+
+
 def fp8_case(m: int, n: int, k: int, d_row_pad: int = 0, c: str = "") -> None:
     a = torch.randn(m, k, dtype=torch.bfloat16)
     b = torch.randn(n, k, dtype=torch.bfloat16)

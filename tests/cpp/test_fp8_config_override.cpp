@@ -56,13 +56,19 @@ TEST(Fp8ConfigOverride, AcceptsTiles) {
     EXPECT_EQ(parse_sm90_fp8_config_override("192,80,0,1,1").pipelined, 1);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,112,0").group_n, 0);
     EXPECT_EQ(parse_sm90_fp8_config_override("256,128,0,0,0,16").group_n, 16);
+    EXPECT_EQ(parse_sm90_fp8_config_override("256,128,0,0,0,16").split_k, 0);
+    EXPECT_EQ(parse_sm90_fp8_config_override("128,64,0,0,0,8,4").split_k, 4);
+    EXPECT_EQ(parse_sm90_fp8_config_override("64,32,0,1,0,0,16").split_k, 16);
 }
 
 TEST(Fp8ConfigOverride, RejectsMalformed) {
     const std::pair<const char*, const char*> cases[] = {
         {"128", "expected"},
         {"128,128", "expected"},
-        {"128,128,0,1,0,8,1", "at most 6 fields"},
+        {"128,128,0,1,0,8,1,1", "at most 7 fields"},
+        {"128,128,0,1,0,8,17", "split_k must be 0 or 1 (off) or in [2, 16]"},
+        {"256,128,0,0,0,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
+        {"128,64,0,0,1,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
         {"128,128,0,1,0,1025", "group_n must be 0 (default) or in [1, 1024]"},
         {"128;128;0", "separated by ','"},
         {"x,128,0", "non-negative integers"},

@@ -154,6 +154,12 @@ protected:
             } else {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
             }
+            // Split-K: partials stored, the tile counter taken with an atomic, the others' partials read.
+            if (key.split_k > 1) {
+                EXPECT_GT(count_op(sass, "ATOMG"), 0) << "no tile-counter atomic in SASS";
+                EXPECT_GT(count_op(sass, "STG"), 0) << "no partial stores in SASS";
+                EXPECT_GT(count_op(sass, "LDG"), 0) << "no partial loads in SASS";
+            }
             // Row-clipping epilogues (masked; untouched padding) write a group's partial slice directly.
             if (key.mode == int(deep_gemm::kernels::GemmGroupedMode::kMGroupedMasked) || key.padding == 2) {
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no direct stores for partial slices";
@@ -273,6 +279,21 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dWithC) {
     key.with_c = true, key.c_fp32 = true;
     key.epilogue = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kAccumDirect);
     build_and_check(key);
+}
+
+// Split-K (SplitKScheduler, partials and the last unit's sum): 64-row tiles with the pipelined promotion
+// and 128-row tiles (two math warpgroups) with the plain one; BLOCK_N 64 with the TMA store and 32 straddling
+// nothing; N and K compiled in as by default.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dSplitK) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    for (const auto& [bm, bn, pp, splits] : {std::tuple{128, 64, 0, 4}, std::tuple{64, 32, 1, 3}}) {
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+            bm, bn, deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin), 8, pp, 0, splits});
+        key.n = 2112;
+        key.k = 7168;
+        EXPECT_EQ(key.split_k, splits);
+        build_and_check(key);
+    }
 }
 
 // 192-row tiles (three math warpgroups, 512 threads, 152 registers each): the widest tile each promotion

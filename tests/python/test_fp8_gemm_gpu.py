@@ -169,6 +169,61 @@ def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):
     _check(m, n, k, seed=m + n + k, compiled_dims='')
 
 
+# Split-K (7th field): the units of a tile share its K blocks and the tile's last unit adds up their FP32
+# partials in split order, so _check's bitwise repeat also checks that the sum does not depend on which unit
+# comes last. 128x64 / 64x32 as the M=128 shapes would use it; pipelined and not; a group_n that does not
+# divide the N blocks. Shapes: the M=128 targets, nothing aligned (K tail, K blocks not a multiple of the
+# splits), one K block per split, one row, many tiles per CTA (several units per CTA, counters reused).
+_SPLIT_K = ['128,64,0,0,0,8,4', '64,32,0,1,0,8,3', '128,128,0,1,0,8,8', '64,64,0,0,0,3,2']
+_SPLIT_K_SHAPES = [(128, 2112, 7168), (128, 4096, 7168), (100, 1000, 7000), (257, 576, 1024), (1, 4104, 2064),
+                   (1024, 2048, 1024)]
+
+
+@pytest.mark.parametrize('config', _SPLIT_K)
+@pytest.mark.parametrize('m,n,k', _SPLIT_K_SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _SPLIT_K_SHAPES])
+def test_fp8_gemm_nt_split_k(forced_config, config, m, n, k):
+    forced_config(config)
+    _check(m, n, k, seed=m + n + k + 1, compiled_dims='')
+    _check(m, n, k, seed=m + n + k + 2, compiled_dims='')  # the counters were left at zero by the first
+
+
+def test_fp8_gemm_nt_split_k_direct_store_and_streams(forced_config):
+    """Split-K into a D the TMA store cannot address (direct-store epilogue; nothing written outside the
+    view), then the same problem on two streams at once (each stream has its own counters)."""
+    forced_config('128,64,0,0,0,8,4')
+    m, n, k = 128, 1000, 4096
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(m, n, k, 21)
+    ref = _reference(a_fp8, sfa, b_fp8, sfb)
+    d_wide = torch.full((m, n + 3), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d_wide[:, :n], compiled_dims='')
+    torch.cuda.synchronize()
+    assert torch.isnan(d_wide[:, n:]).all(), 'wrote outside the output view'
+    assert calc_diff(d_wide[:, :n].float(), ref) < 1e-3
+    outs = [torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16) for _ in range(2)]
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    torch.cuda.synchronize()
+    for _ in range(20):
+        for out, stream in zip(outs, streams):
+            with torch.cuda.stream(stream):
+                deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), out, compiled_dims='')
+    torch.cuda.synchronize()
+    assert torch.equal(outs[0], outs[1]) and calc_diff(outs[0].float(), ref) < 1e-3
+
+
+@pytest.mark.parametrize('config,message', [('128,64,0,0,0,8,8', 'is more than the 7 K blocks'),
+                                            ('256,128,0,0,0,8,2', 'split_k needs block_m 64 or 128'),
+                                            ('128,64,0,0,2,8,2', 'split_k needs block_m 64 or 128 and multicast 0')])
+def test_fp8_gemm_nt_split_k_rejected(forced_config, config, message):
+    """Split-K configs that cannot run raise before any launch and leave D alone."""
+    forced_config(config)
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(128, 256, 896, 5)
+    d = torch.full((128, 256), float('nan'), device='cuda', dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match=message):
+        deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d)
+    torch.cuda.synchronize()
+    assert torch.isnan(d).all()
+
+
 @pytest.mark.parametrize('config', ['256,128,0,0,2', '256,112,0,0,0', '128,144,0,0,0'])
 def test_fp8_gemm_nt_forced_direct_store(forced_config, config):
     """D rows not 16-byte aligned (the direct-store epilogue) with the forced tile; nothing written past N."""

@@ -25,6 +25,9 @@ struct Sm90Fp8GemmConfig {
     // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
     // shares A (adjacent N blocks).
     int multicast = 0;
+    // Split-K (dense, forced only for now): each tile's K blocks are shared by split_k units whose FP32
+    // partials the tile's last unit adds up; 1 = off.
+    int split_k = 1;
 
     // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
     int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
@@ -42,6 +45,7 @@ constexpr int kSm90Fp8MaxBlockN256 = 128;
 constexpr int kSm90Fp8MaxBlockN192 = 128;
 constexpr int kSm90Fp8MaxBlockN192Pipelined = 80;
 constexpr int kSm90Fp8MaxStages = 16;
+constexpr int kSm90Fp8MaxSplitK = 16;
 constexpr int kSm90Fp8MaxStagesRules = 10;  // the cap of the rule-based and legacy choices (as measured)
 constexpr int kSm90Fp8MinStages = 3;
 
@@ -342,9 +346,10 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
 
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d threads=%d smem=%d",
-                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.num_threads(),
-                  sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages));
+    std::snprintf(buf, sizeof(buf),
+                  "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d split_k=%d threads=%d smem=%d",
+                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.split_k,
+                  c.num_threads(), sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages));
     return buf;
 }
 

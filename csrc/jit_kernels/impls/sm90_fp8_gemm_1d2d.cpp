@@ -7,8 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "../../jit/driver_api.hpp"
 #include "../../jit/errors.hpp"
 #include "../../jit/log.hpp"
 #include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
@@ -31,7 +36,43 @@ std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
-           grouped_symbol_suffix(key) + padding_symbol_suffix(key);
+           (key.split_k > 1 ? "_sk" + std::to_string(key.split_k) : "") + grouped_symbol_suffix(key) +
+           padding_symbol_suffix(key);
+}
+
+// Split-K memory of one (device, stream): FP32 partial tiles, then one u32 counter per tile. Counters are
+// zeroed when allocated and every launch leaves them at zero, so launches on one stream (serialised) can
+// share them; other streams get their own. Grown on demand and never freed (as cuBLAS keeps its
+// workspaces): a buffer outgrown is kept too, since a launch on another host thread may have taken its
+// address just before. The zeroing is a blocking copy: the first split-K call of a size must not be
+// captured in a CUDA graph.
+struct SplitKWorkspace {
+    float* partials;
+    unsigned int* counters;
+};
+
+SplitKWorkspace split_k_workspace(int device, CUstream stream, size_t partial_bytes, size_t tiles) {
+    struct Buffer {
+        CUdeviceptr base = 0;
+        size_t partial_bytes = 0, tiles = 0;
+    };
+    static std::mutex mutex;
+    static std::map<std::pair<int, CUstream>, Buffer> buffers;
+    std::lock_guard<std::mutex> lock(mutex);
+    Buffer& b = buffers[{device, stream}];
+    if (b.base == 0 || b.partial_bytes < partial_bytes || b.tiles < tiles) {
+        const jit::detail::DriverEntryPoints& api = jit::detail::driver_entry_points();
+        jit::detail::ContextGuard ctx(device);
+        Buffer grown;
+        grown.partial_bytes = std::max(partial_bytes, b.partial_bytes);
+        grown.tiles = std::max(tiles, b.tiles);
+        jit::check_driver(api.cuMemAlloc(&grown.base, grown.partial_bytes + grown.tiles * 4), "split-K workspace: cuMemAlloc");
+        const std::vector<uint32_t> zeros(grown.tiles, 0u);
+        jit::check_driver(api.cuMemcpyHtoD(grown.base + grown.partial_bytes, zeros.data(), grown.tiles * 4),
+                          "split-K workspace: cuMemcpyHtoD");
+        b = grown;  // the outgrown buffer is not freed (see above)
+    }
+    return {reinterpret_cast<float*>(b.base), reinterpret_cast<unsigned int*>(b.base + b.partial_bytes)};
 }
 
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
@@ -53,28 +94,29 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
         ov.block_m = -2;
         return ov;
     }
-    int vals[6] = {0, 0, 0, 0, 0, 0};
+    int vals[7] = {0, 0, 0, 0, 0, 0, 0};
     int count = 0;
     const char* p = v;
     while (true) {
-        if (count == 6) fail(std::string(kConfigEnv) + "='" + v + "': at most 6 fields");
+        if (count == 7) fail(std::string(kConfigEnv) + "='" + v + "': at most 7 fields");
         char* end = nullptr;
         const long x = std::strtol(p, &end, 10);
         if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast[,group_n]]]\" (non-negative integers), \"rules\" or \"legacy\"");
+                                                  "\"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" (non-negative integers), \"rules\" or \"legacy\"");
         vals[count++] = int(x);
         if (*end == '\0') break;
         if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
         p = end + 1;
     }
     if (count < 3)
-        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast[,group_n]]]\"");
+        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\"");
     ov.block_m = vals[0];
     ov.block_n = vals[1];
     ov.num_stages = vals[2];
     ov.pipelined = vals[3];
     ov.multicast = vals[4];
     ov.group_n = vals[5];
+    ov.split_k = vals[6];
     const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
     if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 192 && ov.block_m != 256)
         fail(where + "block_m must be 64, 128, 192 or 256");
@@ -86,6 +128,10 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     if (ov.pipelined < 0 || ov.pipelined > 1) fail(where + "pipelined must be 0 (off) or 1 (two scratch accumulators)");
     if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
     if (ov.group_n > 1024) fail(where + "group_n must be 0 (default) or in [1, 1024]");
+    if (ov.split_k > heuristics::kSm90Fp8MaxSplitK) fail(where + "split_k must be 0 or 1 (off) or in [2, " +
+                                                        std::to_string(heuristics::kSm90Fp8MaxSplitK) + "]");
+    if (ov.split_k > 1 && (ov.block_m == 256 || ov.multicast != 0))
+        fail(where + "split_k needs block_m 64 or 128 and multicast 0");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
     if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
@@ -103,6 +149,7 @@ GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
     GemmKernelKey key = tile_key(GemmKernel::kFp8_1d2d, config);
     key.pipelined = uint8_t(config.pipelined);
     key.multicast = uint8_t(config.multicast);
+    key.split_k = uint8_t(config.split_k > 1 ? config.split_k : 0);
     return key;
 }
 
@@ -178,15 +225,15 @@ void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
         parsed = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
         parsed_for = &settings;
     }
-    const int forced[6] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast,
-                           parsed.group_n};
+    const int forced[7] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast,
+                           parsed.group_n, parsed.split_k};
     std::memcpy(q.forced, forced, sizeof(forced));
 }
 
 heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
     ConfigOverride ov;
     ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
-    ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5];
+    ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5], ov.split_k = q.forced[6];
     const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
@@ -200,6 +247,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
         config.pipelined = ov.pipelined;
         config.multicast = ov.multicast;
         if (ov.group_n != 0) config.group_n = ov.group_n;
+        config.split_k = std::max(1, ov.split_k);
         const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         config.num_stages = ov.num_stages != 0 ? ov.num_stages : max_stages;
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
@@ -209,6 +257,8 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
             // The grouped schedulers pair no CTAs, and their per-row rules are written for one 64-row wave
             // per math warpgroup (BLOCK_M 64 or 128; the kernel static_asserts it too).
             config.multicast = 0;
+            if (config.split_k > 1)
+                fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::to_string(config));
             if (config.block_m == 256 || config.block_m == 192)
                 fail_op(op, std::string(kConfigEnv) + ": block_m " + std::to_string(config.block_m) +
                                 " is for the dense GEMM only; got " +
@@ -237,6 +287,13 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
     // D = C + acc: C is read and added in the epilogue, which then stores from registers.
     if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
+    if (key.split_k > 1) {
+        if (p.with_c) fail_op(op, "split_k does not take a C operand");
+        const int num_kb = (p.k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+        if (key.split_k > num_kb)
+            fail_op(op, "split_k " + std::to_string(key.split_k) + " is more than the " + std::to_string(num_kb) +
+                            " K blocks of K=" + std::to_string(p.k));
+    }
     key.with_c = p.with_c;
     key.c_fp32 = p.c_fp32;
     key.epilogue = uint8_t(p.with_c ? Epilogue::kAccumDirect : p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
@@ -255,6 +312,12 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                       g = std::to_string(key.group_n) + "u";
     // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
     const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
+    const bool split = key.split_k > 1;  // split-K kernels take the workspace and the tile counters
+    const std::string scheduler =
+        split ? "deep_gemm::SplitKScheduler<" + bm + ", " + bn + ", " + g + ", " + std::to_string(key.split_k) + "u>"
+              : scheduler_type(key, key.multicast == 1   ? "ClusterPairScheduler"
+                                    : key.multicast == 2 ? "ClusterPairNScheduler"
+                                                         : "GroupedOrderScheduler");
     const std::string epilogue =
         key.epilogue == int(Epilogue::kAccumDirect)
             ? "AccumDirectStoreEpilogue<" + bm + ", " + bn + ", false, true, " + (key.block_m == 256 ? "128u" : "64u") +
@@ -267,19 +330,17 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +
                " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped,"
                " unsigned int m,"
-               " unsigned int n, unsigned int k, unsigned int num_groups) {\n"
-               "    using Scheduler = " +
-               scheduler_type(key, key.multicast == 1   ? "ClusterPairScheduler"
-                                   : key.multicast == 2 ? "ClusterPairNScheduler"
-                                                        : "GroupedOrderScheduler") +
-               ";\n"
+               " unsigned int n, unsigned int k, unsigned int num_groups" +
+               (split ? ",\n    float* split_ws, unsigned int* split_counters" : "") + ") {\n"
+               "    using Scheduler = " + scheduler + ";\n"
                "    using Epilogue = deep_gemm::" + epilogue + ";\n"
                "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
                std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
                "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
                "u, Scheduler, Epilogue, " + std::to_string(key.pipelined) + "u, " +
                (key.multicast != 0 ? "2" : "1") + ", " + (key.multicast == 2 ? "true" : "false") +
-               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, c, ldc, grouped, m, n, k, num_groups);\n}\n"
+               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, c, ldc, grouped, m, n, k, num_groups" +
+               (split ? ", split_ws, split_counters" : "") + ");\n}\n"
                // The host sizes shared memory with its own formula: make the device layout agree.
                "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<" +
                std::to_string(key.block_m) + ", " + std::to_string(key.block_n) + ", " +
@@ -320,12 +381,16 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
     const int64_t m_blocks = int64_t(a_groups) * ((m + config.block_m - 1) / config.block_m);
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
     jit::LaunchConfig& launch = prepared.launch;
-    launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, m_blocks * n_blocks)
+    const int64_t units = m_blocks * n_blocks * std::max<int64_t>(1, key.split_k);
+    launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, units)
                      : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
                                           : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
     launch.cluster_x = key.multicast != 0 ? 2u : 1u;
+    prepared.split_k = key.split_k;
+    prepared.split_k_tiles = size_t(m_blocks * n_blocks);
+    prepared.split_k_partial_bytes = size_t(m_blocks * n_blocks) * key.split_k * config.block_m * config.block_n * 4;
 }
 
 void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
@@ -340,6 +405,14 @@ void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLau
     unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
                  ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
     CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
+    if (prepared.split_k > 1) {
+        const SplitKWorkspace ws = split_k_workspace(p.device, o.stream, prepared.split_k_partial_bytes, prepared.split_k_tiles);
+        float* partials = ws.partials;
+        unsigned int* counters = ws.counters;
+        void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug, &partials, &counters};
+        prepared.kernel->launch(launch, args);
+        return;
+    }
     void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug};
     prepared.kernel->launch(launch, args);
 }

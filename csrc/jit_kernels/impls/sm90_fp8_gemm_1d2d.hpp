@@ -15,7 +15,7 @@ namespace deep_gemm::kernels {
 
 // DG_FP8_GEMM_CONFIG (tuning and sweeps only) forces the config of fp8_gemm_nt (and of the m-grouped FP8
 // ops, which drop multicast and reject block_m 192 and 256):
-//   "block_m,block_n,stages[,pipelined[,multicast[,group_n]]]"
+//   "block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]"
 //     block_m    64, 128, 192 or 256 (192: three math warpgroups of 64 rows, block_n <= 128, pipelined only
 //                with block_n <= 80; 256: two math warpgroups of 128 rows, block_n <= 128, pipelined 0; both
 //                for the dense GEMM only)
@@ -25,11 +25,13 @@ namespace deep_gemm::kernels {
 //     multicast  0 = off, 1 = 2-CTA cluster sharing B (M-block pairs), 2 = sharing A (N-block pairs)
 //     group_n    tile order: a group of group_n N blocks (with multicast 2: N-block pairs) is walked row by
 //                row over all M blocks before the next group; 0 = the default (8)
+//     split_k    0 or 1 = off; 2..16 = each tile's K blocks split over that many units (dense fp8_gemm_nt
+//                only; block_m 64 or 128, no multicast, no C; at most one split per 128-K block)
 //   "rules": the previous round's measured rules instead of the config model; "legacy": the first version's
 //   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
 //   reload_settings) takes effect.
 struct Sm90Fp8ConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0, group_n = 0;  // block_m -1 legacy, -2 rules
+    int block_m = 0, block_n = 0, num_stages = 0, pipelined = 0, multicast = 0, group_n = 0, split_k = 0;  // block_m -1 legacy, -2 rules
     bool active() const { return block_m > 0; }
     heuristics::Sm90Fp8Chooser chooser() const {
         return block_m == -1 ? heuristics::Sm90Fp8Chooser::kLegacy

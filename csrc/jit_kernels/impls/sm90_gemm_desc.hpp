@@ -98,7 +98,7 @@ struct GemmKernelKey {
     bool a_mn_major = false, b_mn_major = false;  // BF16
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
     bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
-    uint8_t unused = 0;
+    uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off)
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime

@@ -42,7 +42,7 @@ struct ConfigQuery {
     int32_t mode = 0, rows_per_group = 0, groups = 0;
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
     int32_t block_m_multiple = 1, block_n_multiple = 1;
-    int32_t forced[6] = {0, 0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
+    int32_t forced[7] = {0, 0, 0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
     bool operator==(const ConfigQuery&) const = default;
 };
 
@@ -51,6 +51,9 @@ struct PreparedLaunch {
     const jit::LoadedKernel* kernel = nullptr;
     jit::LaunchConfig launch;
     CUtensorMap tmaps[4];
+    // FP8 1D2D split-K: the splits per tile (0 = off), the tiles (one counter each) and the partials' bytes.
+    int split_k = 0;
+    size_t split_k_tiles = 0, split_k_partial_bytes = 0;
 };
 
 // The prepared-launch memo key: the arguments a PreparedLaunch depends on, plus the settings generation

@@ -82,7 +82,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
                                                         void* d, u32 ldd, const void* c, u32 ldc,
                                                         const i32* grouped, u32 m_runtime,
-                                                        u32 n_runtime, u32 k_runtime, u32 num_groups) {
+                                                        u32 n_runtime, u32 k_runtime, u32 num_groups,
+                                                        float* split_ws = nullptr, u32* split_counters = nullptr) {
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
@@ -109,6 +110,12 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     static_assert(kMulticast == 1 || ((kMulticastOnA ? kBlockM : kBlockN) / 2) % 8 == 0,
                   "multicast halves must stay 1024-byte aligned");
     constexpr u32 kHalfRowsMc = (kMulticastOnA ? kBlockM : kBlockN) / 2;
+    // Split-K (SplitKScheduler): each unit covers part of a tile's K blocks and leaves an FP32 partial in
+    // split_ws; the tile's last unit adds them up and stores D. split_counters: one zeroed u32 per tile,
+    // reset to zero by the kernel for the next launch on the stream.
+    constexpr u32 kNumSplits = Scheduler::kNumSplits;
+    static_assert(kNumSplits == 1 || (kWaves == 1 && kMulticast == 1 && Scheduler::kPaddingRows == PaddingRows::kUnspecified),
+                  "split-K: dense, one wave per math warpgroup, no multicast");
 
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
@@ -160,12 +167,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 const i32 ga = static_cast<i32>(scheduler.a_group());
                 const i32 gb = static_cast<i32>(scheduler.b_group());
                 // An all-padding tile (kZero) loads nothing.
-                const u32 tile_k_blocks = Scheduler::kMayHaveEmptyK ? ceil_div(scheduler.k_size(k), kBlockK) : num_k_blocks;
+                u32 kb0 = 0;
+                u32 tile_k_blocks = Scheduler::kMayHaveEmptyK ? ceil_div(scheduler.k_size(k), kBlockK) : num_k_blocks;
+                if constexpr (kNumSplits > 1) scheduler.split_k_blocks(num_k_blocks, kb0, tile_k_blocks);
                 for (u32 kb = 0; kb < tile_k_blocks; ++kb) {
                     pipe.producer_acquire(st);
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
-                    const i32 k0 = static_cast<i32>(kb * kBlockK);
+                    const i32 k0 = static_cast<i32>((kb0 + kb) * kBlockK);
                     u8* a_slot = smem_a + st.stage * Layout::kSmemA;
                     u8* b_slot = smem_b + st.stage * Layout::kSmemB;
                     if constexpr (kMulticast > 1 && kMulticastOnA) {
@@ -182,7 +191,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     } else {
                         ptx::tma_load_3d(b_slot, tmap_b, full, k0, n0, gb);
                     }
-                    ptx::tma_load_3d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb), ga);
+                    ptx::tma_load_3d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb0 + kb), ga);
                     st.advance();
                 }
             }
@@ -295,6 +304,52 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             }
         };
 
+        // Split-K: writes this unit's partial tile f (FP32, in fragment order: consecutive threads write
+        // consecutive float2, so stores and reads are whole 256-byte warp accesses) to split_ws; the unit
+        // that arrives last on the tile's counter adds all partials in split order (bitwise the same
+        // whichever unit is last) into f and returns true; the others return false. Nobody waits.
+        auto split_k_combine = [&](float(&f)[kNumAccum], u32 tile, u32 split) -> bool {
+            constexpr u32 kThreads = Layout::kNumMathThreads;
+            constexpr u32 kPairs = kNumAccum / 2;
+            constexpr u32 kBarrier = 7;  // named barrier of the math threads (the epilogues use 1 + math_wg)
+            const u32 tid = threadIdx.x - 128;
+            float2* tile_ws = reinterpret_cast<float2*>(split_ws) + size_t(tile) * kNumSplits * kPairs * kThreads;
+            float2* mine = tile_ws + size_t(split) * kPairs * kThreads;
+#pragma unroll
+            for (u32 i = 0; i < kPairs; ++i) mine[i * kThreads + tid] = make_float2(f[2 * i], f[2 * i + 1]);
+            __threadfence();
+            ptx::named_barrier_sync(kBarrier, kThreads);
+            bool last = false;
+            if (tid == 0) {
+                last = atomicAdd(split_counters + tile, 1u) == kNumSplits - 1;
+                if (last) split_counters[tile] = 0;  // all units have arrived: ready for the next launch
+            }
+            last = !ptx::named_barrier_and(kBarrier, kThreads, !last);  // broadcast (an OR through bar.red)
+            if (!last) return false;
+            __threadfence();
+            float sum[kNumAccum];
+#pragma unroll
+            for (u32 i = 0; i < kNumAccum; ++i) sum[i] = 0.0f;
+#pragma unroll
+            for (u32 s = 0; s < kNumSplits; ++s) {
+                if (s == split) {
+#pragma unroll
+                    for (u32 i = 0; i < kNumAccum; ++i) sum[i] += f[i];
+                } else {
+                    const float2* theirs = tile_ws + size_t(s) * kPairs * kThreads;
+#pragma unroll
+                    for (u32 i = 0; i < kPairs; ++i) {
+                        const float2 v = __ldcg(theirs + i * kThreads + tid);  // L2: L1 is not coherent
+                        sum[2 * i] += v.x;
+                        sum[2 * i + 1] += v.y;
+                    }
+                }
+            }
+#pragma unroll
+            for (u32 i = 0; i < kNumAccum; ++i) f[i] = sum[i];
+            return true;
+        };
+
         float acc[kNumAccum];
         float fin[kWaves][kNumAccum];
 #pragma unroll
@@ -330,6 +385,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             const float* sfb1 = sfb_group + min_of(sb0 + 1, num_scale_rows_b - 1) * num_k_blocks;
             const float* sfb2 = sfb_group + min_of(sb0 + 2, num_scale_rows_b - 1) * num_k_blocks;
             const u32 scale_off = n0 % 128;  // column of n0 inside its B scale block
+            // This tile's K blocks [kb0, kb0 + tile_kbs): all of K unless split.
+            u32 kb0 = 0, tile_kbs = num_k_blocks;
+            if constexpr (kNumSplits > 1) scheduler.split_k_blocks(num_k_blocks, kb0, tile_kbs);
 
 #pragma unroll
             for (u32 w = 0; w < kWaves; ++w) {
@@ -342,21 +400,21 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 // promoted, so the tensor core has queued work while this warpgroup does the FP32 math.
                 // The control flow keeps the set of in-flight accumulators the same on every path (ptxas
                 // serialises all wgmmas when it cannot prove an accumulator idle before it is read).
-                KbScales s_even = issue(acc, 0, sfb0, sfb1, sfb2);
+                KbScales s_even = issue(acc, kb0, sfb0, sfb1, sfb2);
                 u32 kb = 0;
-                for (; kb + 2 < num_k_blocks; kb += 2) {
+                for (; kb + 2 < tile_kbs; kb += 2) {
                     // Here: K block kb in flight in acc; acc2 idle.
-                    const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
+                    const KbScales s_odd = issue(acc2, kb0 + kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
                     promote(fin[0], acc, s_even, 0, scale_off);
-                    s_even = issue(acc, kb + 2, sfb0, sfb1, sfb2);
+                    s_even = issue(acc, kb0 + kb + 2, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
                     promote(fin[0], acc2, s_odd, 0, scale_off);
                 }
-                if (kb + 1 < num_k_blocks) {
-                    const KbScales s_odd = issue(acc2, kb + 1, sfb0, sfb1, sfb2);
+                if (kb + 1 < tile_kbs) {
+                    const KbScales s_odd = issue(acc2, kb0 + kb + 1, sfb0, sfb1, sfb2);
                     ptx::wgmma_wait_group<1>();
                     release();
                     promote(fin[0], acc, s_even, 0, scale_off);
@@ -369,8 +427,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     promote(fin[0], acc, s_even, 0, scale_off);
                 }
             } else {
-                for (u32 kb = 0; kb < num_k_blocks; ++kb) {
-                    const KbScales s = wait_slot(kb, sfb0, sfb1, sfb2);
+                for (u32 kb = 0; kb < tile_kbs; ++kb) {
+                    const KbScales s = wait_slot(kb0 + kb, sfb0, sfb1, sfb2);
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {
                         mma_wave(acc, w);
@@ -385,6 +443,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 }
             }
 
+            if constexpr (kNumSplits > 1) {
+                if (!split_k_combine(fin[0], scheduler.tile(), scheduler.split())) continue;  // not the last unit
+            }
             if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
 #pragma unroll
                 for (u32 j = 0; j < kBlockN / 8; ++j) {

@@ -50,6 +50,7 @@ enum class PaddingRows : u32 { kUnspecified = 0, kZero = 1, kUntouched = 2 };
 // The K range of every scheduler whose tiles all cover the whole problem K, and the row rules of the
 // ones whose tiles have no padding rows and whose row bound is the D tensor map's.
 struct WholeKRange {
+    static constexpr u32 kNumSplits = 1;  // split-K: the K blocks of a tile are shared by kNumSplits units
     static constexpr bool kMayHaveEmptyK = false;
     static constexpr PaddingRows kPaddingRows = PaddingRows::kUnspecified;
     static constexpr bool kClipRows = false;
@@ -86,6 +87,56 @@ struct GroupedOrderScheduler : WholeKRange {
         grouped_order_tile<kGroupN>(t, num_m_blocks, num_n_blocks, m_block, n_block);
         cur_m0 = m_block * kBlockM;
         return true;
+    }
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return rows; }
+};
+
+// Dense GEMM with split-K: unit u = tile * kSplits + split is striped over the persistent grid like the
+// tiles of GroupedOrderScheduler (the splits of a tile are adjacent, so they run in the same wave). Split s
+// of a tile covers K blocks [s * nkb / kSplits, (s + 1) * nkb / kSplits) (split_k_blocks): balanced to one
+// block, and never empty while kSplits <= nkb (the host guarantees it). The kernel writes each unit's FP32
+// partial tile to a workspace; the last unit of a tile to finish adds them up and stores D.
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, u32 kSplits>
+struct SplitKScheduler : WholeKRange {
+    static_assert(kGroupN >= 1 && kSplits >= 2, "group size, splits");
+    static constexpr u32 kNumSplits = kSplits;
+    u32 num_m_blocks;
+    u32 num_n_blocks;
+    u32 num_units;
+    u32 next_unit;
+    u32 rows;
+    u32 cur_m0 = 0, cur_tile = 0, cur_split = 0;
+
+    __device__ __forceinline__ SplitKScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
+        : num_m_blocks(ceil_div(m, kBlockM)),
+          num_n_blocks(ceil_div(n, kBlockN)),
+          num_units(ceil_div(m, kBlockM) * ceil_div(n, kBlockN) * kSplits),
+          next_unit(blockIdx.x),
+          rows(m) {}
+
+    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        if (next_unit >= num_units) return false;
+        const u32 u = next_unit;
+        next_unit += gridDim.x;
+        cur_tile = u / kSplits;
+        cur_split = u - cur_tile * kSplits;
+        grouped_order_tile<kGroupN>(cur_tile, num_m_blocks, num_n_blocks, m_block, n_block);
+        cur_m0 = m_block * kBlockM;
+        return true;
+    }
+
+    // The tile (index into the per-tile counters) and the split of the current unit.
+    __device__ __forceinline__ u32 tile() const { return cur_tile; }
+    __device__ __forceinline__ u32 split() const { return cur_split; }
+    // The current unit's first K block and number of K blocks, of a problem with num_k_blocks K blocks.
+    __device__ __forceinline__ void split_k_blocks(u32 num_k_blocks, u32& kb0, u32& count) const {
+        kb0 = cur_split * num_k_blocks / kSplits;
+        count = (cur_split + 1) * num_k_blocks / kSplits - kb0;
     }
 
     __device__ __forceinline__ u32 a_group() const { return 0; }
