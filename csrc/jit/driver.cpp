@@ -29,7 +29,8 @@ DriverEntryPoints* open_driver() {
     // without cuGetProcAddress_v2. We ask for the ABI of CUDA 12.0, not CUDA_VERSION: cuGetProcAddress
     // returns the newest ABI up to the version asked for, and CUDA 13.0 gave some names new signatures
     // under the same name (cuCtxGetDevice(dev, ctx), cuCtxSynchronize(ctx)) while cuda.h keeps
-    // declaring the old ones. Every entry point below has the 12.0 signature that cuda.h declares.
+    // declaring the old ones. Every entry point below has the 12.0 signature that cuda.h declares, except
+    // cuStreamGetCaptureInfo, whose 12.0 type DriverEntryPoints spells out.
     auto resolve = [&](auto& fn, const char* symbol, const char* fallback, bool required) {
         void* pointer = nullptr;
         if (get_proc != nullptr) {
@@ -74,6 +75,9 @@ DriverEntryPoints* open_driver() {
     DG_RESOLVE(cuMemcpyHtoD, "cuMemcpyHtoD_v2", true);
     DG_RESOLVE(cuMemcpyDtoH, "cuMemcpyDtoH_v2", true);
     DG_RESOLVE(cuStreamSynchronize, "cuStreamSynchronize", true);
+    DG_RESOLVE(cuMemsetD32Async, "cuMemsetD32Async", true);
+    DG_RESOLVE(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", true);
+    DG_RESOLVE(cuStreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", true);
 #undef DG_RESOLVE
     if (api->cuLibraryLoadData == nullptr || api->cuLibraryGetKernel == nullptr || api->cuKernelGetFunction == nullptr) {
         api->cuLibraryLoadData = nullptr;  // all or nothing: fall back to the module API

@@ -36,7 +36,14 @@ struct DriverEntryPoints {
     DG_DRIVER_FN(cuMemcpyHtoD)
     DG_DRIVER_FN(cuMemcpyDtoH)
     DG_DRIVER_FN(cuStreamSynchronize)
+    DG_DRIVER_FN(cuMemsetD32Async)
+    DG_DRIVER_FN(cuThreadExchangeStreamCaptureMode)
 #undef DG_DRIVER_FN
+    // The CUDA 12.0 ABI of cuStreamGetCaptureInfo (cuStreamGetCaptureInfo_v2); cuda.h of CUDA 13 declares a
+    // newer signature under the same name.
+    using StreamGetCaptureInfo = CUresult (*)(CUstream, CUstreamCaptureStatus*, cuuint64_t*, CUgraph*,
+                                              const CUgraphNode**, size_t*);
+    StreamGetCaptureInfo cuStreamGetCaptureInfo = nullptr;
 };
 
 // Opens libcuda.so.1 on first use (thread safe). Throws CudaError if there is no usable driver.

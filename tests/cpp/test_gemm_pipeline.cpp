@@ -50,12 +50,15 @@ void expect_plan(const GemmCallShape& call, const k::GemmKernelKey& expected) {
 
 TEST(GemmPipeline, PlanDenseFp8MatchesTheHeuristicKey) {
     for (const auto& [m, n, kk] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
-        k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin));
+        // Without C the dense op may split K (128x2112x7168 does).
+        k::GemmKernelKey key = k::gemm_kernel_key(
+            h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {}, true));
         key.n = uint32_t(n), key.k = uint32_t(kk);  // the op's default compiled_dims "nk"
         expect_plan(call_of("fp8_gemm_nt", m, n, kk), key);
     }
     // N = 100: D rows are not 16-byte multiples, so the direct-store epilogue.
-    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(128, 100, 512, kH200Sms, kH200SmemOptin));
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        h::choose_sm90_fp8_config(128, 100, 512, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {}, true));
     key.n = 100, key.k = 512;
     key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kBf16Direct);
     expect_plan(call_of("fp8_gemm_nt", 128, 100, 512), key);

@@ -175,7 +175,7 @@ def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):
 # divide the N blocks. Shapes: the M=128 targets, nothing aligned (K tail, K blocks not a multiple of the
 # splits), one K block per split, one row, many tiles per CTA (several units per CTA, counters reused).
 _SPLIT_K = ['128,64,0,0,0,8,4', '64,32,0,1,0,8,3', '128,128,0,1,0,8,8', '64,64,0,0,0,3,2']
-_SPLIT_K_SHAPES = [(128, 2112, 7168), (128, 4096, 7168), (100, 1000, 7000), (257, 576, 1024), (1, 4104, 2064),
+_SPLIT_K_SHAPES = [(128, 2112, 7168), (128, 4096, 7168), (100, 1000, 7056), (257, 576, 1024), (1, 4104, 2064),
                    (1024, 2048, 1024)]
 
 
@@ -208,6 +208,42 @@ def test_fp8_gemm_nt_split_k_direct_store_and_streams(forced_config):
                 deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), out, compiled_dims='')
     torch.cuda.synchronize()
     assert torch.equal(outs[0], outs[1]) and calc_diff(outs[0].float(), ref) < 1e-3
+
+
+def test_fp8_gemm_nt_model_split_k_graph_and_c():
+    """The config model splits K at 128x512x7168 (64x32 tiles, one wave of units). The split call is captured
+    in a CUDA graph (its workspace is allocated and its counters zeroed while capturing) and replayed on
+    another stream while eager calls on the capturing stream run beside it (graph and eager calls use
+    different workspaces); every result matches. With a C operand the same shape runs unsplit."""
+    m, n, k = 128, 512, 7168
+    planned = deep_gemm._C._plan_gemm_call('fp8_gemm_nt', m, n, k, num_sms=torch.cuda.get_device_properties(0).multi_processor_count)
+    assert '_sk' in planned[0][1], planned[0][1]
+    with_c = deep_gemm._C._plan_gemm_call('fp8_gemm_nt', m, n, k, with_c=True,
+                                          num_sms=torch.cuda.get_device_properties(0).multi_processor_count)
+    assert '_sk' not in with_c[0][1], with_c[0][1]
+    a_fp8, sfa, b_fp8, sfb = _make_inputs(m, n, k, 41)
+    ref = _reference(a_fp8, sfa, b_fp8, sfb)
+    eager = _run(a_fp8, sfa, b_fp8, sfb)  # compiles and loads outside the capture
+    assert calc_diff(eager.float(), ref) < 1e-3
+    capture, replay = torch.cuda.Stream(), torch.cuda.Stream()
+    d_graph = torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize()
+    with torch.cuda.graph(graph, stream=capture):
+        deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d_graph)
+    d_eager = torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    for _ in range(20):
+        with torch.cuda.stream(replay):
+            graph.replay()
+        with torch.cuda.stream(capture):
+            deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d_eager)
+    torch.cuda.synchronize()
+    assert torch.equal(d_graph, eager) and torch.equal(d_eager, eager)
+    c = torch.randn((m, n), device='cuda', dtype=torch.float32)
+    d_c = torch.full((m, n), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.fp8_gemm_nt((a_fp8, sfa), (b_fp8, sfb), d_c, c=c)
+    torch.cuda.synchronize()
+    assert calc_diff(d_c.float(), ref + c) < 1e-3
 
 
 @pytest.mark.parametrize('config,message', [('128,64,0,0,0,8,8', 'is more than the 7 K blocks'),

@@ -25,8 +25,8 @@ struct Sm90Fp8GemmConfig {
     // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
     // shares A (adjacent N blocks).
     int multicast = 0;
-    // Split-K (dense, forced only for now): each tile's K blocks are shared by split_k units whose FP32
-    // partials the tile's last unit adds up; 1 = off.
+    // Split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the tile's
+    // last unit adds up; 1 = off.
     int split_k = 1;
 
     // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
@@ -201,6 +201,13 @@ constexpr double kFp8EpilogueClkPerColumn = 3.0;  // per BLOCK_N column per 64 r
 constexpr double kFp8L2BytesPerClk = 5400.0;
 constexpr double kFp8HbmBytesPerClk = 1520.0;
 constexpr double kFp8ModelClkPerUs = 1760.0;  // model clocks per measured microsecond
+// Split-K: per split of a tile, the partial's store, the fence and counter, and the last unit's read (fitted
+// to an H200 split-K sweep, benchmarks/NOTES_fp8.md "Ninth round").
+constexpr double kFp8SplitCombineClk = 350.0;
+// The model splits K only with the tiles the split-K sweep measured, 64x32 and 64x64 (the partials stay
+// small: one wave of 64x64 FP32 units is ~2 MB), and only in one wave of units (two waves measured 1.3-2x
+// slower than one).
+inline bool sm90_fp8_split_k_tile(int block_m, int block_n) { return block_m == 64 && (block_n == 32 || block_n == 64); }
 
 // B scales come per 128 columns: a BLOCK_N that neither divides 128 nor is a multiple of it gives tiles
 // that straddle two scale blocks (the kernel promotes them with per-column scales).
@@ -210,14 +217,15 @@ inline bool sm90_fp8_straddles_scale_blocks(int block_n) {
 }
 
 inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
-                                  int pipelined, int multicast) {
+                                  int pipelined, int multicast, int split_k = 1) {
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
     double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
     if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
     if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
     const double tiles = m_blocks * n_blocks;
     const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
-    const double waves = std::ceil(tiles / sms);
+    const double splits = std::max(1, split_k);
+    const double waves = std::ceil(tiles * splits / sms);
     // Promotion the tensor core waits for (see above).
     const double promote = double(block_m) * block_n / 128.0;
     const double bubble = pipelined ? 0.0
@@ -233,13 +241,16 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     const double a_rows = multicast == 2 ? block_m / 2.0 : block_m;
     const double b_rows = multicast == 1 ? block_n / 2.0 : block_n;
     const double kb_bytes = (a_rows + b_rows) * kSm90Fp8BlockK;
-    const double l2_bytes = tiles * num_kb * kb_bytes;
+    // Split-K: every unit's FP32 partial is written to L2 and read back once.
+    const double l2_bytes = tiles * num_kb * kb_bytes + (splits > 1 ? tiles * splits * block_m * block_n * 8.0 : 0.0);
     const double hbm_bytes = double(m) * k + double(n) * k + 2.0 * m * n;
     const double first_touch = std::max(1.0 / std::ceil(double(m) / block_m), 1.0 / std::ceil(double(n) / block_n));
     const double latency = kFp8L2LoadLatencyClk + (kFp8HbmLoadLatencyClk - kFp8L2LoadLatencyClk) * first_touch;
     const double t_load = std::max(kb_bytes / kFp8SmLoadBytesPerClk, latency / num_stages);
     const double t_kb = std::max(t_mma, t_load) + (multicast ? kFp8PairSyncClk : 0.0);
-    const double t_tile = num_kb * t_kb + kFp8EpilogueClk + (block_m / 64.0) * block_n * kFp8EpilogueClkPerColumn;
+    const double t_tile = std::ceil(num_kb / splits) * t_kb + kFp8EpilogueClk +
+                          (block_m / 64.0) * block_n * kFp8EpilogueClkPerColumn +
+                          (splits > 1 ? splits * kFp8SplitCombineClk : 0.0);
     const double t_sm = waves * t_tile + kFp8LaunchClk;
     return std::max({t_sm, l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk});
 }
@@ -249,6 +260,7 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
 struct Sm90Fp8ModelSpace {
     int min_block_m = 64, max_block_m = 256;
     bool multicast = true;
+    bool split_k = false;  // the dense GEMM without C
     BlockMultiples multiples;  // set_block_size_multiple_of
 };
 
@@ -282,13 +294,31 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
                     (cost <= best_cost * 1.01 && (block_m * block_n > best.block_m * best.block_n ||
                                                   (block_m * block_n == best.block_m * best.block_n &&
-                                                   multicast == 0 && best.multicast != 0)))) {
+                                                   multicast == 0 && best.multicast != 0 && best.split_k == 1)))) {
                     best_cost = cost;
                     best.block_m = block_m;
                     best.block_n = block_n;
                     best.num_stages = stages;
                     best.pipelined = pipelined;
                     best.multicast = multicast;
+                    best.split_k = 1;
+                }
+            }
+            // Split-K: small tiles, one wave of units, at least two K blocks per unit; taken only when clearly
+            // (> 1%) cheaper.
+            if (!space.split_k || !sm90_fp8_split_k_tile(block_m, block_n)) continue;
+            const long num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
+            for (int split = 2; split <= kSm90Fp8MaxSplitK; ++split) {
+                if (m_blocks * n_blocks * split > num_sms || num_kb < 2L * split) break;
+                const double cost = sm90_fp8_model_cost(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
+                if (best_cost < 0 || cost < best_cost * 0.99) {
+                    best_cost = cost;
+                    best.block_m = block_m;
+                    best.block_n = block_n;
+                    best.num_stages = stages;
+                    best.pipelined = pipelined;
+                    best.multicast = 0;
+                    best.split_k = split;
                 }
             }
         }
@@ -305,9 +335,10 @@ enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
 
 // `multiples` (set_block_size_multiple_of) filters the candidates; the rules pick fixed tiles, so where
 // theirs is not allowed the model chooses among the allowed ones.
+// `split_k`: the caller can run split-K (the dense GEMM without C); only the model uses it.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
                                                 Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
-                                                BlockMultiples multiples = {}) {
+                                                BlockMultiples multiples = {}, bool split_k = false) {
     if (chooser == Sm90Fp8Chooser::kLegacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit, multiples);
     if (chooser == Sm90Fp8Chooser::kRules) {
         const Sm90Fp8GemmConfig rules = choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
@@ -315,6 +346,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     }
     Sm90Fp8ModelSpace space;
     space.multiples = multiples;
+    space.split_k = split_k;
     return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
 }
 

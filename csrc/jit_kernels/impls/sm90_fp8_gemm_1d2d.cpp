@@ -10,8 +10,8 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
-#include <vector>
 
 #include "../../jit/driver_api.hpp"
 #include "../../jit/errors.hpp"
@@ -40,12 +40,14 @@ std::string make_symbol(const GemmKernelKey& key) {
            padding_symbol_suffix(key);
 }
 
-// Split-K memory of one (device, stream): FP32 partial tiles, then one u32 counter per tile. Counters are
-// zeroed when allocated and every launch leaves them at zero, so launches on one stream (serialised) can
-// share them; other streams get their own. Grown on demand and never freed (as cuBLAS keeps its
-// workspaces): a buffer outgrown is kept too, since a launch on another host thread may have taken its
-// address just before. The zeroing is a blocking copy: the first split-K call of a size must not be
-// captured in a CUDA graph.
+// Split-K memory: FP32 partial tiles, then one u32 counter per tile. Every launch leaves the counters at
+// zero (the last unit of a tile resets its counter), so launches that are serialised can share a buffer:
+// one per (device, stream), and one per CUDA graph capture (its replays are serialised; they may run on
+// another stream than eager calls on the capturing one). A new buffer's counters are zeroed by a memset
+// queued on the stream (captured into the graph when capturing). Buffers grow on demand and are never
+// freed, as cuBLAS keeps its workspaces: an outgrown one may still be referenced by a queued launch or a
+// captured graph. The model picks split-K only with tiles of at most 64x64 in one wave of units, so a
+// buffer stays under ~2 MB (forced configs may need more).
 struct SplitKWorkspace {
     float* partials;
     unsigned int* counters;
@@ -56,20 +58,30 @@ SplitKWorkspace split_k_workspace(int device, CUstream stream, size_t partial_by
         CUdeviceptr base = 0;
         size_t partial_bytes = 0, tiles = 0;
     };
+    const jit::detail::DriverEntryPoints& api = jit::detail::driver_entry_points();
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t capture_id = 0;
+    jit::check_driver(api.cuStreamGetCaptureInfo(stream, &status, &capture_id, nullptr, nullptr, nullptr),
+                      "split-K workspace: cuStreamGetCaptureInfo");
+    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) capture_id = 0;
     static std::mutex mutex;
-    static std::map<std::pair<int, CUstream>, Buffer> buffers;
+    static std::map<std::tuple<int, CUstream, cuuint64_t>, Buffer> buffers;
     std::lock_guard<std::mutex> lock(mutex);
-    Buffer& b = buffers[{device, stream}];
+    Buffer& b = buffers[{device, stream, capture_id}];
     if (b.base == 0 || b.partial_bytes < partial_bytes || b.tiles < tiles) {
-        const jit::detail::DriverEntryPoints& api = jit::detail::driver_entry_points();
         jit::detail::ContextGuard ctx(device);
         Buffer grown;
         grown.partial_bytes = std::max(partial_bytes, b.partial_bytes);
         grown.tiles = std::max(tiles, b.tiles);
-        jit::check_driver(api.cuMemAlloc(&grown.base, grown.partial_bytes + grown.tiles * 4), "split-K workspace: cuMemAlloc");
-        const std::vector<uint32_t> zeros(grown.tiles, 0u);
-        jit::check_driver(api.cuMemcpyHtoD(grown.base + grown.partial_bytes, zeros.data(), grown.tiles * 4),
-                          "split-K workspace: cuMemcpyHtoD");
+        // A capture in global mode forbids cuMemAlloc on this thread; relaxed mode allows it (the memory is
+        // allocated now, not at replay).
+        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        jit::check_driver(api.cuThreadExchangeStreamCaptureMode(&mode), "split-K workspace: capture mode");
+        const CUresult alloc = api.cuMemAlloc(&grown.base, grown.partial_bytes + grown.tiles * 4);
+        jit::check_driver(api.cuThreadExchangeStreamCaptureMode(&mode), "split-K workspace: capture mode");
+        jit::check_driver(alloc, "split-K workspace: cuMemAlloc");
+        jit::check_driver(api.cuMemsetD32Async(grown.base + grown.partial_bytes, 0u, grown.tiles, stream),
+                          "split-K workspace: cuMemsetD32Async");
         b = grown;  // the outgrown buffer is not freed (see above)
     }
     return {reinterpret_cast<float*>(b.base), reinterpret_cast<unsigned int*>(b.base + b.partial_bytes)};
@@ -213,6 +225,7 @@ pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int 
     q.m = masked ? int(std::min<int64_t>(int64_t(q.rows_per_group) * p.num_groups, INT32_MAX)) : p.m;
     q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
+    q.epilogue = p.with_c ? 1 : 0;  // split-K takes no C
     return q;
 }
 
@@ -238,7 +251,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
                         ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
-                                                             pipeline::block_multiples(q))
+                                                             pipeline::block_multiples(q), q.epilogue == 0)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      ov.chooser(), pipeline::block_multiples(q));
     if (ov.active()) {
