@@ -68,6 +68,7 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
         {"128,128,0,1,0,8,1,1", "at most 7 fields"},
         {"128,128,0,1,0,8,17", "split_k must be 0 or 1 (off) or in [2, 16]"},
         {"256,128,0,0,0,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
+        {"192,128,0,0,0,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
         {"128,64,0,0,1,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
         {"128,128,0,1,0,1025", "group_n must be 0 (default) or in [1, 1024]"},
         {"128;128;0", "separated by ','"},

@@ -268,6 +268,15 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                                                       Sm90Fp8ModelSpace space = {}) {
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
+    auto take = [&](double cost, int block_m, int block_n, int stages, int pipelined, int multicast, int split) {
+        best_cost = cost;
+        best.block_m = block_m;
+        best.block_n = block_n;
+        best.num_stages = stages;
+        best.pipelined = pipelined;
+        best.multicast = multicast;
+        best.split_k = split;
+    };
     // The smallest BLOCK_M the space allows takes any M; larger ones need at least half their rows used.
     int smallest_m = space.max_block_m;
     for (int block_m : {256, 192, 128, 64})
@@ -294,14 +303,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
                     (cost <= best_cost * 1.01 && (block_m * block_n > best.block_m * best.block_n ||
                                                   (block_m * block_n == best.block_m * best.block_n &&
-                                                   multicast == 0 && best.multicast != 0 && best.split_k == 1)))) {
-                    best_cost = cost;
-                    best.block_m = block_m;
-                    best.block_n = block_n;
-                    best.num_stages = stages;
-                    best.pipelined = pipelined;
-                    best.multicast = multicast;
-                    best.split_k = 1;
+                                                   multicast == 0 && best.multicast != 0)))) {
+                    take(cost, block_m, block_n, stages, pipelined, multicast, 1);
                 }
             }
             // Split-K: small tiles, one wave of units, at least two K blocks per unit; taken only when clearly
@@ -311,15 +314,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
             for (int split = 2; split <= kSm90Fp8MaxSplitK; ++split) {
                 if (m_blocks * n_blocks * split > num_sms || num_kb < 2L * split) break;
                 const double cost = sm90_fp8_model_cost(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
-                if (best_cost < 0 || cost < best_cost * 0.99) {
-                    best_cost = cost;
-                    best.block_m = block_m;
-                    best.block_n = block_n;
-                    best.num_stages = stages;
-                    best.pipelined = pipelined;
-                    best.multicast = 0;
-                    best.split_k = split;
-                }
+                if (best_cost < 0 || cost < best_cost * 0.99) take(cost, block_m, block_n, stages, pipelined, 0, split);
             }
         }
     }

@@ -142,7 +142,7 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     if (ov.group_n > 1024) fail(where + "group_n must be 0 (default) or in [1, 1024]");
     if (ov.split_k > heuristics::kSm90Fp8MaxSplitK) fail(where + "split_k must be 0 or 1 (off) or in [2, " +
                                                         std::to_string(heuristics::kSm90Fp8MaxSplitK) + "]");
-    if (ov.split_k > 1 && (ov.block_m == 256 || ov.multicast != 0))
+    if (ov.split_k > 1 && (ov.block_m > 128 || ov.multicast != 0))
         fail(where + "split_k needs block_m 64 or 128 and multicast 0");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
@@ -225,7 +225,8 @@ pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int 
     q.m = masked ? int(std::min<int64_t>(int64_t(q.rows_per_group) * p.num_groups, INT32_MAX)) : p.m;
     q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
-    q.epilogue = p.with_c ? 1 : 0;  // split-K takes no C
+    // The config depends on the epilogue only through C: with C it is added in the epilogue and K is not split.
+    q.epilogue = int(p.with_c ? Epilogue::kAccumDirect : Epilogue::kBf16Tma);
     return q;
 }
 
@@ -251,7 +252,8 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
                         ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
-                                                             pipeline::block_multiples(q), q.epilogue == 0)
+                                                             pipeline::block_multiples(q),
+                                                             Epilogue(q.epilogue) != Epilogue::kAccumDirect)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      ov.chooser(), pipeline::block_multiples(q));
     if (ov.active()) {
@@ -401,9 +403,10 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
     launch.cluster_x = key.multicast != 0 ? 2u : 1u;
-    prepared.split_k = key.split_k;
-    prepared.split_k_tiles = size_t(m_blocks * n_blocks);
-    prepared.split_k_partial_bytes = size_t(m_blocks * n_blocks) * key.split_k * config.block_m * config.block_n * 4;
+    if (key.split_k > 1) {
+        prepared.split_k_tiles = size_t(m_blocks * n_blocks);
+        prepared.split_k_partial_bytes = prepared.split_k_tiles * key.split_k * config.block_m * config.block_n * 4;
+    }
 }
 
 void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
@@ -418,7 +421,7 @@ void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLau
     unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
                  ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
     CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
-    if (prepared.split_k > 1) {
+    if (prepared.split_k_tiles != 0) {
         const SplitKWorkspace ws = split_k_workspace(p.device, o.stream, prepared.split_k_partial_bytes, prepared.split_k_tiles);
         float* partials = ws.partials;
         unsigned int* counters = ws.counters;

@@ -51,8 +51,7 @@ struct PreparedLaunch {
     const jit::LoadedKernel* kernel = nullptr;
     jit::LaunchConfig launch;
     CUtensorMap tmaps[4];
-    // FP8 1D2D split-K: the splits per tile (0 = off), the tiles (one counter each) and the partials' bytes.
-    int split_k = 0;
+    // FP8 1D2D split-K: the tiles (one counter each; 0 = not split) and the partials' bytes.
     size_t split_k_tiles = 0, split_k_partial_bytes = 0;
 };
 

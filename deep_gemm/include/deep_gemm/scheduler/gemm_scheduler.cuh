@@ -102,31 +102,25 @@ struct GroupedOrderScheduler : WholeKRange {
 // block, and never empty while kSplits <= nkb (the host guarantees it). The kernel writes each unit's FP32
 // partial tile to a workspace; the last unit of a tile to finish adds them up and stores D.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, u32 kSplits>
-struct SplitKScheduler : WholeKRange {
-    static_assert(kGroupN >= 1 && kSplits >= 2, "group size, splits");
+struct SplitKScheduler : GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> {
+    static_assert(kSplits >= 2, "splits");
+    using Base = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
     static constexpr u32 kNumSplits = kSplits;
-    u32 num_m_blocks;
-    u32 num_n_blocks;
-    u32 num_units;
-    u32 next_unit;
-    u32 rows;
-    u32 cur_m0 = 0, cur_tile = 0, cur_split = 0;
+    u32 cur_tile = 0, cur_split = 0;
 
-    __device__ __forceinline__ SplitKScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
-        : num_m_blocks(ceil_div(m, kBlockM)),
-          num_n_blocks(ceil_div(n, kBlockN)),
-          num_units(ceil_div(m, kBlockM) * ceil_div(n, kBlockN) * kSplits),
-          next_unit(blockIdx.x),
-          rows(m) {}
+    // The base stripes num_tiles indices over the grid: here they are the units.
+    __device__ __forceinline__ SplitKScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0) : Base(m, n) {
+        this->num_tiles *= kSplits;
+    }
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        if (next_unit >= num_units) return false;
-        const u32 u = next_unit;
-        next_unit += gridDim.x;
+        if (this->next_tile >= this->num_tiles) return false;
+        const u32 u = this->next_tile;
+        this->next_tile += gridDim.x;
         cur_tile = u / kSplits;
         cur_split = u - cur_tile * kSplits;
-        grouped_order_tile<kGroupN>(cur_tile, num_m_blocks, num_n_blocks, m_block, n_block);
-        cur_m0 = m_block * kBlockM;
+        grouped_order_tile<kGroupN>(cur_tile, this->num_m_blocks, this->num_n_blocks, m_block, n_block);
+        this->cur_m0 = m_block * kBlockM;
         return true;
     }
 
@@ -138,12 +132,6 @@ struct SplitKScheduler : WholeKRange {
         kb0 = cur_split * num_k_blocks / kSplits;
         count = (cur_split + 1) * num_k_blocks / kSplits - kb0;
     }
-
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return 0; }
-    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
 // Dense GEMM on 2-CTA clusters sharing B (TMA multicast): cluster c = blockIdx.x / 2 walks pairs of M
