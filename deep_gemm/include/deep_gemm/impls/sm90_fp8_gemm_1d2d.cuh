@@ -216,17 +216,25 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         PipelineState<kNumStages> rel;  // next slot to release (== st except in the pipelined loop)
 
         // Scales of one K block for this thread: its two rows per wave and the tile's (up to 3) B scale blocks.
-        struct KbScales {
-            float a_lo[kWaves], a_hi[kWaves], b0, b1, b2;
+        struct BScales {
+            float b0, b1, b2;
+        };
+        struct KbScales : BScales {
+            float a_lo[kWaves], a_hi[kWaves];
         };
 
-        // Waits for slot `st` and reads the K block's scales. The B scales are loaded from global first:
-        // their latency hides behind the barrier wait.
-        auto wait_slot = [&](u32 kb, const float* sfb0, const float* sfb1, const float* sfb2) -> KbScales {
+        auto load_b_scales = [&](u32 kb, const float* sfb0, const float* sfb1, const float* sfb2) -> BScales {
+            BScales b;
+            b.b0 = __ldg(sfb0 + kb);
+            b.b1 = kUniformScaleB ? b.b0 : __ldg(sfb1 + kb);
+            b.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : b.b1;
+            return b;
+        };
+
+        // Waits for slot `st` and reads the K block's A scales from it; `b` holds the K block's B scales.
+        auto wait_slot = [&](const BScales& b) -> KbScales {
             KbScales s;
-            s.b0 = __ldg(sfb0 + kb);
-            s.b1 = kUniformScaleB ? s.b0 : __ldg(sfb1 + kb);
-            s.b2 = kMayNeedThird ? __ldg(sfb2 + kb) : s.b1;
+            static_cast<BScales&>(s) = b;
             pipe.consumer_wait(st);
             const float* sfa_slot = smem_sfa + st.stage * kBlockM;
 #pragma unroll
@@ -254,9 +262,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         };
 
         // One-wave K block (the pipelined loop): wait for the slot, issue its wgmmas into `a`, move on.
+        // The B scales are loaded from global first: their latency hides behind the barrier wait.
         auto issue = [&](float(&a)[kNumAccum], u32 kb, const float* sfb0, const float* sfb1,
                          const float* sfb2) -> KbScales {
-            const KbScales s = wait_slot(kb, sfb0, sfb1, sfb2);
+            const KbScales s = wait_slot(load_b_scales(kb, sfb0, sfb1, sfb2));
             mma_wave(a, 0);
             st.advance();
             return s;
@@ -427,8 +436,12 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     promote(fin[0], acc, s_even, 0, scale_off);
                 }
             } else {
+                // The B scales are loaded one K block ahead (the last K block loads its own again), so their
+                // global latency hides behind a whole K block of wgmmas instead of delaying the promotion.
+                BScales b_next = load_b_scales(kb0, sfb0, sfb1, sfb2);
                 for (u32 kb = 0; kb < tile_kbs; ++kb) {
-                    const KbScales s = wait_slot(kb0 + kb, sfb0, sfb1, sfb2);
+                    const KbScales s = wait_slot(b_next);
+                    b_next = load_b_scales(kb0 + min_of(kb + 1, tile_kbs - 1), sfb0, sfb1, sfb2);
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {
                         mma_wave(acc, w);
