@@ -53,6 +53,20 @@ def check_fp8_gemm_192() -> None:
         fp8_case(300, 520, 256, d_row_pad=2)
 
 
+def check_fp8_gemm_deferred_store() -> None:
+    # The deferred store (K of 32+ blocks: a tile's D staged and stored during the next tile's first K block) on
+    # four SMs, so every CTA stores tiles while computing the next: 256-row tiles with A multicast, 192-row tiles.
+    old = deep_gemm.get_num_sms()
+    try:
+        deep_gemm.set_num_sms(4)
+        with forced_config("DG_FP8_GEMM_CONFIG", "256,128,3,0,2"):
+            fp8_case(600, 700, 4112)
+        with forced_config("DG_FP8_GEMM_CONFIG", "192,128,0,0,0"):
+            fp8_case(600, 700, 4112)
+    finally:
+        deep_gemm.set_num_sms(old)
+
+
 def check_fp8_gemm_c() -> None:
     # D = C + A @ B^T in the epilogue: float32 C on 256-row tiles (two waves per warpgroup), bfloat16 C
     # aliasing D on 128-row tiles; M, N, K tails.

@@ -169,6 +169,23 @@ def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):
     _check(m, n, k, seed=m + n + k, compiled_dims='')
 
 
+# The deferred store (plain K loop with the TMA-store epilogue, K of 32+ blocks: each tile's D is staged and
+# stored during the next tile's first K block): six SMs, so every CTA runs several tiles and stores each one
+# behind the next; M, N and K not multiples of the tile; K at run time (both paths in one kernel) and compiled.
+# 256-row tiles (two waves: one staged before the wgmmas, one behind them) with and without A multicast,
+# 192- and 128-row tiles (one wave), straddling B scales.
+@pytest.mark.parametrize('config', ['', '256,128,0,0,0', '256,112,0,0,2', '192,128,0,0,1', '128,144,0,0,0'])
+def test_fp8_gemm_nt_deferred_store_many_tiles(forced_config, config):
+    forced_config(config)
+    old = deep_gemm.get_num_sms()
+    try:
+        deep_gemm.set_num_sms(6)
+        for compiled_dims in ('', 'k'):
+            _check(1000, 1100, 4112, seed=11, compiled_dims=compiled_dims)
+    finally:
+        deep_gemm.set_num_sms(old)
+
+
 # Split-K (7th field): the units of a tile share its K blocks and the tile's last unit adds up their FP32
 # partials in split order, so _check's bitwise repeat also checks that the sum does not depend on which unit
 # comes last. 128x64 / 64x32 as the M=128 shapes would use it; pipelined and not; a group_n that does not

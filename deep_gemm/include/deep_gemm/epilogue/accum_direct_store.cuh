@@ -23,6 +23,7 @@ struct AccumDirectStoreEpilogue {
     static constexpr u32 kWaves = kRowsPerWarpgroup / 64;
     static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
+    static constexpr bool kStagedStore = false;
     // Column groups (of 8) handled per batch: C loads of a batch are all issued before its stores.
     static constexpr u32 kGroups = kBlockN / 8;
     static constexpr u32 kBatch = kGroups % 8 == 0 ? 8 : (kGroups % 4 == 0 ? 4 : (kGroups % 2 == 0 ? 2 : 1));

@@ -42,6 +42,7 @@ struct Bf16DirectStoreEpilogue {
     static_assert(kRowsPerWarpgroup == 64 || kRowsPerWarpgroup == 128, "64 or 128 rows per math warpgroup");
     static constexpr u32 kSmemBytes = 0;
     static constexpr bool kUsesTensorMap = false;
+    static constexpr bool kStagedStore = false;
 
     u32 math_wg;
     u32 thread;

@@ -38,6 +38,8 @@ struct Bf16TmaStoreEpilogue {
     static_assert((kBlockM * kSwizzleBytes) % 1024 == 0, "chunk alignment");
 
     static constexpr bool kUsesTensorMap = true;
+    // store() also comes as stage() + issue() (the kernel may defer them into the next tile's first K block).
+    static constexpr bool kStagedStore = true;
 
     u8* smem;
     u32 math_wg;    // 0 or 1
@@ -85,35 +87,45 @@ struct Bf16TmaStoreEpilogue {
     // acc[w]: this thread's accumulators of wave w, rows [kRowsPerWarpgroup*math_wg + 64*w, +64).
     template <int kNumAccum>
     __device__ __forceinline__ void store(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n) {
-        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
-        const u32 barrier_id = 1 + math_wg;
-        if (thread == 0) ptx::bulk_wait_group_read<0>();
-        ptx::named_barrier_sync(barrier_id, 128);
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w) stage(acc[w], w);
+        issue(m0, n0, m, n);
+    }
 
+    // store() in two steps, so a kernel can overlap them with its next tile's first wgmmas: stage() writes
+    // wave w's rows as BF16 into this warpgroup's staging slice (waves in order 0, 1, ...; before wave 0 it
+    // waits until the previous store has read the slice), issue() hands the staged waves to the TMA store.
+    template <int kNumAccum>
+    __device__ __forceinline__ void stage(const float (&acc)[kNumAccum], u32 w) {
+        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
+        if (w == 0) {
+            if (thread == 0) ptx::bulk_wait_group_read<0>();
+            ptx::named_barrier_sync(1 + math_wg, 128);
+        }
         const u32 warp = thread / 32, lane = thread % 32;
         const u32 mat = lane / 8;
+        // Row of the tile whose address this lane supplies for stmatrix.
+        const u32 row = math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + (mat & 1) * 8 + (lane % 8);
+        const u32 row_swizzle = ((row * kSwizzleBytes) >> 7) & (kUnitsPerRow - 1);
+        const u32 base = smem_addr(smem) + row * kSwizzleBytes;
 #pragma unroll
-        for (u32 w = 0; w < kWaves; ++w) {
-            // Row of the tile whose address this lane supplies for stmatrix.
-            const u32 row = math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + (mat & 1) * 8 + (lane % 8);
-            const u32 row_swizzle = ((row * kSwizzleBytes) >> 7) & (kUnitsPerRow - 1);
-            const u32 base = smem_addr(smem) + row * kSwizzleBytes;
-#pragma unroll
-            for (u32 jp = 0; jp < kBlockN / 16; ++jp) {
-                const u32 j = jp * 2;             // first of the two 8-column groups of this stmatrix
-                const u32 col8 = j + (mat >> 1);  // 8-column group this lane addresses
-                const u32 chunk = col8 / kUnitsPerRow;
-                const u32 unit = (col8 % kUnitsPerRow) ^ row_swizzle;
-                const u32 addr = base + chunk * (kBlockM * kSwizzleBytes) + unit * 16;
-                ptx::stmatrix_x4(addr, ptx::pack_bf16x2(acc[w][4 * j + 0], acc[w][4 * j + 1]),
-                                 ptx::pack_bf16x2(acc[w][4 * j + 2], acc[w][4 * j + 3]),
-                                 ptx::pack_bf16x2(acc[w][4 * j + 4], acc[w][4 * j + 5]),
-                                 ptx::pack_bf16x2(acc[w][4 * j + 6], acc[w][4 * j + 7]));
-            }
+        for (u32 jp = 0; jp < kBlockN / 16; ++jp) {
+            const u32 j = jp * 2;             // first of the two 8-column groups of this stmatrix
+            const u32 col8 = j + (mat >> 1);  // 8-column group this lane addresses
+            const u32 chunk = col8 / kUnitsPerRow;
+            const u32 unit = (col8 % kUnitsPerRow) ^ row_swizzle;
+            const u32 addr = base + chunk * (kBlockM * kSwizzleBytes) + unit * 16;
+            ptx::stmatrix_x4(addr, ptx::pack_bf16x2(acc[4 * j + 0], acc[4 * j + 1]),
+                             ptx::pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
+                             ptx::pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
+                             ptx::pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7]));
         }
-        ptx::fence_proxy_async_smem();
-        ptx::named_barrier_sync(barrier_id, 128);
+    }
 
+    // The staged waves of the tile at (m0, n0) (all kWaves of them) -> D.
+    __device__ __forceinline__ void issue(u32 m0, u32 n0, u32 m, u32 n) {
+        ptx::fence_proxy_async_smem();
+        ptx::named_barrier_sync(1 + math_wg, 128);
         if (thread == 0) {
 #pragma unroll
             for (u32 w = 0; w < kWaves; ++w) {

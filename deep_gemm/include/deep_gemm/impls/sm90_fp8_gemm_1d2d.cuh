@@ -18,7 +18,8 @@
 // accumulation); the slot is released after the last wave's wgmmas. With two math warpgroups their
 // wgmmas and promotions interleave on the tensor core. After the last K block the epilogue converts to
 // BF16 and TMA-stores while the producer already loads the next tile (with a C operand, D = C + acc: the
-// AccumDirectStoreEpilogue adds C in FP32 and stores from registers).
+// AccumDirectStoreEpilogue adds C in FP32 and stores from registers); dense tiles with 32+ K blocks defer
+// that store into the next tile's first K block ("deferred store" below).
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
 // csrc/jit_kernels/heuristics/sm90_fp8.hpp):
@@ -369,6 +370,18 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 #pragma unroll
         for (u32 i = 0; i < (kPipelinedPromote ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
 
+        // Deferred store (the dense plain loop with the TMA-store epilogue, K of 32+ blocks): a tile's D is
+        // staged and handed to TMA during the next tile's first K block, partly behind that block's wgmmas,
+        // instead of leaving the tensor cores idle between tiles while both warpgroups convert and stage; the
+        // last tile stores after the loop. Measured on the H200 (benchmarks/NOTES_fp8.md, tenth round): 1.6-2.6%
+        // faster at K 7168-16384, 1-3% slower at K 512-1536, hence the K threshold.
+        constexpr bool kDeferStore = Epilogue::kStagedStore && !kPipelinedPromote && kNumSplits == 1 &&
+                                     Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
+                                     !Scheduler::kMayHaveEmptyK;
+        const bool defer_store = kDeferStore && num_k_blocks >= 32;
+        bool pending = false;  // fin holds a finished tile not yet staged
+        u32 pending_row0 = 0, pending_n0 = 0, pending_row_end = 0;
+
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
             const u32 d_row0 = scheduler.d_row0();
@@ -413,10 +426,12 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 }
             }
 
+            if (!defer_store) {  // (deferred: zeroed in the first K block, once staged)
 #pragma unroll
-            for (u32 w = 0; w < kWaves; ++w) {
+                for (u32 w = 0; w < kWaves; ++w) {
 #pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) fin[w][i] = 0.0f;
+                    for (u32 i = 0; i < kNumAccum; ++i) fin[w][i] = 0.0f;
+                }
             }
 
             if constexpr (kPipelinedPromote) {
@@ -454,12 +469,41 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 // The B scales are loaded one K block ahead (the last K block loads its own again), so their
                 // global latency hides behind a whole K block of wgmmas instead of delaying the promotion.
                 BScales b_next = load_b_scales(kb0, sfb0, sfb1, sfb2);
-                for (u32 kb = 0; kb < tile_kbs; ++kb) {
+                // One K block; the first of a tile (kFirst) also stages and stores the previous tile's D (deferred
+                // store). Instantiated twice, so the steady-state loop carries none of that. The previous tile's
+                // waves but the last are staged before this block's first wgmmas are issued, the last one and the
+                // store while they run: staging a wave behind its own wave's wgmmas would keep three accumulator
+                // sets live (old, new and scratch), more registers than the kernels without compiled dims have.
+                auto k_block = [&](u32 kb, auto first) {
+                    constexpr bool kFirst = decltype(first)::value != 0;
                     const KbScales s = wait_slot(b_next);
                     b_next = load_b_scales(kb0 + min_of(kb + 1, tile_kbs - 1), sfb0, sfb1, sfb2);
+                    // Stages the previous tile's wave v (if any) and clears it for this tile. (The epilogue is a
+                    // parameter of dependent type, so that only the calls compile stage(): not every epilogue has it.)
+                    auto stage_previous = [&](auto& staged_epilogue, u32 v) {
+                        if (pending) staged_epilogue.stage(fin[v], v);
+#pragma unroll
+                        for (u32 i = 0; i < kNumAccum; ++i) fin[v][i] = 0.0f;
+                    };
+                    if constexpr (kDeferStore) {  // (nested ifs: a discarded branch must not name stage())
+                        if constexpr (kFirst) {
+                            if (defer_store) {
+#pragma unroll
+                                for (u32 v = 0; v + 1 < kWaves; ++v) stage_previous(epilogue, v);
+                            }
+                        }
+                    }
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {
                         mma_wave(acc, w);
+                        if constexpr (kDeferStore) {
+                            if constexpr (kFirst) {
+                                if (w == 0 && defer_store) {
+                                    stage_previous(epilogue, kWaves - 1);
+                                    if (pending) epilogue.issue(pending_row0, pending_n0, pending_row_end, n);
+                                }
+                            }
+                        }
                         ptx::wgmma_wait_group<0>();
                         if (w + 1 == kWaves) {
                             // The slot's tiles (read by wgmma, now complete) and scales (in registers) are done.
@@ -468,7 +512,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                         }
                         promote(fin[w], acc, s, w, scale_off);
                     }
-                }
+                };
+                u32 kb = 0;
+                if (defer_store) k_block(kb++, U32Constant<1>{});
+                for (; kb < tile_kbs; ++kb) k_block(kb, U32Constant<0>{});
             }
 
             if constexpr (kNumSplits > 1) {
@@ -481,11 +528,17 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     if (!hi_ok) fin[0][4 * j + 2] = fin[0][4 * j + 3] = 0.0f;
                 }
             }
-            if constexpr (Scheduler::kClipRows) {
+            if (defer_store) {
+                pending = true;
+                pending_row0 = d_row0, pending_n0 = n0, pending_row_end = scheduler.d_row_end();
+            } else if constexpr (Scheduler::kClipRows) {
                 epilogue.store_rows(fin[0], d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
             } else {
                 epilogue.store(fin, d_row0, n0, scheduler.d_row_end(), n);
             }
+        }
+        if constexpr (kDeferStore) {
+            if (pending) epilogue.store(fin, pending_row0, pending_n0, pending_row_end, n);
         }
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();
