@@ -485,12 +485,11 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 #pragma unroll
                         for (u32 i = 0; i < kNumAccum; ++i) fin[v][i] = 0.0f;
                     };
-                    if constexpr (kDeferStore) {  // (nested ifs: a discarded branch must not name stage())
+                    // (kFirst runs only when defer_store; nested ifs: a discarded branch must not name stage().)
+                    if constexpr (kDeferStore) {
                         if constexpr (kFirst) {
-                            if (defer_store) {
 #pragma unroll
-                                for (u32 v = 0; v + 1 < kWaves; ++v) stage_previous(epilogue, v);
-                            }
+                            for (u32 v = 0; v + 1 < kWaves; ++v) stage_previous(epilogue, v);
                         }
                     }
 #pragma unroll
@@ -498,7 +497,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                         mma_wave(acc, w);
                         if constexpr (kDeferStore) {
                             if constexpr (kFirst) {
-                                if (w == 0 && defer_store) {
+                                if (w == 0) {
                                     stage_previous(epilogue, kWaves - 1);
                                     if (pending) epilogue.issue(pending_row0, pending_n0, pending_row_end, n);
                                 }
