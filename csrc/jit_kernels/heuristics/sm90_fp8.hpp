@@ -324,6 +324,18 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
     return best;
 }
 
+// Tile order of the dense model's config. With one wave of units (every tile, or split unit, on its own SM at
+// once) the set of tiles that run together is fixed and the order only decides which CTA index takes which
+// tile: group_n 1 puts the CTAs that read the same B tile (all M blocks of one N block) next to each other,
+// which measured 0.5-6% faster than 8 on every one-wave shape with several M blocks that the H200 sweep tried
+// (M 128-512, 64- to 256-row tiles, split-K too: benchmarks/NOTES_fp8.md, eleventh round); with several waves
+// 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8 against 4-32).
+inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmConfig& c) {
+    const long m_blocks = (m + c.block_m - 1) / c.block_m, n_blocks = (n + c.block_n - 1) / c.block_n;
+    const long units = m_blocks * n_blocks * std::max(1, c.split_k);
+    return (c.multicast == 0 && m_blocks > 1 && units <= num_sms) ? 1 : 8;
+}
+
 // Which choice DG_FP8_GEMM_CONFIG asks for when it forces no tile: the model (default), the measured rules
 // of the previous round ("rules"), or the first version's ("legacy").
 enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
@@ -342,7 +354,9 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     Sm90Fp8ModelSpace space;
     space.multiples = multiples;
     space.split_k = split_k;
-    return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    Sm90Fp8GemmConfig config = choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    config.group_n = sm90_fp8_dense_group_n(m, n, num_sms, config);
+    return config;
 }
 
 // M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m).
@@ -360,6 +374,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
         config.block_m = rows_per_group > 0 ? masked_block_m : std::min(config.block_m, 128);
         if (config.block_n < 64) config.block_n = 64;
         config.multicast = 0;
+        config.group_n = 8;  // (the dense model's one-wave order is not measured on the grouped schedulers)
         config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         if (multiples.allows(config.block_m, config.block_n)) return config;  // else: the model's allowed tiles
     }
