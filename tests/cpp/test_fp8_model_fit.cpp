@@ -189,10 +189,11 @@ TEST(Fp8ModelFit, SplitsKWhereTheSweepGained) {
     }
 }
 
-// Tile order: one wave of units with several M blocks takes group_n 1 (the CTAs that read one B tile side by
-// side), measured faster than 8 on every such shape of the H200 sweep (benchmarks/NOTES_fp8.md, eleventh
-// round: 128x4096x7168 18.2 -> 17.2 us, 128x2112x7168 split 2 14.1 -> 13.2, 512x4096x7168 28.3 -> 27.3);
-// several waves, one M block or multicast keep 8 (4096x4096x7168 with 1: 180.0 against 176.2).
+// Tile order: one wave of units with several M blocks and N > M takes group_n 1 (the CTAs that read one B tile
+// side by side), measured faster than 8 on every such shape of the H200 sweep (benchmarks/NOTES_fp8.md,
+// eleventh round: 128x4096x7168 18.2 -> 17.2 us, 128x2112x7168 split 2 14.1 -> 13.2, 512x4096x7168 28.3 ->
+// 27.3); A larger than B (4096x256x7168 with 1: 23.9 against 21.1-21.5 with 8), several waves, one M block or
+// multicast keep 8 (4096x4096x7168 with 1: 180.0 against 176.2).
 TEST(Fp8ModelFit, OneWaveTileOrder) {
     for (const Shape& s : {Shape{128, 4096, 7168}, Shape{128, 3072, 7168}, Shape{256, 4096, 7168}, Shape{512, 4096, 7168}}) {
         const auto [m, n, k] = s;
@@ -203,7 +204,8 @@ TEST(Fp8ModelFit, OneWaveTileOrder) {
     const auto split = h::choose_sm90_fp8_config(128, 2112, 7168, kSms, kSmemLimit, h::Sm90Fp8Chooser::kModel, {}, true);
     EXPECT_EQ(split.split_k, 2);
     EXPECT_EQ(split.group_n, 1);
-    for (const Shape& s : {Shape{4096, 4096, 7168}, Shape{4096, 7168, 16384}, Shape{128, 7168, 2048}, Shape{64, 4096, 7168}}) {
+    for (const Shape& s : {Shape{4096, 4096, 7168}, Shape{4096, 7168, 16384}, Shape{128, 7168, 2048}, Shape{64, 4096, 7168},
+                           Shape{4096, 256, 7168}, Shape{4096, 512, 7168}, Shape{4096, 1024, 7168}}) {
         const auto [m, n, k] = s;
         const auto config = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
         EXPECT_EQ(config.group_n, 8) << m << "x" << n << "x" << k << ": " << h::to_string(config);

@@ -326,14 +326,16 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
 
 // Tile order of the dense model's config. With one wave of units (every tile, or split unit, on its own SM at
 // once) the set of tiles that run together is fixed and the order only decides which CTA index takes which
-// tile: group_n 1 puts the CTAs that read the same B tile (all M blocks of one N block) next to each other,
-// which measured 0.5-6% faster than 8 on every one-wave shape with several M blocks that the H200 sweep tried
-// (M 128-512, 64- to 256-row tiles, split-K too: benchmarks/NOTES_fp8.md, eleventh round); with several waves
-// 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8 against 4-32).
+// tile; what measured best is to put side by side the CTAs that read the same tile of the larger operand.
+// B larger (N > M): group_n 1 (all M blocks of one N block in a row), 0.5-6% faster than 8 on every such
+// one-wave shape the H200 sweep tried (M 128-512, 64- to 256-row tiles, split-K too); A larger: 8 (with at most
+// 8 N blocks, all N blocks of one M block in a row), where 1 measured 2-12% slower (4096x256x7168 23.9 against
+// 21.1-21.5 us). With several waves 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8
+// against 4-32). benchmarks/NOTES_fp8.md, eleventh round.
 inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmConfig& c) {
     const long m_blocks = (m + c.block_m - 1) / c.block_m, n_blocks = (n + c.block_n - 1) / c.block_n;
     const long units = m_blocks * n_blocks * std::max(1, c.split_k);
-    return (c.multicast == 0 && m_blocks > 1 && units <= num_sms) ? 1 : 8;
+    return (c.multicast == 0 && m_blocks > 1 && n > m && units <= num_sms) ? 1 : 8;
 }
 
 // Which choice DG_FP8_GEMM_CONFIG asks for when it forces no tile: the model (default), the measured rules
