@@ -331,7 +331,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
 // one-wave shape the H200 sweep tried (M 128-512, 64- to 256-row tiles, split-K too); A larger: 8 (with at most
 // 8 N blocks, all N blocks of one M block in a row), where 1 measured 2-12% slower (4096x256x7168 23.9 against
 // 21.1-21.5 us). With several waves 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8
-// against 4-32). benchmarks/NOTES_fp8.md, eleventh round.
+// against 4-32). With one M block every group_n gives the same order; 8 keeps those kernels (and their cache
+// entries) as they were. benchmarks/NOTES_fp8.md, eleventh round.
 inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmConfig& c) {
     const long m_blocks = (m + c.block_m - 1) / c.block_m, n_blocks = (n + c.block_n - 1) / c.block_n;
     const long units = m_blocks * n_blocks * std::max(1, c.split_k);
