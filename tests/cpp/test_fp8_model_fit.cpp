@@ -213,3 +213,24 @@ TEST(Fp8ModelFit, OneWaveTileOrder) {
     // Fewer SMs: the same shape spans several waves and keeps 8.
     EXPECT_EQ(h::choose_sm90_fp8_config(128, 4096, 7168, 16, kSmemLimit).group_n, 8);
 }
+
+// Ties on the floor (the L2 / HBM rate bounds every candidate at M = 128 with long K and many N tiles): the
+// candidate whose busiest SM has less to do wins, not the larger tile. Measured on the H200 (NOTES_fp8.md,
+// twelfth round; old pick -> new): 128x8448x16384 128x80 on 106 SMs 54.9 -> 128x64 on 132 SMs 47.5 us;
+// 128x14336x16384 192x128 102.8 -> 128x112 78.4; 128x16896x16384 128x192 92.5 -> 128x128 80.9; 128x129280x7168
+// 128x192 268.1 -> 128x128 252.8.
+TEST(Fp8ModelFit, FloorTiesGoToTheLessBusySm) {
+    const struct {
+        Shape shape;
+        int block_m, block_n;
+    } cases[] = {{{128, 8448, 16384}, 128, 64}, {{128, 14336, 16384}, 128, 112}, {{128, 16896, 16384}, 128, 128},
+                 {{128, 14336, 7168}, 128, 112}, {{128, 16384, 7168}, 128, 128}, {{128, 129280, 7168}, 128, 128}};
+    for (const auto& c : cases) {
+        const auto [m, n, k] = c.shape;
+        const auto config = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
+        EXPECT_EQ(config.block_m, c.block_m) << m << "x" << n << "x" << k << ": " << h::to_string(config);
+        EXPECT_EQ(config.block_n, c.block_n) << m << "x" << n << "x" << k << ": " << h::to_string(config);
+    }
+    // Off the floor the larger tile still wins ties: M = 4096 keeps its 256x128 tiles.
+    EXPECT_EQ(h::choose_sm90_fp8_config(4096, 7168, 16384, kSms, kSmemLimit).block_m, 256);
+}

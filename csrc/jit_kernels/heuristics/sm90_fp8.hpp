@@ -216,8 +216,15 @@ inline bool sm90_fp8_straddles_scale_blocks(int block_n) {
     return kSm90Fp8ScaleBlockN % block_n != 0 && block_n % kSm90Fp8ScaleBlockN != 0;
 }
 
-inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
-                                  int pipelined, int multicast, int split_k = 1) {
+// The modelled time in two parts: the busiest SM's time (`sm`) and the floor no candidate goes below (`floor`:
+// the L2's and HBM's total rates); the cost is the larger.
+struct Sm90Fp8ModelTime {
+    double sm, floor;
+    double cost() const { return std::max(sm, floor); }
+};
+
+inline Sm90Fp8ModelTime sm90_fp8_model_time(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
+                                            int pipelined, int multicast, int split_k = 1) {
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
     double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
     if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
@@ -252,7 +259,12 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
                           (block_m / 64.0) * block_n * kFp8EpilogueClkPerColumn +
                           (splits > 1 ? splits * kFp8SplitCombineClk : 0.0);
     const double t_sm = waves * t_tile + kFp8LaunchClk;
-    return std::max({t_sm, l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk});
+    return {t_sm, std::max(l2_bytes / kFp8L2BytesPerClk, hbm_bytes / kFp8HbmBytesPerClk)};
+}
+
+inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
+                                  int pipelined, int multicast, int split_k = 1) {
+    return sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, num_stages, pipelined, multicast, split_k).cost();
 }
 
 // The candidates the model may pick: all by default; the grouped schedulers take BLOCK_M 64 or 128 and no
@@ -267,9 +279,10 @@ struct Sm90Fp8ModelSpace {
 inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
                                                       Sm90Fp8ModelSpace space = {}) {
     Sm90Fp8GemmConfig best;
-    double best_cost = -1.0;
-    auto take = [&](double cost, int block_m, int block_n, int stages, int pipelined, int multicast, int split) {
-        best_cost = cost;
+    double best_cost = -1.0, best_sm = 0.0;
+    auto take = [&](Sm90Fp8ModelTime t, int block_m, int block_n, int stages, int pipelined, int multicast, int split) {
+        best_cost = t.cost();
+        best_sm = t.sm;
         best.block_m = block_m;
         best.block_n = block_n;
         best.num_stages = stages;
@@ -299,12 +312,22 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 if (multicast == 1 && m_blocks < 2) continue;
                 if (multicast == 2 && n_blocks < 2) continue;
                 if (multicast != 0 && m_blocks * n_blocks <= num_sms) continue;  // one wave: no pairs
-                const double cost = sm90_fp8_model_cost(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
+                const Sm90Fp8ModelTime t =
+                    sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
+                const double cost = t.cost();
+                // Ties (within 1%): where both sit on the floor, the floor (too conservative at M <= 128, where
+                // 3.0-3.5 TB/s were measured) says nothing about them, and the one whose busiest SM has less to do
+                // wins (measured: 128x64 on all 132 SMs 46.8 us against 128x80 on 106 SMs 54.7 at 128x8448x16384,
+                // 128x128 72.0 against 192x128 100.1 at 128x14336x16384; NOTES_fp8.md, twelfth round); otherwise the
+                // larger tile (fewer bytes per FLOP), and without multicast.
+                const bool on_floor = t.sm < t.floor && best_sm < best_cost;
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
-                    (cost <= best_cost * 1.01 && (block_m * block_n > best.block_m * best.block_n ||
-                                                  (block_m * block_n == best.block_m * best.block_n &&
-                                                   multicast == 0 && best.multicast != 0)))) {
-                    take(cost, block_m, block_n, stages, pipelined, multicast, 1);
+                    (cost <= best_cost * 1.01 &&
+                     (on_floor ? t.sm < best_sm * 0.99
+                               : (block_m * block_n > best.block_m * best.block_n ||
+                                  (block_m * block_n == best.block_m * best.block_n && multicast == 0 &&
+                                   best.multicast != 0))))) {
+                    take(t, block_m, block_n, stages, pipelined, multicast, 1);
                 }
             }
             // Split-K: small tiles, one wave of units, at least two K blocks per unit; taken only when clearly
@@ -313,8 +336,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
             const long num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
             for (int split = 2; split <= kSm90Fp8MaxSplitK; ++split) {
                 if (m_blocks * n_blocks * split > num_sms || num_kb < 2L * split) break;
-                const double cost = sm90_fp8_model_cost(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
-                if (best_cost < 0 || cost < best_cost * 0.99) take(cost, block_m, block_n, stages, pipelined, 0, split);
+                const Sm90Fp8ModelTime t = sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
+                if (best_cost < 0 || t.cost() < best_cost * 0.99) take(t, block_m, block_n, stages, pipelined, 0, split);
             }
         }
     }
