@@ -231,6 +231,13 @@ TEST(Fp8ModelFit, FloorTiesGoToTheLessBusySm) {
         EXPECT_EQ(config.block_m, c.block_m) << m << "x" << n << "x" << k << ": " << h::to_string(config);
         EXPECT_EQ(config.block_n, c.block_n) << m << "x" << n << "x" << k << ": " << h::to_string(config);
     }
-    // Off the floor the larger tile still wins ties: M = 4096 keeps its 256x128 tiles.
+    // Off the floor the larger tile still wins ties: M = 4096 keeps its 256x128 tiles. Below 64 rows too
+    // (measured: 32x7168x16384 64x96 42.3 us against 64x64 44.0; 1x6144x16384 64x64 49.6 against 64x48 52.7).
     EXPECT_EQ(h::choose_sm90_fp8_config(4096, 7168, 16384, kSms, kSmemLimit).block_m, 256);
+    EXPECT_EQ(h::choose_sm90_fp8_config(32, 7168, 16384, kSms, kSmemLimit).block_n, 96);
+    EXPECT_EQ(h::choose_sm90_fp8_config(1, 6144, 16384, kSms, kSmemLimit).block_n, 64);
+    // M = 64 and 96 take it (64x32768x7168: 64x128 pipelined 68.9 against 64x192 80.2; 96x32768x7168: 128x128
+    // pipelined 73.1 against 128x192 89.7).
+    EXPECT_EQ(h::choose_sm90_fp8_config(64, 32768, 7168, kSms, kSmemLimit).block_n, 128);
+    EXPECT_EQ(h::choose_sm90_fp8_config(96, 32768, 7168, kSms, kSmemLimit).block_n, 128);
 }

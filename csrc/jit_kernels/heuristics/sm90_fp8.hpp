@@ -315,12 +315,14 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 const Sm90Fp8ModelTime t =
                     sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
                 const double cost = t.cost();
-                // Ties (within 1%): where both sit on the floor, the floor (too conservative at M <= 128, where
+                // Ties (within 1%): where both sit on the floor, the floor (too conservative at small M, where
                 // 3.0-3.5 TB/s were measured) says nothing about them, and the one whose busiest SM has less to do
                 // wins (measured: 128x64 on all 132 SMs 46.8 us against 128x80 on 106 SMs 54.7 at 128x8448x16384,
-                // 128x128 72.0 against 192x128 100.1 at 128x14336x16384; NOTES_fp8.md, twelfth round); otherwise the
-                // larger tile (fewer bytes per FLOP), and without multicast.
-                const bool on_floor = t.sm < t.floor && best_sm < best_cost;
+                // 128x128 72.0 against 192x128 100.1 at 128x14336x16384; ten shapes with M 64-192 gained 4-30%).
+                // Not below 64 rows, where the 64-row tiles are mostly padding: there it won one shape and lost
+                // two by 4-6% (NOTES_fp8.md, twelfth round). Otherwise the larger tile (fewer bytes per FLOP), and
+                // without multicast.
+                const bool on_floor = m >= 64 && t.sm < t.floor && best_sm < best_cost;
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
                     (cost <= best_cost * 1.01 &&
                      (on_floor ? t.sm < best_sm * 0.99
