@@ -279,10 +279,9 @@ struct Sm90Fp8ModelSpace {
 inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
                                                       Sm90Fp8ModelSpace space = {}) {
     Sm90Fp8GemmConfig best;
-    double best_cost = -1.0, best_sm = 0.0;
+    Sm90Fp8ModelTime best_time{-1.0, -1.0};  // cost() < 0: nothing taken yet
     auto take = [&](Sm90Fp8ModelTime t, int block_m, int block_n, int stages, int pipelined, int multicast, int split) {
-        best_cost = t.cost();
-        best_sm = t.sm;
+        best_time = t;
         best.block_m = block_m;
         best.block_n = block_n;
         best.num_stages = stages;
@@ -317,7 +316,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 if (multicast != 0 && m_blocks * n_blocks <= num_sms) continue;  // one wave: no pairs
                 const Sm90Fp8ModelTime t =
                     sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
-                const double cost = t.cost();
+                const double cost = t.cost(), best_cost = best_time.cost();
                 // Ties (within 1%): where both sit on the floor, the floor (too conservative at small M, where
                 // 3.0-3.5 TB/s were measured) says nothing about them, and the one whose busiest SM has less to do
                 // wins (measured: 128x64 on all 132 SMs 46.8 us against 128x80 on 106 SMs 54.7 at 128x8448x16384,
@@ -325,10 +324,10 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 // Not below 64 rows, where the 64-row tiles are mostly padding: there it won one shape and lost
                 // two by 4-6% (NOTES_fp8.md, twelfth round). Otherwise the larger tile (fewer bytes per FLOP), and
                 // without multicast.
-                const bool on_floor = m >= 64 && t.sm < t.floor && best_sm < best_cost;
+                const bool on_floor = m >= 64 && t.sm < t.floor && best_time.sm < best_time.floor;
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
                     (cost <= best_cost * 1.01 &&
-                     (on_floor ? t.sm < best_sm * 0.99
+                     (on_floor ? t.sm < best_time.sm * 0.99
                                : (block_m * block_n > best.block_m * best.block_n ||
                                   (block_m * block_n == best.block_m * best.block_n && multicast == 0 &&
                                    best.multicast != 0))))) {
@@ -342,12 +341,12 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
             for (int split = 2; split <= kSm90Fp8MaxSplitK; ++split) {
                 if (m_blocks * n_blocks * split > num_sms || num_kb < 2L * split) break;
                 const Sm90Fp8ModelTime t = sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
-                if (best_cost < 0 || t.cost() < best_cost * 0.99) take(t, block_m, block_n, stages, pipelined, 0, split);
+                if (best_time.cost() < 0 || t.cost() < best_time.cost() * 0.99) take(t, block_m, block_n, stages, pipelined, 0, split);
             }
         }
     }
     // Nothing fits (a device with little shared memory): a stage count below the minimum, which the caller reports.
-    if (best_cost < 0) best.num_stages = sm90_fp8_max_stages(64, 16, smem_limit);
+    if (best_time.cost() < 0) best.num_stages = sm90_fp8_max_stages(64, 16, smem_limit);
     best.group_n = 8;
     return best;
 }
