@@ -9,9 +9,14 @@ turns (one call of each per round, L2 flushed before each call, median of N roun
 Group sizes are random (+-30% around the mean, fixed seed); contiguous groups are multiples of 128 rows
 (no padding rows), masked groups multiples of 16 with max_m = the largest group rounded up to 128. TFLOPS count the valid rows only.
 
-    python3 benchmarks/bench_fp8_grouped.py [--runs 10]
+`--config VALUE` (repeatable) also times ours with DG_FP8_GEMM_CONFIG=VALUE forced, in the same turns (e.g. a
+previous default against the current one); the settings are reloaded around each such call, on the host while
+the sleep kernel ahead of it runs.
+
+    python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...]
 """
 import argparse
+import os
 import random
 
 import torch
@@ -35,6 +40,27 @@ def group_sizes(groups, mean, seed, align=1):
     return [max(align, int(mean * rnd.uniform(0.7, 1.3)) // align * align) for _ in range(groups)]
 
 
+def forced(fn, value):
+    """`fn` called with DG_FP8_GEMM_CONFIG=value (settings reloaded before and after)."""
+    def run():
+        old = os.environ.get('DG_FP8_GEMM_CONFIG')
+        os.environ['DG_FP8_GEMM_CONFIG'] = value
+        deep_gemm.reload_settings()
+        try:
+            fn()
+        finally:
+            if old is None:
+                os.environ.pop('DG_FP8_GEMM_CONFIG', None)
+            else:
+                os.environ['DG_FP8_GEMM_CONFIG'] = old
+            deep_gemm.reload_settings()
+    return run
+
+
+def variants(ours, configs):
+    return {'ours': ours, **{f'ours@{v}': forced(ours, v) for v in configs}}
+
+
 def quant_b(groups, n, k):
     b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
     parts = [per_block_cast_to_fp8(b[g]) for g in range(groups)]
@@ -46,7 +72,7 @@ def kernel_sfa(sfa):
     return deep_gemm.get_mn_major_tma_aligned_tensor(sfa)
 
 
-def bench_contiguous(groups, mean, n, k, runs):
+def bench_contiguous(groups, mean, n, k, runs, configs=()):
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
     m_sum = sum(ms)
@@ -65,10 +91,11 @@ def bench_contiguous(groups, mean, n, k, runs):
     def dense():
         deep_gemm.fp8_gemm_nt((a_fp8, sfa_k), (b_fp8[0], sfb[0]), d)
 
-    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous {ms}: ')
+    return ms, time_interleaved({**variants(ours, configs), 'loop': loop, 'dense': dense}, runs,
+                                label=f'contiguous {ms}: ')
 
 
-def bench_masked(groups, mean, n, k, runs):
+def bench_masked(groups, mean, n, k, runs, configs=()):
     ms = group_sizes(groups, mean, seed=groups * n + k, align=16)  # rows a multiple of 16 for cuBLASLt
     max_m = (max(ms) + 127) // 128 * 128
     a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
@@ -93,7 +120,8 @@ def bench_masked(groups, mean, n, k, runs):
     def dense():
         deep_gemm.fp8_gemm_nt((a_cat, sfa_cat), (b_fp8[0], sfb[0]), d_cat)
 
-    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'masked {ms}: ')
+    return ms, time_interleaved({**variants(ours, configs), 'loop': loop, 'dense': dense}, runs,
+                                label=f'masked {ms}: ')
 
 
 def make_loop(a_parts, b_fp8, sfb):
@@ -114,6 +142,8 @@ def fmt(x, spec):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
+    parser.add_argument('--config', action='append', default=[],
+                        help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
     args = parser.parse_args()
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
@@ -122,7 +152,7 @@ def main():
     lines = [header, '-' * len(header)]
     for kind, groups, mean, n, k in SHAPES:
         bench = bench_contiguous if kind == 'contiguous' else bench_masked
-        ms, t = bench(groups, mean, n, k, args.runs)
+        ms, t = bench(groups, mean, n, k, args.runs, args.config)
         ours = t['ours']
         tflops = 2 * sum(ms) * n * k / (ours * 1e-6) / 1e12 if ours else None
         ratio = {b: t[b] / ours if ours and t.get(b) else None for b in ('loop', 'dense')}
@@ -130,6 +160,10 @@ def main():
                      f'{fmt(t["loop"], "8.1f")} {fmt(ratio["loop"], "6.2f")} | {fmt(t["dense"], "8.1f")} '
                      f'{fmt(ratio["dense"], "7.2f")}')
         print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
+        for v in args.config:
+            forced_us = t[f'ours@{v}']
+            lines.append(f'{"":>10} DG_FP8_GEMM_CONFIG={v}: {fmt(forced_us, ".1f")} us'
+                         f' (its time / ours {fmt(forced_us / ours if forced_us and ours else None, ".3f")})')
         torch.cuda.empty_cache()
     lines.append('x loop / x dense: their time / ours (> 1: ours is faster)')
     print('\n'.join(lines))
