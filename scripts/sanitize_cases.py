@@ -185,10 +185,20 @@ def fp8_grouped_operands(a: torch.Tensor, b: torch.Tensor):
 
 
 def check_m_grouped_fp8_gemm_contiguous() -> None:
-    # Groups of 130, 0 and 5 rows (aligned to 128) plus 40 padding rows past the last group, both
+    m_grouped_fp8_contiguous_case()
+
+
+def check_m_grouped_fp8_gemm_contiguous_256() -> None:
+    # 256-row tiles: the block of rows 256-511 holds groups 2 and 3 (visited once per group).
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,0,0,0"):
+        m_grouped_fp8_contiguous_case()
+
+
+def m_grouped_fp8_contiguous_case() -> None:
+    # Groups of 130, 0, 5 and 100 rows (aligned to 128) plus 40 padding rows past the last group, both
     # grouped_layout forms; padding rows (A holds random data there) must come out as zeros, or, with
     # ensure_zero_padding=False, stay untouched.
-    group_ms, n, k = [130, 0, 5], 200, 320
+    group_ms, n, k = [130, 0, 5, 100], 200, 320
     starts, ends, end = [], [], 0
     for gm in group_ms:
         starts.append((end + 127) // 128 * 128)
@@ -228,6 +238,16 @@ def check_m_grouped_fp8_gemm_contiguous() -> None:
 
 
 def check_m_grouped_fp8_gemm_masked() -> None:
+    m_grouped_fp8_masked_case()
+
+
+def check_m_grouped_fp8_gemm_masked_256() -> None:
+    # 256-row tiles: two 64-row waves per math warpgroup, clipped per wave.
+    with forced_config("DG_FP8_GEMM_CONFIG", "256,128,0,0,0"):
+        m_grouped_fp8_masked_case()
+
+
+def m_grouped_fp8_masked_case() -> None:
     # max_m = 100 (not a multiple of 64); masked_m 0, 37, 100, > max_m and negative (clamped on the device).
     values, max_m, n, k = [0, 37, 100, 1000, -7], 100, 200, 320
     a = torch.randn(len(values), max_m, k, dtype=torch.bfloat16)

@@ -181,6 +181,25 @@ TEST(GemmPipeline, PlanRejectsWhatRunWould) {
     EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_nt", 4096, 4096, 4096), tiny), deep_gemm::jit::Error);
 }
 
+// The contiguous schedulers look groups up per segment: BLOCK_M up to 128, or a 128-row half of a 256-row
+// block. The group alignment must be a multiple of the segment, and 192-row tiles (three 64-row warpgroups)
+// fit no segment.
+TEST(GemmPipeline, GroupedLayoutNeedsWholeSegments) {
+    k::GemmProblem p;
+    p.mode = k::GemmGroupedMode::kMGroupedContiguous;
+    p.alignment = 128;
+    for (const int block_m : {64, 128, 256}) {
+        k::GemmKernelKey key;
+        key.block_m = block_m;
+        EXPECT_NO_THROW(k::set_grouped_layout("op", p, key)) << block_m;
+    }
+    k::GemmKernelKey key;
+    key.block_m = 192;
+    EXPECT_THROW(k::set_grouped_layout("op", p, key), deep_gemm::jit::Error);
+    p.mode = k::GemmGroupedMode::kMGroupedMasked;  // no segments: rows per group
+    EXPECT_NO_THROW(k::set_grouped_layout("op", p, key));
+}
+
 // set_block_size_multiple_of: every chooser picks only tiles whose BLOCK_M / BLOCK_N are multiples of the
 // knob's values, over small and large, dense and grouped shapes.
 TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {

@@ -113,9 +113,10 @@ std::vector<GemmKernelKey> shipped_fp8_keys() {
     return keys;
 }
 
-// The M-grouped variants (few: each is a full kernel compile): contiguous with zero padding (the default)
-// and psum with untouched padding (rows clipped per tile) from the grouped heuristics on TARGETS-like
-// shapes, and a masked one with 64-row tiles (small expected_m).
+// The M-grouped variants (few: each is a full kernel compile) on TARGETS-like shapes: contiguous with zero
+// padding (the default) and psum with untouched padding (rows clipped per tile) on 256-row tiles (two 128-row
+// segments, a block of two groups visited twice; DG_FP8_GEMM_CONFIG can force them), psum on 64-row tiles,
+// masked with 64-row tiles (small expected_m) and 256-row ones, and the grouped heuristics' contiguous pick.
 std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
     auto key_of = [](int cost_m, int n, int k, int rows_per_group, GemmGroupedMode mode, int padding, int psum_align) {
@@ -128,14 +129,21 @@ std::vector<GemmKernelKey> grouped_fp8_keys() {
         key.k = uint32_t(k);
         return key;
     };
-    std::vector<GemmKernelKey> keys = {
-        key_of(8 * 4256, 6144, 7168, 0, GemmGroupedMode::kMGroupedContiguous, 1, 0),
-        key_of(4 * 8576, 4096, 4096, 0, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
-        key_of(32 * 48, 6144, 7168, 48, GemmGroupedMode::kMGroupedMasked, 0, 0)};
-    // psum with 64-row tiles (DG_FP8_GEMM_CONFIG can force them): blocks before a group's aligned start.
-    keys[1].block_m = 64;
-    keys[1].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, keys[1].block_n, kH200SmemOptin);
-    return keys;
+    auto with_tile = [](GemmKernelKey key, int block_m, int block_n) {
+        key.block_m = block_m;
+        key.block_n = block_n;
+        key.pipelined = false;
+        key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(block_m, block_n, kH200SmemOptin);
+        return key;
+    };
+    const GemmKernelKey contiguous = key_of(8 * 4256, 6144, 7168, 0, GemmGroupedMode::kMGroupedContiguous, 1, 0);
+    const GemmKernelKey psum = key_of(4 * 8576, 4096, 4096, 0, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128);
+    const GemmKernelKey masked = key_of(32 * 48, 6144, 7168, 48, GemmGroupedMode::kMGroupedMasked, 0, 0);
+    GemmKernelKey psum64 = psum;
+    psum64.block_m = 64;  // blocks before a group's aligned start
+    psum64.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, psum.block_n, kH200SmemOptin);
+    return {with_tile(contiguous, 256, 128), with_tile(psum, 256, 128), psum64, masked, with_tile(masked, 256, 128),
+            contiguous};
 }
 
 class KernelCompile : public dg_test::KernelCompileTest {
@@ -224,11 +232,15 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
     dg_test::expect_distinct_sources(keys, deep_gemm::kernels::gemm_kernel_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");
     EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("ContiguousLayoutScheduler<64u"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("ContiguousLayoutScheduler<256u"),
               std::string::npos);
     EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("PaddingRows::kUntouched, 128u>"),
               std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("MaskedGroupedScheduler<64u"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("ContiguousLayoutScheduler<64u"),
+              std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[3]).code.find("MaskedGroupedScheduler<64u"),
+              std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[4]).code.find("MaskedGroupedScheduler<256u"),
               std::string::npos);
 }
 
@@ -308,8 +320,9 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dThreeMathWarpgroups) {
     }
 }
 
-// Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) with
-// NVCC, masked with NVRTC.
+// Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) on
+// 256-row tiles with NVCC; psum on 64-row tiles, masked on 64- and 256-row tiles and the heuristics' contiguous
+// pick with NVRTC.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
     const auto keys = grouped_fp8_keys();
@@ -319,24 +332,26 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {
 
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    build_and_check(grouped_fp8_keys()[2]);
+    const auto keys = grouped_fp8_keys();
+    for (size_t i = 2; i < keys.size(); ++i) build_and_check(keys[i]);
 }
 
-// 256-row tiles are dense-only: the grouped modes' per-row rules cover one wave per math warpgroup, and the
-// kernel refuses to instantiate them with two (the host also rejects a forced block_m 256 for grouped ops).
-TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGrouped256RowTilesRejected) {
+// The contiguous schedulers look groups up per 128-row segment: 192-row tiles (three 64-row warpgroups) do not
+// fit, and the scheduler refuses to instantiate them (the host rejects them before that:
+// GemmPipeline.GroupedLayoutNeedsWholeSegments).
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguous192RowTilesRejected) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    GemmKernelKey key = grouped_fp8_keys()[2];  // masked (clipped rows)
-    key.block_m = 256;
+    GemmKernelKey key = grouped_fp8_keys()[0];
+    key.block_m = 192;
     key.block_n = 128;
     key.pipelined = false;
-    key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin);
+    key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(192, 128, kH200SmemOptin);
     const auto src = deep_gemm::kernels::gemm_kernel_source(key);
     try {
         deep_gemm::jit::build({src.name, src.symbol, src.code}, "sm_90a");
-        ADD_FAILURE() << "a masked kernel with 256-row tiles compiled";
+        ADD_FAILURE() << "a contiguous kernel with 192-row tiles compiled";
     } catch (const deep_gemm::jit::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("need one wave per math warpgroup"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("BLOCK_M 64, 128 or 256"), std::string::npos) << e.what();
     }
 }
 

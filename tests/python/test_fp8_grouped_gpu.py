@@ -241,15 +241,43 @@ def test_forced_configs(forced_config, value):
     _check_masked(d, a_deq, b_deq, masked_values, 200, f'masked forced {value}')
 
 
-@pytest.mark.parametrize('block_m', [256, 192])
-def test_forced_dense_only_tiles_rejected(forced_config, block_m):
-    """256- and 192-row tiles are for the dense GEMM only: a grouped call with them forced raises before any
-    launch."""
-    forced_config(f'{block_m},128,0,0,0')
-    a, b, _, _, masked_m = _masked_inputs(2, 128, 256, 256, 3, [5, 128])
-    d = torch.full((2, 128, 256), float('nan'), device='cuda', dtype=torch.bfloat16)
-    with pytest.raises(RuntimeError, match=f'block_m {block_m} is for the dense GEMM only'):
-        deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 64)
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'untouched'])
+def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
+    """256-row tiles look groups up per 128-row half: a block whose halves hold two groups (a group starting at
+    an odd multiple of 128 rows) runs once per group and each run writes its own half only; halves of padding,
+    empty groups and padding past the last group as in the other tests."""
+    forced_config('256,128,0,0,0')
+    _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)
+    _run_contiguous(_group_sizes(32, 11), 1024, 1024, psum, zero_padding, tail=64)
+    _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
+
+
+@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,64,0,0,0', '192,128,0,0,0'])
+def test_masked_several_waves_per_warpgroup(forced_config, value):
+    """Masked groups on 256-row tiles (two 64-row waves per math warpgroup) and 192-row ones: the rows at or past
+    masked_m are clipped per wave, a warpgroup whose rows are all valid stores through TMA."""
+    forced_config(value)
+    masked_values = [0, 1, 64, 127, 128, 129, 200, 255, 256, 257, 300, 1000]
+    max_m = 300
+    a, b, a_deq, b_deq, masked_m = _masked_inputs(len(masked_values), max_m, 640, 1536, 13, masked_values)
+    d = torch.full((len(masked_values), max_m, 640), float('nan'), device='cuda', dtype=torch.bfloat16)
+    deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, 200)
+    torch.cuda.synchronize()
+    _check_masked(d, a_deq, b_deq, masked_values, max_m, f'masked forced {value}')
+
+
+def test_forced_192_row_tiles_rejected_for_contiguous(forced_config):
+    """192-row tiles (three 64-row warpgroups) do not fit the contiguous layouts' 128-row segments: a contiguous
+    call with them forced raises before any launch."""
+    forced_config('192,128,0,0,0')
+    layout, _, m_sum = _contiguous_rows([130, 5], 128, False, 0)
+    g = _gen(5)
+    a_fp8, sfa, _ = _quant_a(_randn((m_sum, 256), g))
+    b_fp8, sfb, _ = _quant_b(_randn((2, 256, 256), g))
+    d = torch.full((m_sum, 256), float('nan'), device='cuda', dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError, match='block_m 192 is for the dense and masked GEMMs only'):
+        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa), (b_fp8, sfb), d, layout)
     torch.cuda.synchronize()
     assert torch.isnan(d).all()
 

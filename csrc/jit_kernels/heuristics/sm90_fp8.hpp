@@ -267,8 +267,8 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     return sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, num_stages, pipelined, multicast, split_k).cost();
 }
 
-// The candidates the model may pick: all by default; the grouped schedulers take BLOCK_M 64 or 128 and no
-// multicast.
+// The candidates the model may pick: all by default; for the grouped schedulers BLOCK_M 64 or 128 and no
+// multicast (they pair no CTAs).
 struct Sm90Fp8ModelSpace {
     int min_block_m = 64, max_block_m = 256;
     bool multicast = true;
@@ -390,9 +390,11 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
 }
 
 // M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m).
-// Model: the candidates the grouped schedulers take (BLOCK_M 64 or 128, which divides the contiguous
-// layout's 128-row alignment; no multicast, they pair no CTAs); masked groups of at most 64 expected rows
-// take 64-row tiles, larger ones 128 (less of each group's last tile wasted). "rules" / "legacy": the dense
+// Model: BLOCK_M 64 or 128, no multicast (the grouped schedulers pair no CTAs); masked groups of at most 64
+// expected rows take 64-row tiles, larger ones 128 (less of each group's last tile wasted). The schedulers also
+// run 256-row tiles (and masked 192-row ones), forced through DG_FP8_GEMM_CONFIG only: on the grouped
+// benchmark shapes those kernels measured slower than the 128-row picks for the contiguous layout
+// (benchmarks/NOTES_fp8.md, thirteenth round). "rules" / "legacy": the dense
 // rule on that M made valid the same way; its 32-wide N tiles only pay off with A multicast: 64 instead.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
                                                         int rows_per_group,

@@ -269,14 +269,13 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
         if (mode != GemmGroupedMode::kNone) {
-            // The grouped schedulers pair no CTAs, and their per-row rules are written for one 64-row wave
-            // per math warpgroup (BLOCK_M 64 or 128; the kernel static_asserts it too).
+            // The grouped schedulers pair no CTAs; the contiguous ones look groups up per 128-row segment, which
+            // three 64-row math warpgroups (BLOCK_M 192) do not fit.
             config.multicast = 0;
             if (config.split_k > 1)
                 fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::to_string(config));
-            if (config.block_m == 256 || config.block_m == 192)
-                fail_op(op, std::string(kConfigEnv) + ": block_m " + std::to_string(config.block_m) +
-                                " is for the dense GEMM only; got " +
+            if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked)
+                fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got " +
                                 heuristics::to_string(config));
         }
     }

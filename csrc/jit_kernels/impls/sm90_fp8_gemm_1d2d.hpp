@@ -14,11 +14,11 @@
 namespace deep_gemm::kernels {
 
 // DG_FP8_GEMM_CONFIG (tuning and sweeps only) forces the config of fp8_gemm_nt (and of the m-grouped FP8
-// ops, which drop multicast and reject block_m 192 and 256):
+// ops, which drop multicast; the contiguous ones reject block_m 192):
 //   "block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]"
 //     block_m    64, 128, 192 or 256 (192: three math warpgroups of 64 rows, block_n <= 128, pipelined only
-//                with block_n <= 80; 256: two math warpgroups of 128 rows, block_n <= 128, pipelined 0; both
-//                for the dense GEMM only)
+//                with block_n <= 80, not for the contiguous layouts; 256: two math warpgroups of 128 rows,
+//                block_n <= 128, pipelined 0)
 //     block_n    a multiple of 16 in [16, 192]
 //     stages     0 = as many as fit in shared memory, else [3, 16]
 //     pipelined  0 = off, 1 = two scratch accumulators (block_n <= 128)

@@ -126,7 +126,7 @@ std::string wgmma_selection(int fp8_n, int bf16_n);
 // The grouped layout of a key, shared by the kernels with M-grouped modes (FP8 1D2D, BF16):
 //   set_grouped_layout     the mode; for the contiguous modes the padding rule and the psum alignment
 //                          (padding rows are found through the group alignment, which must be a multiple of
-//                          key.block_m: jit::Error naming `op` otherwise)
+//                          key.block_m, or of 128 for 256-row tiles: jit::Error naming `op` otherwise)
 //   scheduler_type         the device scheduler of the key (template arguments included): the grouped
 //                          mode's, or for a dense key `dense` (e.g. "GroupedOrderScheduler", the kernel's choice)
 //   grouped_symbol_suffix  "_contig" / "_masked" / "_kgrouped" / "_psum"; padding_symbol_suffix the padding

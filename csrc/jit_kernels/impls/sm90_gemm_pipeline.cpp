@@ -88,9 +88,12 @@ std::string wgmma_selection(int fp8_n, int bf16_n) {
 void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key) {
     key.mode = uint8_t(p.mode);
     if (p.mode != GemmGroupedMode::kMGroupedContiguous && p.mode != GemmGroupedMode::kMGroupedContiguousPsum) return;
-    if (p.alignment % key.block_m != 0)
+    // The scheduler looks groups up per segment: the whole M block, or each 128-row half of a 256-row block.
+    const int segment = std::min(int(key.block_m), 128);
+    if (key.block_m % segment != 0 || p.alignment % segment != 0)
         throw jit::Error(std::string(op) + ": the group alignment (" + std::to_string(p.alignment) +
-                         " rows) must be a multiple of BLOCK_M");
+                         " rows) must be a multiple of BLOCK_M, or of 128 for BLOCK_M 256 (BLOCK_M " +
+                         std::to_string(key.block_m) + ")");
     key.padding = p.ensure_zero_padding ? 1 : 2;
     if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
 }

@@ -71,16 +71,28 @@ struct Bf16DirectStoreEpilogue {
         }
     }
 
-    // As store() for one wave per warpgroup (the grouped modes: BLOCK_M 64 or 128), writing only the rows
-    // below m whose flag is set (lo_ok: this thread's first row, hi_ok: the row 8 below it).
+    // As store(), but writes only the rows below m whose flag is set (lo_ok[w]: this thread's first row of wave
+    // w, hi_ok[w]: the row 8 below it).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store_rows(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 m, u32 n,
+                                               const bool (&lo_ok)[kWaves], const bool (&hi_ok)[kWaves]) {
+        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
+        const u32 warp = thread / 32, lane = thread % 32;
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w) {
+            const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + w * 64 + warp * 16 + lane / 4;
+            store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo, lo_ok[w] && row_lo < m, hi_ok[w] && row_lo + 8 < m,
+                                            n0, n, lane);
+        }
+    }
+
+    // store_rows() of one wave per warpgroup, with its two flags.
     template <int kNumAccum>
     __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n, bool lo_ok,
                                                bool hi_ok) {
-        static_assert(kWaves == 1, "row-flagged stores are for one wave per warpgroup");
-        static_assert(kNumAccum == kBlockN / 2, "accumulator count");
-        const u32 warp = thread / 32, lane = thread % 32;
-        const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
-        store_bf16_rows_direct<kBlockN>(acc, d, ldd, row_lo, lo_ok && row_lo < m, hi_ok && row_lo + 8 < m, n0, n, lane);
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...] and a flag per wave");
+        const bool lo[1] = {lo_ok}, hi[1] = {hi_ok};
+        store_rows(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, m, n, lo, hi);
     }
 
     __device__ __forceinline__ void finish() {}

@@ -56,24 +56,38 @@ struct Bf16TmaStoreEpilogue {
                                                     u32 ld, const void* = nullptr, u32 = 0)
         : smem(smem_d), math_wg(wg), thread(t), tmap_d(tmap), d(static_cast<u16*>(d_ptr)), ldd(ld) {}
 
-    // As store(), but writes only the rows below row_end whose flag is set (lo_ok: this thread's first
-    // accumulator row, hi_ok: the row 8 below it), for bounds the tensor map does not know (masked groups,
-    // padding rows). A warpgroup whose 64 rows are all to be written stores through TMA; otherwise its rows
-    // are written from registers (a group's last tile only). One wave per warpgroup (the grouped modes use
-    // BLOCK_M 64 or 128).
+    // As store(), but writes only the rows below row_end whose flag is set (lo_ok[w]: this thread's first
+    // accumulator row of wave w, hi_ok[w]: the row 8 below it), for bounds the tensor map does not know (masked
+    // groups, padding rows). A warpgroup whose rows are all to be written stores through TMA; otherwise its rows
+    // are written from registers (a group's last tile only).
+    template <int kNumAccum>
+    __device__ __forceinline__ void store_rows(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 row_end,
+                                               u32 n, const bool (&lo_ok)[kWaves], const bool (&hi_ok)[kWaves]) {
+        const u32 warp = thread / 32, lane = thread % 32;
+        const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;  // wave w: + 64 w
+        bool lo[kWaves], hi[kWaves], all = true;
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w) {
+            lo[w] = lo_ok[w] && row_lo + w * 64 < row_end;
+            hi[w] = hi_ok[w] && row_lo + w * 64 + 8 < row_end;
+            all = all && lo[w] && hi[w];
+        }
+        if (ptx::named_barrier_and(1 + math_wg, 128, all)) {
+            store(acc, m0, n0, row_end, n);
+            return;
+        }
+#pragma unroll
+        for (u32 w = 0; w < kWaves; ++w)
+            store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo + w * 64, lo[w], hi[w], n0, n, lane);
+    }
+
+    // store_rows() of one wave per warpgroup, with its two flags.
     template <int kNumAccum>
     __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 row_end, u32 n,
                                                bool lo_ok, bool hi_ok) {
-        static_assert(kWaves == 1, "row-flagged stores are for one wave per warpgroup");
-        const u32 warp = thread / 32, lane = thread % 32;
-        const u32 row_lo = m0 + math_wg * kRowsPerWarpgroup + warp * 16 + lane / 4;
-        lo_ok = lo_ok && row_lo < row_end;
-        hi_ok = hi_ok && row_lo + 8 < row_end;
-        if (ptx::named_barrier_and(1 + math_wg, 128, lo_ok && hi_ok)) {
-            store(acc, m0, n0, row_end, n);
-        } else {
-            store_bf16_rows_direct<kBlockN>(acc, d, ldd, row_lo, lo_ok, hi_ok, n0, n, lane);
-        }
+        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...] and a flag per wave");
+        const bool lo[1] = {lo_ok}, hi[1] = {hi_ok};
+        store_rows(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, row_end, n, lo, hi);
     }
 
     // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0)

@@ -6,8 +6,8 @@
 // A, B and sfa are read through 3-D tensor maps {inner, outer, group} (group extent 1 when not grouped);
 // sfb is [G, ceil(N/128), ceil(K/128)] (one [ceil(N/128), ceil(K/128)] block per B group); D is 2-D
 // (rows from the scheduler's d_row0()). Masked: A [G, max_m, K], sfa per group M-major
-// [G][ceil(K/128)][align(max_m, 4)]; m = max_m. Grouped modes run with BLOCK_M 64 or 128 only (one wave
-// per math warpgroup: their padding-row and clipped-row rules are per wave-0 row; static_assert below).
+// [G][ceil(K/128)][align(max_m, 4)]; m = max_m. The grouped row rules (padding rows, clipped rows) hold a
+// flag per thread row and wave; a 256-row contiguous block of two groups is visited once per group.
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + math warpgroups: BLOCK_M/64
@@ -96,11 +96,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     constexpr u32 kRowsPerWarpgroup = Layout::kRowsPerWarpgroup;
     static_assert(kPromoteMode == 0 || kWaves == 1, "the pipelined promotion has no registers left for 2 waves");
     static_assert(Epilogue::kWaves == kWaves, "the epilogue must take this kernel's waves per warpgroup");
-    // Per-row rules of the grouped modes (padding rows, all-padding tiles, clipped rows) are written for one
-    // wave per warpgroup (lo_ok / hi_ok of wave 0): grouped schedulers run with BLOCK_M 64 or 128 only.
-    static_assert(kWaves == 1 || (Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
-                                  !Scheduler::kMayHaveEmptyK),
-                  "grouped (row-rule) schedulers need one wave per math warpgroup (BLOCK_M 64 or 128)");
     constexpr bool kPipelinedPromote = kPromoteMode == 1;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
@@ -389,18 +384,26 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             if constexpr (Scheduler::kMayHaveEmptyK) {
                 if (scheduler.k_size(k) == 0) {
                     // All padding (kZero): zeros, no K loop (the producer loads nothing for this tile).
-                    float zeros[kNumAccum];
+                    float zeros[kWaves][kNumAccum];
 #pragma unroll
-                    for (u32 i = 0; i < kNumAccum; ++i) zeros[i] = 0.0f;
+                    for (u32 w = 0; w < kWaves; ++w) {
+#pragma unroll
+                        for (u32 i = 0; i < kNumAccum; ++i) zeros[w][i] = 0.0f;
+                    }
                     epilogue.store(zeros, d_row0, n0, scheduler.d_row_end(), n);
                     continue;
                 }
             }
-            // Padding rows of a contiguous layout (asked before the K loop, so the loads' latency hides).
-            bool lo_ok = true, hi_ok = true;
-            if constexpr (Scheduler::kPaddingRows != PaddingRows::kUnspecified) {
-                lo_ok = scheduler.row_valid(d_row0 + row_lo);
-                hi_ok = scheduler.row_valid(d_row0 + row_lo + 8);
+            // Padding rows of a contiguous layout, per wave: lo_ok[w] / hi_ok[w] for this thread's rows row_lo and
+            // row_lo + 8 of wave w (asked before the K loop, so the loads' latency hides).
+            bool lo_ok[kWaves], hi_ok[kWaves];
+#pragma unroll
+            for (u32 w = 0; w < kWaves; ++w) {
+                lo_ok[w] = hi_ok[w] = true;
+                if constexpr (Scheduler::kPaddingRows != PaddingRows::kUnspecified) {
+                    lo_ok[w] = scheduler.row_valid(d_row0 + row_lo + w * 64);
+                    hi_ok[w] = scheduler.row_valid(d_row0 + row_lo + w * 64 + 8);
+                }
             }
             const u32 sb0 = n0 / 128;  // may be past the last scale row for an N-pair's padding tile
             const float* sfb_group = sfb + scheduler.b_group() * num_scale_rows_b * num_k_blocks;
@@ -520,18 +523,24 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             if constexpr (kNumSplits > 1) {
                 if (!split_k_combine(fin[0], scheduler.tile(), scheduler.split())) continue;  // not the last unit
             }
+            // A 256-row contiguous block holding two groups is visited once per group: each visit writes the
+            // rows of its own group's warpgroup only.
+            if (!scheduler.rows_written(math_wg * kRowsPerWarpgroup)) continue;
             if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
 #pragma unroll
-                for (u32 j = 0; j < kBlockN / 8; ++j) {
-                    if (!lo_ok) fin[0][4 * j + 0] = fin[0][4 * j + 1] = 0.0f;
-                    if (!hi_ok) fin[0][4 * j + 2] = fin[0][4 * j + 3] = 0.0f;
+                for (u32 w = 0; w < kWaves; ++w) {
+#pragma unroll
+                    for (u32 j = 0; j < kBlockN / 8; ++j) {
+                        if (!lo_ok[w]) fin[w][4 * j + 0] = fin[w][4 * j + 1] = 0.0f;
+                        if (!hi_ok[w]) fin[w][4 * j + 2] = fin[w][4 * j + 3] = 0.0f;
+                    }
                 }
             }
             if (defer_store) {
                 pending = true;
                 pending_row0 = d_row0, pending_n0 = n0, pending_row_end = scheduler.d_row_end();
             } else if constexpr (Scheduler::kClipRows) {
-                epilogue.store_rows(fin[0], d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
+                epilogue.store_rows(fin, d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
             } else {
                 epilogue.store(fin, d_row0, n0, scheduler.d_row_end(), n);
             }

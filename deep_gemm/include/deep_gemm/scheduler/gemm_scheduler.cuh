@@ -15,6 +15,9 @@
 //     kPaddingRows, row_valid(row)         what the epilogue does with rows of a tile that belong to no
 //                                          group (see PaddingRows); row_valid() is asked only when
 //                                          kPaddingRows != kUnspecified
+//     rows_written(row_in_tile)            false for the rows of a warpgroup that this visit of the tile must
+//                                          not write (another visit of the same tile writes them: a 256-row
+//                                          contiguous block holding two groups)
 //     kClipRows                            the epilogue must write no row at or past d_row_end() (the D
 //                                          tensor map extends past it, e.g. into the next masked group)
 // Grouped layouts (contiguous / masked MoE) provide other schedulers with the same interface.
@@ -57,6 +60,7 @@ struct WholeKRange {
     __device__ __forceinline__ u32 k_offset() const { return 0; }
     __device__ __forceinline__ u32 k_size(u32 problem_k) const { return problem_k; }
     __device__ __forceinline__ bool row_valid(u32) const { return true; }
+    __device__ __forceinline__ bool rows_written(u32) const { return true; }
 };
 
 // Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.

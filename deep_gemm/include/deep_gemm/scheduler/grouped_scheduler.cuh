@@ -2,17 +2,18 @@
 // any kernel written against that interface (the BF16 GEMM; the FP8 kernel later) runs all three modes.
 //
 // Contiguous: A / D are [sum_M, *] (rows of all groups concatenated), B is [G, N, K]; grouped_layout[row]
-//   is the row's group, or -1 for padding. Every group's segment starts at a multiple of the alignment
-//   (128 rows), which is a multiple of BLOCK_M, so an M block never mixes two groups; a block whose first
-//   row is -1 is all padding. What happens to padding rows is the scheduler's kPadding (PaddingRows,
-//   gemm_scheduler.cuh): by default all-padding blocks are skipped and the other padding rows are computed
-//   with the tile's group and stored (D content unspecified); kZero stores zeros in every padding row
-//   (all-padding blocks become tiles with no K blocks); kUntouched never writes them.
+//   is the row's group, or -1 for padding. Every group's rows start at a multiple of the alignment (128
+//   rows), a multiple of BLOCK_M up to 128, so such an M block never mixes two groups and a block whose first
+//   row is -1 is all padding; a 256-row block is looked up as two 128-row segments (below). What happens
+//   to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh): by default all-padding
+//   blocks are skipped and the other padding rows are computed with the tile's group and stored (D content
+//   unspecified); kZero stores zeros in every padding row (all-padding blocks become tiles with no K
+//   blocks); kUntouched never writes them.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
-//   alignment (a multiple of BLOCK_M); rows outside every group are padding. An M block belongs to the first
-//   group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past the
-//   last end are skipped. A block can start in the padding before its group only when the alignment exceeds
+//   alignment (a multiple of 128); rows outside every group are padding. An M block (or segment) belongs to
+//   the first group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past
+//   the last end are skipped. A block can start in the padding before its group only when the alignment exceeds
 //   BLOCK_M; it is then computed with that group (padding rows' D content unspecified, as above), or, with
 //   kZero / kUntouched, recognised as padding: those modes need the alignment (kPsumAlign) to tell a
 //   group's first row, align(end[g-1]).
@@ -32,68 +33,114 @@
 namespace deep_gemm {
 
 // Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
-// with no group are skipped, or with kZero visited as tiles with no K blocks).
+// with no group are skipped, or with kZero visited as tiles with no K blocks). A 256-row block is looked up as
+// two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
+// lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
+// twice, once with each group's B, and each visit writes only its own segment (rows_written()).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout, PaddingRows kPadding = PaddingRows::kUnspecified,
           u32 kPsumAlign = 128>
 struct ContiguousLayoutScheduler : WholeKRange {
-    static_assert(kPsumAlign % kBlockM == 0, "groups start at multiples of BLOCK_M");
+    static constexpr u32 kSegmentRows = kBlockM < 128 ? kBlockM : 128;
+    static constexpr u32 kSegments = kBlockM / kSegmentRows;
+    static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
+    static_assert(kPsumAlign % kSegmentRows == 0, "groups start at multiples of a segment");
     static constexpr bool kMayHaveEmptyK = kPadding == PaddingRows::kZero;
     static constexpr PaddingRows kPaddingRows = kPadding;
     static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
     const i32* grouped_layout;
     u32 num_groups;
+
+    // The group of a segment; for the psum layout with a padding mode also the group's rows [begin, end).
+    struct Segment {
+        bool has_group;
+        u32 group, begin, end;
+    };
+    // The current visit: its group, whether it is all padding (kZero), its group's rows (psum with a padding
+    // mode) and which segments of the tile it writes (bit s: segment s).
     u32 cur_group = 0;
-    bool cur_empty = false;  // kZero: the tile is all padding
-    // psum with a padding mode: the current group's rows [group_begin, group_end).
+    bool cur_empty = false;
     u32 group_begin = 0, group_end = 0;
+    u32 written = 1;
+    // The second visit of the current M block, when its segments belong to two groups.
+    bool revisit = false;
+    Segment revisit_segment{};
+    u32 revisit_n_block = 0;
 
     // m = sum_M (rows of A and D), n = N; layout = group per row [m], or group ends [num_groups] (psum).
     __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
         : dense(m, n), grouped_layout(layout), num_groups(groups) {}
 
-    // The group of the M block starting at `row` into `group`; false when it has none (padding, or past the
-    // last group).
-    __device__ __forceinline__ bool block_group(u32 row, u32& group) {
+    // The group of the segment starting at `row` (has_group false: padding, or past the last group).
+    __device__ __forceinline__ Segment segment(u32 row) const {
+        Segment s{false, 0u, 0u, 0u};
         if constexpr (!kPsumLayout) {
             // A group id past the last group counts as padding too: group indices address B and its scales.
             const i32 g = __ldg(grouped_layout + row);
-            group = static_cast<u32>(g);
-            return g >= 0 && group < num_groups;
+            s.group = static_cast<u32>(g);
+            s.has_group = g >= 0 && s.group < num_groups;
         } else {
             // First group g with end[g] > row; a malformed (decreasing) layout only changes which group a
-            // block gets, never an address: g < num_groups and rows stay below m.
+            // segment gets, never an address: g < num_groups and rows stay below m.
             u32 lo = 0, hi = num_groups;
             while (lo < hi) {
                 const u32 mid = (lo + hi) / 2;
                 if (__ldg(grouped_layout + mid) > static_cast<i32>(row)) hi = mid;
                 else lo = mid + 1;
             }
-            group = lo;
-            if (lo >= num_groups) return false;
+            s.group = lo;
+            s.has_group = lo < num_groups;
             if constexpr (kPadding != PaddingRows::kUnspecified) {
-                // Group g's rows: [align(end[g-1]), end[g]); a block before its first row is all padding
-                // (both are multiples of BLOCK_M).
-                const i32 prev_end = lo > 0 ? __ldg(grouped_layout + lo - 1) : 0;
-                group_begin = prev_end > 0 ? align_up(static_cast<u32>(prev_end), kPsumAlign) : 0u;
-                group_end = static_cast<u32>(__ldg(grouped_layout + lo));
-                return row >= group_begin;
+                if (s.has_group) {
+                    // Group g's rows: [align(end[g-1]), end[g]); a segment before its first row is all padding
+                    // (both are multiples of the segment).
+                    const i32 prev_end = lo > 0 ? __ldg(grouped_layout + lo - 1) : 0;
+                    s.begin = prev_end > 0 ? align_up(static_cast<u32>(prev_end), kPsumAlign) : 0u;
+                    s.end = static_cast<u32>(__ldg(grouped_layout + lo));
+                    s.has_group = row >= s.begin;
+                }
             }
-            return true;
         }
+        return s;
+    }
+
+    __device__ __forceinline__ void visit(const Segment& s, u32 segments_written) {
+        cur_group = s.group;
+        cur_empty = false;
+        group_begin = s.begin, group_end = s.end;
+        written = segments_written;
     }
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
+        constexpr u32 kAll = (1u << kSegments) - 1;
+        if (kSegments > 1 && revisit) {
+            revisit = false;
+            m_block = dense.cur_m0 / kBlockM, n_block = revisit_n_block;
+            visit(revisit_segment, 2u);
+            return true;
+        }
         while (dense.next(m_block, n_block)) {
-            u32 g;
-            if (block_group(m_block * kBlockM, g)) {
-                cur_group = g;
-                cur_empty = false;
+            const Segment first = segment(m_block * kBlockM);
+            if constexpr (kSegments > 1) {
+                const Segment second = segment(m_block * kBlockM + kSegmentRows);
+                if (first.has_group && second.has_group && first.group != second.group) {
+                    visit(first, 1u);
+                    revisit = true, revisit_segment = second, revisit_n_block = n_block;
+                    return true;
+                }
+                if (!first.has_group && second.has_group) {
+                    visit(second, kAll);
+                    return true;
+                }
+            }
+            if (first.has_group) {
+                visit(first, kAll);
                 return true;
             }
             if constexpr (kPadding == PaddingRows::kZero) {
                 cur_group = 0;  // B is not read
                 cur_empty = true;
+                written = kAll;
                 return true;
             }
         }
@@ -103,13 +150,17 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ u32 k_size(u32 problem_k) const {
         return kMayHaveEmptyK && cur_empty ? 0u : problem_k;
     }
-    // Whether `row` (of D, inside the current tile) belongs to the tile's group.
+    // Whether `row` (of D, inside the current tile) belongs to the visit's group.
     __device__ __forceinline__ bool row_valid(u32 row) const {
         if constexpr (kPsumLayout) {
             return row >= group_begin && row < group_end;
         } else {
             return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur_group);
         }
+    }
+    // Whether this visit writes the rows of the tile's segment holding tile row `row_in_tile`.
+    __device__ __forceinline__ bool rows_written(u32 row_in_tile) const {
+        return ((written >> (row_in_tile / kSegmentRows)) & 1u) != 0;
     }
 
     __device__ __forceinline__ u32 a_group() const { return 0; }
