@@ -1,6 +1,7 @@
 """Benchmark: the M-grouped FP8 GEMMs (deep_gemm.m_grouped_fp8_gemm_nt_contiguous / _masked, SM90 1D2D)
-on the grouped shapes of the performance targets, against two baselines measured in the same run, in
-turns (one call of each per round, L2 flushed before each call, median of N rounds):
+on the grouped shapes of the performance targets and a decode-like masked one, against two baselines
+measured in the same run, in turns (one call of each per round, L2 flushed before each call, median of N
+rounds):
 
 - `loop`: one block-wise torch._scaled_mm (cuBLASLt, 1x128 A / 128x128 B scales) per group;
 - `dense`: our dense fp8_gemm_nt on the concatenated problem (all groups' rows against one B), the
@@ -35,6 +36,7 @@ SHAPES = [
     ('contiguous', 4, 8576, 4096, 4096),
     ('masked', 32, 192, 6144, 7168),
     ('masked', 6, 1024, 7168, 3072),
+    ('masked', 32, 64, 4096, 7168),  # decode-like: small groups, most of a 128-row tile's rows past masked_m
 ]
 
 
