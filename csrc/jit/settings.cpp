@@ -126,7 +126,8 @@ const std::vector<SettingInfo>& setting_registry() {
          "for `python -m deep_gemm warmup`"},
         {"DG_PRINT_CONFIGS", "bool", "0", "log the config chosen for each new shape"},
         {"DG_FP8_GEMM_CONFIG", "string", "",
-         "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast[,group_n]]]\" (block_m 64/128/256), or "
+         "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" "
+         "(block_m 64/128/192/256; docs/env_vars.md), or "
          "\"rules\" / \"legacy\" instead of the config model (tuning)"},
         {"DG_BF16_GEMM_CONFIG", "string", "",
          "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
