@@ -62,10 +62,8 @@ struct ContiguousLayoutScheduler : WholeKRange {
     bool cur_empty = false;
     u32 group_begin = 0, group_end = 0;
     u32 written = 1;
-    // The second visit of the current M block, when its segments belong to two groups.
+    // The current M block holds two groups and has been visited for the first one.
     bool revisit = false;
-    Segment revisit_segment{};
-    u32 revisit_n_block = 0;
 
     // m = sum_M (rows of A and D), n = N; layout = group per row [m], or group ends [num_groups] (psum).
     __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
@@ -113,19 +111,20 @@ struct ContiguousLayoutScheduler : WholeKRange {
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         constexpr u32 kAll = (1u << kSegments) - 1;
-        if (kSegments > 1 && revisit) {
-            revisit = false;
-            m_block = dense.cur_m0 / kBlockM, n_block = revisit_n_block;
-            visit(revisit_segment, 2u);
-            return true;
-        }
         while (dense.next(m_block, n_block)) {
             const Segment first = segment(m_block * kBlockM);
             if constexpr (kSegments > 1) {
                 const Segment second = segment(m_block * kBlockM + kSegmentRows);
                 if (first.has_group && second.has_group && first.group != second.group) {
-                    visit(first, 1u);
-                    revisit = true, revisit_segment = second, revisit_n_block = n_block;
+                    // Two groups: this block again (the dense order's step taken back) for the second one.
+                    if (!revisit) {
+                        visit(first, 1u);
+                        revisit = true;
+                        dense.next_tile -= gridDim.x;
+                    } else {
+                        visit(second, 2u);
+                        revisit = false;
+                    }
                     return true;
                 }
                 if (!first.has_group && second.has_group) {
@@ -160,6 +159,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
     }
     // Whether this visit writes the rows of the tile's segment holding tile row `row_in_tile`.
     __device__ __forceinline__ bool rows_written(u32 row_in_tile) const {
+        if constexpr (kSegments == 1) return true;
         return ((written >> (row_in_tile / kSegmentRows)) & 1u) != 0;
     }
 
@@ -204,18 +204,28 @@ struct MaskedGroupedScheduler : WholeKRange {
         group_tiles = group_m_blocks * num_n_blocks;
     }
 
+    // The tiles are counted up to a bound that kernel arguments alone give (every group with max_m rows), and
+    // the ones past the last group are skipped on the way: the loop then ends on that bound, the same for every
+    // thread as far as the compiler can tell. Ending it on the group cursor (loaded masked_m) made the kernel's
+    // tile loop divergent to ptxas, which then moved the pipeline state and the wgmma descriptors out of
+    // uniform registers (two R2UR per descriptor and K block).
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        const u32 t = next_tile;
-        next_tile += gridDim.x;
-        // Tiles only move forward, so the group cursor does too.
-        while (group < num_groups && t >= group_first_tile + group_tiles) {
-            group_first_tile += group_tiles;
-            if (++group < num_groups) load_group();
+        const u32 bound = num_groups * ceil_div(max_m, kBlockM) * num_n_blocks;
+        while (next_tile < bound) {
+            const u32 t = next_tile;
+            next_tile += gridDim.x;
+            // Tiles only move forward, so the group cursor does too.
+            while (group < num_groups && t >= group_first_tile + group_tiles) {
+                group_first_tile += group_tiles;
+                if (++group < num_groups) load_group();
+            }
+            if (group < num_groups) {
+                grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
+                cur_m0 = m_block * kBlockM;
+                return true;
+            }
         }
-        if (group >= num_groups) return false;
-        grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
-        cur_m0 = m_block * kBlockM;
-        return true;
+        return false;
     }
 
     __device__ __forceinline__ u32 a_group() const { return group; }
