@@ -7,8 +7,8 @@
 //   row is -1 is all padding; a 256-row block is looked up as two 128-row segments (below). What happens
 //   to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh): by default all-padding
 //   blocks are skipped and the other padding rows are computed with the tile's group and stored (D content
-//   unspecified); kZero stores zeros in every padding row (all-padding blocks become tiles with no K
-//   blocks); kUntouched never writes them.
+//   unspecified); kZero stores zeros in every padding row, kUntouched never writes them (with both,
+//   all-padding blocks become tiles with no K blocks).
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
 //   alignment (a multiple of 128); rows outside every group are padding. An M block (or segment) belongs to
@@ -44,7 +44,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
     static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
     static_assert(kPsumAlign % kSegmentRows == 0, "groups start at multiples of a segment");
-    static constexpr bool kMayHaveEmptyK = kPadding == PaddingRows::kZero;
+    // With a padding rule, all-padding blocks are visited as tiles with no K blocks (kZero stores their zeros,
+    // kUntouched nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data
+    // inside next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
+    static constexpr bool kMayHaveEmptyK = kPadding != PaddingRows::kUnspecified;
     static constexpr PaddingRows kPaddingRows = kPadding;
     static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
@@ -136,7 +139,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
                 visit(first, kAll);
                 return true;
             }
-            if constexpr (kPadding == PaddingRows::kZero) {
+            if constexpr (kPadding != PaddingRows::kUnspecified) {
                 cur_group = 0;  // B is not read
                 cur_empty = true;
                 written = kAll;
@@ -167,7 +170,9 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ u32 b_group() const { return cur_group; }
     __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
+    __device__ __forceinline__ u32 d_row_end() const {
+        return kPadding == PaddingRows::kUntouched && cur_empty ? dense.cur_m0 : dense.rows;
+    }
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
