@@ -209,7 +209,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
             const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
             if (Scheduler::kMayHaveEmptyK && num_k_blocks == 0) {
                 // No K blocks (a K-grouped group with K == 0, an all-padding contiguous block): no stage is
-                // loaded; D = C or zeros, up to d_row_end() (no rows for padding kept untouched). Stored from
+                // loaded; D = C or zeros, up to d_row_end() (none for padding but with kZero). Stored from
                 // a zero array rather than by zeroing acc: merging constants into the wgmma accumulators made
                 // ptxas spill (BLOCK 128x256).
                 float zeros[kNumAccum];

@@ -384,7 +384,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             if constexpr (Scheduler::kMayHaveEmptyK) {
                 if (scheduler.k_size(k) == 0) {
                     // All padding: no K loop (the producer loads nothing for this tile); zeros stored up to
-                    // d_row_end() (kZero: all rows, kUntouched: none).
+                    // d_row_end() (kZero: all rows, the other padding rules: none).
                     float zeros[kWaves][kNumAccum];
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {

@@ -6,14 +6,14 @@
 //   rows), a multiple of BLOCK_M up to 128, so such an M block never mixes two groups and a block whose first
 //   row is -1 is all padding; a 256-row block is looked up as two 128-row segments (below). What happens
 //   to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh): by default all-padding
-//   blocks are skipped and the other padding rows are computed with the tile's group and stored (D content
-//   unspecified); kZero stores zeros in every padding row, kUntouched never writes them (with both,
-//   all-padding blocks become tiles with no K blocks).
+//   blocks are not written and the other padding rows are computed with the tile's group and stored (D
+//   content unspecified); kZero stores zeros in every padding row, kUntouched never writes them. All-padding
+//   blocks are tiles with no K blocks.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
 //   alignment (a multiple of 128); rows outside every group are padding. An M block (or segment) belongs to
 //   the first group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past
-//   the last end are skipped. A block can start in the padding before its group only when the alignment exceeds
+//   the last end are padding. A block can start in the padding before its group only when the alignment exceeds
 //   BLOCK_M; it is then computed with that group (padding rows' D content unspecified, as above), or, with
 //   kZero / kUntouched, recognised as padding: those modes need the alignment (kPsumAlign) to tell a
 //   group's first row, align(end[g-1]).
@@ -33,7 +33,7 @@
 namespace deep_gemm {
 
 // Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
-// with no group are skipped, or with kZero visited as tiles with no K blocks). A 256-row block is looked up as
+// with no group are tiles with no K blocks). A 256-row block is looked up as
 // two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
 // lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
 // twice, once with each group's B, and each visit writes only its own segment (rows_written()).
@@ -44,10 +44,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
     static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
     static_assert(kPsumAlign % kSegmentRows == 0, "groups start at multiples of a segment");
-    // With a padding rule, all-padding blocks are visited as tiles with no K blocks (kZero stores their zeros,
-    // kUntouched nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data
-    // inside next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
-    static constexpr bool kMayHaveEmptyK = kPadding != PaddingRows::kUnspecified;
+    // All-padding blocks are visited as tiles with no K blocks (kZero stores their zeros, the other rules
+    // nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data inside
+    // next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
+    static constexpr bool kMayHaveEmptyK = true;
     static constexpr PaddingRows kPaddingRows = kPadding;
     static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
@@ -114,43 +114,39 @@ struct ContiguousLayoutScheduler : WholeKRange {
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         constexpr u32 kAll = (1u << kSegments) - 1;
-        while (dense.next(m_block, n_block)) {
-            const Segment first = segment(m_block * kBlockM);
-            if constexpr (kSegments > 1) {
-                const Segment second = segment(m_block * kBlockM + kSegmentRows);
-                if (first.has_group && second.has_group && first.group != second.group) {
-                    // Two groups: this block again (the dense order's step taken back) for the second one.
-                    if (!revisit) {
-                        visit(first, 1u);
-                        revisit = true;
-                        dense.next_tile -= gridDim.x;
-                    } else {
-                        visit(second, 2u);
-                        revisit = false;
-                    }
-                    return true;
+        if (!dense.next(m_block, n_block)) return false;
+        const Segment first = segment(m_block * kBlockM);
+        if constexpr (kSegments > 1) {
+            const Segment second = segment(m_block * kBlockM + kSegmentRows);
+            if (first.has_group && second.has_group && first.group != second.group) {
+                // Two groups: this block again (the dense order's step taken back) for the second one.
+                if (!revisit) {
+                    visit(first, 1u);
+                    revisit = true;
+                    dense.next_tile -= gridDim.x;
+                } else {
+                    visit(second, 2u);
+                    revisit = false;
                 }
-                if (!first.has_group && second.has_group) {
-                    visit(second, kAll);
-                    return true;
-                }
-            }
-            if (first.has_group) {
-                visit(first, kAll);
                 return true;
             }
-            if constexpr (kPadding != PaddingRows::kUnspecified) {
-                cur_group = 0;  // B is not read
-                cur_empty = true;
-                written = kAll;
+            if (!first.has_group && second.has_group) {
+                visit(second, kAll);
                 return true;
             }
         }
-        return false;
+        if (first.has_group) {
+            visit(first, kAll);
+            return true;
+        }
+        cur_group = 0;  // all padding: B is not read
+        cur_empty = true;
+        written = kAll;
+        return true;
     }
 
     __device__ __forceinline__ u32 k_size(u32 problem_k) const {
-        return kMayHaveEmptyK && cur_empty ? 0u : problem_k;
+        return cur_empty ? 0u : problem_k;
     }
     // Whether `row` (of D, inside the current tile) belongs to the visit's group.
     __device__ __forceinline__ bool row_valid(u32 row) const {
@@ -171,7 +167,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row_end() const {
-        return kPadding == PaddingRows::kUntouched && cur_empty ? dense.cur_m0 : dense.rows;
+        return cur_empty && kPadding != PaddingRows::kZero ? dense.cur_m0 : dense.rows;
     }
 };
 
