@@ -22,8 +22,11 @@ import random
 import torch
 
 import deep_gemm
+from _sweep import set_cfg
 from _timing import time_interleaved
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
+
+CONFIG_ENV = 'DG_FP8_GEMM_CONFIG'
 
 # (kind, groups, mean rows per group, N, K)
 SHAPES = [
@@ -41,19 +44,14 @@ def group_sizes(groups, mean, seed, align=1):
 
 
 def forced(fn, value):
-    """`fn` called with DG_FP8_GEMM_CONFIG=value (settings reloaded before and after)."""
+    """`fn` called with DG_FP8_GEMM_CONFIG=value (the variable's previous value put back after)."""
     def run():
-        old = os.environ.get('DG_FP8_GEMM_CONFIG')
-        os.environ['DG_FP8_GEMM_CONFIG'] = value
-        deep_gemm.reload_settings()
+        old = os.environ.get(CONFIG_ENV)
+        set_cfg(CONFIG_ENV, value)
         try:
             fn()
         finally:
-            if old is None:
-                os.environ.pop('DG_FP8_GEMM_CONFIG', None)
-            else:
-                os.environ['DG_FP8_GEMM_CONFIG'] = old
-            deep_gemm.reload_settings()
+            set_cfg(CONFIG_ENV, old)
     return run
 
 

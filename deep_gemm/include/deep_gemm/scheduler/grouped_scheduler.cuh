@@ -59,11 +59,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
         bool has_group;
         u32 group, begin, end;
     };
-    // The current visit: its group, whether it is all padding (kZero), its group's rows (psum with a padding
-    // mode) and which segments of the tile it writes (bit s: segment s).
-    u32 cur_group = 0;
+    // The current visit: the segment whose group it computes, whether it is all padding, and which
+    // segments of the tile it writes (bit s: segment s).
+    Segment cur{false, 0u, 0u, 0u};
     bool cur_empty = false;
-    u32 group_begin = 0, group_end = 0;
     u32 written = 1;
     // The current M block holds two groups and has been visited for the first one.
     bool revisit = false;
@@ -106,9 +105,8 @@ struct ContiguousLayoutScheduler : WholeKRange {
     }
 
     __device__ __forceinline__ void visit(const Segment& s, u32 segments_written) {
-        cur_group = s.group;
+        cur = s;
         cur_empty = false;
-        group_begin = s.begin, group_end = s.end;
         written = segments_written;
     }
 
@@ -139,7 +137,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
             visit(first, kAll);
             return true;
         }
-        cur_group = 0;  // all padding: B is not read
+        cur.group = 0;  // all padding: B is not read
         cur_empty = true;
         written = kAll;
         return true;
@@ -151,9 +149,9 @@ struct ContiguousLayoutScheduler : WholeKRange {
     // Whether `row` (of D, inside the current tile) belongs to the visit's group.
     __device__ __forceinline__ bool row_valid(u32 row) const {
         if constexpr (kPsumLayout) {
-            return row >= group_begin && row < group_end;
+            return row >= cur.begin && row < cur.end;
         } else {
-            return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur_group);
+            return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur.group);
         }
     }
     // Whether this visit writes the rows of the tile's segment holding tile row `row_in_tile`.
@@ -163,7 +161,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
     }
 
     __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return cur_group; }
+    __device__ __forceinline__ u32 b_group() const { return cur.group; }
     __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row_end() const {
