@@ -204,10 +204,11 @@ struct MaskedGroupedScheduler : WholeKRange {
     }
 
     // The tiles are counted up to a bound that kernel arguments alone give (every group with max_m rows), and
-    // the ones past the last group are skipped on the way: the loop then ends on that bound, the same for every
-    // thread as far as the compiler can tell. Ending it on the group cursor (loaded masked_m) made the kernel's
-    // tile loop divergent to ptxas, which then moved the pipeline state and the wgmma descriptors out of
-    // uniform registers (two R2UR per descriptor and K block).
+    // next() returns false only there; once the groups are used up the count jumps to the bound. Returning
+    // false on the group cursor itself (loaded masked_m) made ptxas take the kernel's tile loop for divergent
+    // and move the pipeline state and the wgmma descriptors out of uniform registers (two R2UR per descriptor
+    // and K block); with the jump they stay uniform (SASS checked). Stepping to the bound instead of jumping
+    // would cost a loop trip per grid's worth of unused tiles: thousands with a large max_m and small groups.
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         const u32 bound = num_groups * ceil_div(max_m, kBlockM) * num_n_blocks;
         while (next_tile < bound) {
@@ -223,6 +224,7 @@ struct MaskedGroupedScheduler : WholeKRange {
                 cur_m0 = m_block * kBlockM;
                 return true;
             }
+            next_tile = bound;
         }
         return false;
     }
