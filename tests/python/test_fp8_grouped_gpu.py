@@ -175,6 +175,8 @@ _MASKED_CASES = [
     (4, 1000, 4096, 512, 600, [999, 1000, 65, -1]),
     (3, 100, 576, 1536, 40, [64, 100, 1]),
     (32, 192, 1024, 2048, 192, None),
+    # decode-like: max_m far above the groups, trailing empty groups (most of the scheduler's tile bound unused)
+    (8, 2048, 512, 512, 16, [0, 5, 0, 0, 17, 0, 0, 1]),
 ]
 
 

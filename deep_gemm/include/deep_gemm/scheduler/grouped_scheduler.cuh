@@ -20,8 +20,8 @@
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
 //   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m
-//   (kClipRows: kernels that honour it write no row past masked_m; the BF16 kernel's TMA store may write
-//   the rest of the last 64-row box, which its host allows only when max_m is a multiple of 64).
+//   (kClipRows: the kernels write no row past masked_m; a warpgroup whose rows are not all valid writes
+//   them from registers, see Bf16TmaStoreEpilogue::store_rows).
 // K-grouped (weight gradients): A is [sum_K, M] and B [sum_K, N] (2-D tensor maps), group g owning the K
 //   rows [k_start_g, k_start_g + ks[g]); D is [G * M, N] (the groups of a [G, M, N] tensor back to back).
 //   See KGroupedScheduler.
