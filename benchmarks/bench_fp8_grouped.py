@@ -137,6 +137,21 @@ def fmt(x, spec):
     return format(x, spec) if x is not None else 'n/a'
 
 
+HEADER = (f'{"kind":>10} {"G":>3} {"sum M":>6} {"N":>5} {"K":>5} | {"ours us":>8} {"TFLOPS":>7} | '
+          f'{"loop us":>8} {"x loop":>6} | {"dense us":>8} {"x dense":>7}')
+FOOTER = 'x loop / x dense: their time / ours (> 1: ours is faster)'
+
+
+def table_row(kind, groups, ms, n, k, t):
+    """One line of the table from the times `t` (ours, loop, dense; None where a call failed)."""
+    ours = t['ours']
+    tflops = 2 * sum(ms) * n * k / (ours * 1e-6) / 1e12 if ours else None
+    ratio = {b: t[b] / ours if ours and t.get(b) else None for b in ('loop', 'dense')}
+    return (f'{kind:>10} {groups:>3} {sum(ms):>6} {n:>5} {k:>5} | {fmt(ours, "8.1f")} {fmt(tflops, "7.0f")} | '
+            f'{fmt(t["loop"], "8.1f")} {fmt(ratio["loop"], "6.2f")} | {fmt(t["dense"], "8.1f")} '
+            f'{fmt(ratio["dense"], "7.2f")}')
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
@@ -145,25 +160,19 @@ def main():
     args = parser.parse_args()
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
-    header = (f'{"kind":>10} {"G":>3} {"sum M":>6} {"N":>5} {"K":>5} | {"ours us":>8} {"TFLOPS":>7} | '
-              f'{"loop us":>8} {"x loop":>6} | {"dense us":>8} {"x dense":>7}')
-    lines = [header, '-' * len(header)]
+    lines = [HEADER, '-' * len(HEADER)]
     for kind, groups, mean, n, k in SHAPES:
         bench = bench_contiguous if kind == 'contiguous' else bench_masked
         ms, t = bench(groups, mean, n, k, args.runs, args.config)
         ours = t['ours']
-        tflops = 2 * sum(ms) * n * k / (ours * 1e-6) / 1e12 if ours else None
-        ratio = {b: t[b] / ours if ours and t.get(b) else None for b in ('loop', 'dense')}
-        lines.append(f'{kind:>10} {groups:>3} {sum(ms):>6} {n:>5} {k:>5} | {fmt(ours, "8.1f")} {fmt(tflops, "7.0f")} | '
-                     f'{fmt(t["loop"], "8.1f")} {fmt(ratio["loop"], "6.2f")} | {fmt(t["dense"], "8.1f")} '
-                     f'{fmt(ratio["dense"], "7.2f")}')
+        lines.append(table_row(kind, groups, ms, n, k, t))
         print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
         for v in args.config:
             forced_us = t[f'ours@{v}']
             lines.append(f'{"":>10} DG_FP8_GEMM_CONFIG={v}: {fmt(forced_us, ".1f")} us'
                          f' (its time / ours {fmt(forced_us / ours if forced_us and ours else None, ".3f")})')
         torch.cuda.empty_cache()
-    lines.append('x loop / x dense: their time / ours (> 1: ours is faster)')
+    lines.append(FOOTER)
     print('\n'.join(lines))
 
 

@@ -1,0 +1,93 @@
+"""Benchmark: the M-grouped BF16 GEMMs (deep_gemm.m_grouped_bf16_gemm_nt_contiguous / _masked) on the grouped
+shapes and group sizes of bench_fp8_grouped.py, against two baselines measured in the same run, in turns (one
+call of each per round, L2 flushed before each call, median of N rounds):
+
+- `loop`: one torch.mm (cuBLAS) per group;
+- `dense`: our dense bf16_gemm_nt on the concatenated problem (all groups' rows against one B), the speed a
+  grouped kernel could reach with no grouping overhead.
+
+TFLOPS count the valid rows only.
+
+    python3 benchmarks/bench_bf16_grouped.py [--runs 10]
+"""
+import argparse
+
+import torch
+
+import deep_gemm
+from _timing import time_interleaved
+from bench_fp8_grouped import FOOTER, HEADER, SHAPES, fmt, group_sizes, table_row
+
+
+def make_loop(a_parts, b):
+    """One torch.mm per non-empty group, into its own output."""
+    args = [(a, b[g], torch.empty((a.shape[0], b.shape[1]), device='cuda', dtype=torch.bfloat16))
+            for g, a in enumerate(a_parts) if a.shape[0] > 0]
+
+    def loop():
+        for a, b_g, out in args:
+            torch.mm(a, b_g.t(), out=out)
+
+    return loop
+
+
+def bench_contiguous(groups, mean, n, k, runs):
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
+    m_sum = sum(ms)
+    a = torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16)
+    b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
+    layout = torch.cat([torch.full((m,), g, dtype=torch.int32) for g, m in enumerate(ms)]).cuda()
+    d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
+    starts = [sum(ms[:g]) for g in range(groups)]
+
+    def ours():
+        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout)
+
+    def dense():
+        deep_gemm.bf16_gemm_nt(a, b[0], d)
+
+    loop = make_loop([a[s:s + m] for s, m in zip(starts, ms)], b)
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous {ms}: ')
+
+
+def bench_masked(groups, mean, n, k, runs):
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=16)
+    max_m = (max(ms) + 127) // 128 * 128
+    a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
+    b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
+    masked_m = torch.tensor(ms, device='cuda', dtype=torch.int32)
+    d = torch.empty((groups, max_m, n), device='cuda', dtype=torch.bfloat16)
+    expected_m = sum(ms) // groups
+    a_cat = torch.cat([a[g, :m] for g, m in enumerate(ms)])
+    d_cat = torch.empty((sum(ms), n), device='cuda', dtype=torch.bfloat16)
+
+    def ours():
+        deep_gemm.m_grouped_bf16_gemm_nt_masked(a, b, d, masked_m, expected_m)
+
+    def dense():
+        deep_gemm.bf16_gemm_nt(a_cat, b[0], d_cat)
+
+    loop = make_loop([a[g, :m] for g, m in enumerate(ms)], b)
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'masked {ms}: ')
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--runs', type=int, default=10)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
+    lines = [HEADER, '-' * len(HEADER)]
+    for kind, groups, mean, n, k in SHAPES:
+        bench = bench_contiguous if kind == 'contiguous' else bench_masked
+        ms, t = bench(groups, mean, n, k, args.runs)
+        lines.append(table_row(kind, groups, ms, n, k, t))
+        print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(t["ours"], ".1f")} us', flush=True)
+        torch.cuda.empty_cache()
+    lines.append(FOOTER)
+    print('\n'.join(lines))
+
+
+if __name__ == '__main__':
+    main()
