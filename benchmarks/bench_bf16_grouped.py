@@ -16,7 +16,7 @@ import torch
 
 import deep_gemm
 from _timing import time_interleaved
-from bench_fp8_grouped import FOOTER, HEADER, SHAPES, fmt, group_sizes, table_row
+from bench_fp8_grouped import group_sizes, print_table
 
 
 def make_loop(a_parts, b):
@@ -76,17 +76,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
     args = parser.parse_args()
-    torch.manual_seed(0)
-    print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
-    lines = [HEADER, '-' * len(HEADER)]
-    for kind, groups, mean, n, k in SHAPES:
+
+    def bench_shape(kind, groups, mean, n, k):
         bench = bench_contiguous if kind == 'contiguous' else bench_masked
-        ms, t = bench(groups, mean, n, k, args.runs)
-        lines.append(table_row(kind, groups, ms, n, k, t))
-        print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(t["ours"], ".1f")} us', flush=True)
-        torch.cuda.empty_cache()
-    lines.append(FOOTER)
-    print('\n'.join(lines))
+        return bench(groups, mean, n, k, args.runs)
+
+    print_table(bench_shape)
 
 
 if __name__ == '__main__':

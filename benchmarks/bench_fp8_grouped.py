@@ -1,6 +1,7 @@
 """Benchmark: the M-grouped FP8 GEMMs (deep_gemm.m_grouped_fp8_gemm_nt_contiguous / _masked, SM90 1D2D)
-on the grouped shapes of the performance targets, against two baselines measured in the same run, in
-turns (one call of each per round, L2 flushed before each call, median of N rounds):
+on the grouped shapes of the performance targets and a decode-like masked one, against two baselines
+measured in the same run, in turns (one call of each per round, L2 flushed before each call, median of N
+rounds):
 
 - `loop`: one block-wise torch._scaled_mm (cuBLASLt, 1x128 A / 128x128 B scales) per group;
 - `dense`: our dense fp8_gemm_nt on the concatenated problem (all groups' rows against one B), the
@@ -35,6 +36,7 @@ SHAPES = [
     ('contiguous', 4, 8576, 4096, 4096),
     ('masked', 32, 192, 6144, 7168),
     ('masked', 6, 1024, 7168, 3072),
+    ('masked', 32, 64, 4096, 7168),  # decode-like: small groups, most of a 128-row tile's rows past masked_m
 ]
 
 
@@ -152,28 +154,38 @@ def table_row(kind, groups, ms, n, k, t):
             f'{fmt(ratio["dense"], "7.2f")}')
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--runs', type=int, default=10)
-    parser.add_argument('--config', action='append', default=[],
-                        help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
-    args = parser.parse_args()
+def print_table(bench_shape, forced=()):
+    """Times every shape of SHAPES with bench_shape(kind, groups, mean, n, k) -> (group rows, times by name) and
+    prints the table; `forced`: the DG_FP8_GEMM_CONFIG values also timed (a line each under their shape)."""
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
     lines = [HEADER, '-' * len(HEADER)]
     for kind, groups, mean, n, k in SHAPES:
-        bench = bench_contiguous if kind == 'contiguous' else bench_masked
-        ms, t = bench(groups, mean, n, k, args.runs, args.config)
+        ms, t = bench_shape(kind, groups, mean, n, k)
         ours = t['ours']
         lines.append(table_row(kind, groups, ms, n, k, t))
         print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
-        for v in args.config:
+        for v in forced:
             forced_us = t[f'ours@{v}']
             lines.append(f'{"":>10} DG_FP8_GEMM_CONFIG={v}: {fmt(forced_us, ".1f")} us'
                          f' (its time / ours {fmt(forced_us / ours if forced_us and ours else None, ".3f")})')
         torch.cuda.empty_cache()
     lines.append(FOOTER)
     print('\n'.join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--runs', type=int, default=10)
+    parser.add_argument('--config', action='append', default=[],
+                        help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
+    args = parser.parse_args()
+
+    def bench_shape(kind, groups, mean, n, k):
+        bench = bench_contiguous if kind == 'contiguous' else bench_masked
+        return bench(groups, mean, n, k, args.runs, args.config)
+
+    print_table(bench_shape, args.config)
 
 
 if __name__ == '__main__':
