@@ -8,7 +8,7 @@ call of each per round, L2 flushed before each call, median of N rounds):
 
 TFLOPS count the valid rows only.
 
-    python3 benchmarks/bench_bf16_grouped.py [--runs 10]
+    python3 benchmarks/bench_bf16_grouped.py [--runs 10] [--shapes masked:32x48x4096x7168,...]
 """
 import argparse
 
@@ -16,7 +16,7 @@ import torch
 
 import deep_gemm
 from _timing import time_interleaved
-from bench_fp8_grouped import group_sizes, print_table
+from bench_fp8_grouped import SHAPES, group_sizes, parse_shapes, print_table
 
 
 def make_loop(a_parts, b):
@@ -75,13 +75,15 @@ def bench_masked(groups, mean, n, k, runs):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
+    parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
+                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous or masked)')
     args = parser.parse_args()
 
     def bench_shape(kind, groups, mean, n, k):
         bench = bench_contiguous if kind == 'contiguous' else bench_masked
         return bench(groups, mean, n, k, args.runs)
 
-    print_table(bench_shape)
+    print_table(bench_shape, args.shapes)
 
 
 if __name__ == '__main__':

@@ -14,7 +14,7 @@ Group sizes are random (+-30% around the mean, fixed seed); contiguous groups ar
 previous default against the current one); the settings are reloaded around each such call, on the host while
 the sleep kernel ahead of it runs.
 
-    python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...]
+    python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...] [--shapes masked:32x48x4096x7168,...]
 """
 import argparse
 import os
@@ -38,6 +38,19 @@ SHAPES = [
     ('masked', 6, 1024, 7168, 3072),
     ('masked', 32, 64, 4096, 7168),  # decode-like: small groups, most of a 128-row tile's rows past masked_m
 ]
+
+
+def parse_shapes(text):
+    """`--shapes` value: comma-separated KIND:GxMEANxNxK (KIND contiguous or masked), e.g.
+    'masked:32x48x4096x7168,masked:32x96x4096x7168' for a sweep of the masked rows per group."""
+    shapes = []
+    for item in text.split(','):
+        kind, _, dims = item.strip().partition(':')
+        values = dims.split('x')
+        if kind not in ('contiguous', 'masked') or len(values) != 4 or not all(v.isdigit() and int(v) > 0 for v in values):
+            raise argparse.ArgumentTypeError(f'bad shape {item!r}: want contiguous:GxMEANxNxK or masked:GxMEANxNxK')
+        shapes.append((kind, *map(int, values)))
+    return shapes
 
 
 def group_sizes(groups, mean, seed, align=1):
@@ -154,13 +167,14 @@ def table_row(kind, groups, ms, n, k, t):
             f'{fmt(ratio["dense"], "7.2f")}')
 
 
-def print_table(bench_shape, forced=()):
-    """Times every shape of SHAPES with bench_shape(kind, groups, mean, n, k) -> (group rows, times by name) and
-    prints the table; `forced`: the DG_FP8_GEMM_CONFIG values also timed (a line each under their shape)."""
+def print_table(bench_shape, shapes, forced=()):
+    """Times every (kind, groups, mean, n, k) of `shapes` with bench_shape(kind, groups, mean, n, k) -> (group
+    rows, times by name) and prints the table; `forced`: the DG_FP8_GEMM_CONFIG values also timed (a line each
+    under their shape)."""
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
     lines = [HEADER, '-' * len(HEADER)]
-    for kind, groups, mean, n, k in SHAPES:
+    for kind, groups, mean, n, k in shapes:
         ms, t = bench_shape(kind, groups, mean, n, k)
         ours = t['ours']
         lines.append(table_row(kind, groups, ms, n, k, t))
@@ -179,13 +193,15 @@ def main():
     parser.add_argument('--runs', type=int, default=10)
     parser.add_argument('--config', action='append', default=[],
                         help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
+    parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
+                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous or masked)')
     args = parser.parse_args()
 
     def bench_shape(kind, groups, mean, n, k):
         bench = bench_contiguous if kind == 'contiguous' else bench_masked
         return bench(groups, mean, n, k, args.runs, args.config)
 
-    print_table(bench_shape, args.config)
+    print_table(bench_shape, args.shapes, args.config)
 
 
 if __name__ == '__main__':
