@@ -16,7 +16,7 @@ import torch
 
 import deep_gemm
 from _timing import time_interleaved
-from bench_fp8_grouped import SHAPES, group_sizes, parse_shapes, print_table
+from bench_fp8_grouped import SHAPES, contiguous_layout, group_sizes, parse_shapes, print_table
 
 
 def make_loop(a_parts, b):
@@ -31,24 +31,24 @@ def make_loop(a_parts, b):
     return loop
 
 
-def bench_contiguous(groups, mean, n, k, runs):
+def bench_contiguous(groups, mean, n, k, runs, psum=False):
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
     m_sum = sum(ms)
     a = torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16)
     b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
-    layout = torch.cat([torch.full((m,), g, dtype=torch.int32) for g, m in enumerate(ms)]).cuda()
+    layout = contiguous_layout(ms, psum)
     d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
     starts = [sum(ms[:g]) for g in range(groups)]
 
     def ours():
-        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout)
+        deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=psum)
 
     def dense():
         deep_gemm.bf16_gemm_nt(a, b[0], d)
 
     loop = make_loop([a[s:s + m] for s, m in zip(starts, ms)], b)
-    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous {ms}: ')
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous{" psum" if psum else ""} {ms}: ')
 
 
 def bench_masked(groups, mean, n, k, runs):
@@ -76,12 +76,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
     parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
-                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous or masked)')
+                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous, psum '
+                             'or masked)')
     args = parser.parse_args()
 
     def bench_shape(kind, groups, mean, n, k):
-        bench = bench_contiguous if kind == 'contiguous' else bench_masked
-        return bench(groups, mean, n, k, args.runs)
+        if kind == 'masked':
+            return bench_masked(groups, mean, n, k, args.runs)
+        return bench_contiguous(groups, mean, n, k, args.runs, psum=kind == 'psum')
 
     print_table(bench_shape, args.shapes)
 

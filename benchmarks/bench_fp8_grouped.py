@@ -29,7 +29,9 @@ from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 
 CONFIG_ENV = 'DG_FP8_GEMM_CONFIG'
 
-# (kind, groups, mean rows per group, N, K)
+# (kind, groups, mean rows per group, N, K); kind: contiguous (a group id per row), psum (contiguous, the psum
+# layout: group ends) or masked.
+KINDS = ('contiguous', 'psum', 'masked')
 SHAPES = [
     ('contiguous', 8, 4256, 6144, 7168),
     ('contiguous', 8, 4256, 7168, 3072),
@@ -41,14 +43,15 @@ SHAPES = [
 
 
 def parse_shapes(text):
-    """`--shapes` value: comma-separated KIND:GxMEANxNxK (KIND contiguous or masked), e.g.
-    'masked:32x48x4096x7168,masked:32x96x4096x7168' for a sweep of the masked rows per group."""
+    """`--shapes` value: comma-separated KIND:GxMEANxNxK (KIND contiguous, psum (contiguous with the psum
+    layout) or masked), e.g. 'masked:32x48x4096x7168,masked:32x96x4096x7168' for a sweep of the masked rows per
+    group."""
     shapes = []
     for item in text.split(','):
         kind, _, dims = item.strip().partition(':')
         values = dims.split('x')
-        if kind not in ('contiguous', 'masked') or len(values) != 4 or not all(v.isdigit() and int(v) > 0 for v in values):
-            raise argparse.ArgumentTypeError(f'bad shape {item!r}: want contiguous:GxMEANxNxK or masked:GxMEANxNxK')
+        if kind not in KINDS or len(values) != 4 or not all(v.isdigit() and int(v) > 0 for v in values):
+            raise argparse.ArgumentTypeError(f'bad shape {item!r}: want KIND:GxMEANxNxK, KIND one of {", ".join(KINDS)}')
         shapes.append((kind, *map(int, values)))
     return shapes
 
@@ -85,19 +88,26 @@ def kernel_sfa(sfa):
     return deep_gemm.get_mn_major_tma_aligned_tensor(sfa)
 
 
-def bench_contiguous(groups, mean, n, k, runs, configs=()):
+def contiguous_layout(ms, psum):
+    """grouped_layout of groups with `ms` rows back to back: a group id per row, or (psum) the groups' ends."""
+    if psum:
+        return torch.tensor([sum(ms[:g + 1]) for g in range(len(ms))], dtype=torch.int32).cuda()
+    return torch.cat([torch.full((m,), g, dtype=torch.int32) for g, m in enumerate(ms)]).cuda()
+
+
+def bench_contiguous(groups, mean, n, k, runs, configs=(), psum=False):
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
     m_sum = sum(ms)
     a_fp8, sfa = per_token_cast_to_fp8(torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16))
     b_fp8, sfb = quant_b(groups, n, k)
-    layout = torch.cat([torch.full((m,), g, dtype=torch.int32) for g, m in enumerate(ms)]).cuda()
+    layout = contiguous_layout(ms, psum)
     sfa_k = kernel_sfa(sfa)
     d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
     starts = [sum(ms[:g]) for g in range(groups)]
 
     def ours():
-        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa_k), (b_fp8, sfb), d, layout)
+        deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa_k), (b_fp8, sfb), d, layout, use_psum_layout=psum)
 
     loop = make_loop([(a_fp8[s:s + m], sfa[s:s + m]) for s, m in zip(starts, ms)], b_fp8, sfb)
 
@@ -105,7 +115,7 @@ def bench_contiguous(groups, mean, n, k, runs, configs=()):
         deep_gemm.fp8_gemm_nt((a_fp8, sfa_k), (b_fp8[0], sfb[0]), d)
 
     return ms, time_interleaved({**variants(ours, configs), 'loop': loop, 'dense': dense}, runs,
-                                label=f'contiguous {ms}: ')
+                                label=f'contiguous{" psum" if psum else ""} {ms}: ')
 
 
 def bench_masked(groups, mean, n, k, runs, configs=()):
@@ -194,12 +204,14 @@ def main():
     parser.add_argument('--config', action='append', default=[],
                         help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
     parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
-                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous or masked)')
+                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous, psum '
+                             'or masked)')
     args = parser.parse_args()
 
     def bench_shape(kind, groups, mean, n, k):
-        bench = bench_contiguous if kind == 'contiguous' else bench_masked
-        return bench(groups, mean, n, k, args.runs, args.config)
+        if kind == 'masked':
+            return bench_masked(groups, mean, n, k, args.runs, args.config)
+        return bench_contiguous(groups, mean, n, k, args.runs, args.config, psum=kind == 'psum')
 
     print_table(bench_shape, args.shapes, args.config)
 
