@@ -10,13 +10,11 @@ TFLOPS count the valid rows only.
 
     python3 benchmarks/bench_bf16_grouped.py [--runs 10] [--shapes masked:32x48x4096x7168,...]
 """
-import argparse
-
 import torch
 
 import deep_gemm
 from _timing import time_interleaved
-from bench_fp8_grouped import SHAPES, contiguous_layout, group_sizes, parse_shapes, print_table
+from bench_fp8_grouped import argument_parser, contiguous_layout, group_sizes, print_table
 
 
 def make_loop(a_parts, b):
@@ -73,19 +71,8 @@ def bench_masked(groups, mean, n, k, runs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--runs', type=int, default=10)
-    parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
-                        help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous, psum '
-                             'or masked)')
-    args = parser.parse_args()
-
-    def bench_shape(kind, groups, mean, n, k):
-        if kind == 'masked':
-            return bench_masked(groups, mean, n, k, args.runs)
-        return bench_contiguous(groups, mean, n, k, args.runs, psum=kind == 'psum')
-
-    print_table(bench_shape, args.shapes)
+    args = argument_parser().parse_args()
+    print_table(bench_contiguous, bench_masked, args.shapes, runs=args.runs)
 
 
 if __name__ == '__main__':

@@ -177,15 +177,18 @@ def table_row(kind, groups, ms, n, k, t):
             f'{fmt(ratio["dense"], "7.2f")}')
 
 
-def print_table(bench_shape, shapes, forced=()):
-    """Times every (kind, groups, mean, n, k) of `shapes` with bench_shape(kind, groups, mean, n, k) -> (group
-    rows, times by name) and prints the table; `forced`: the DG_FP8_GEMM_CONFIG values also timed (a line each
-    under their shape)."""
+def print_table(bench_contiguous, bench_masked, shapes, forced=(), **bench_args):
+    """Times every (kind, groups, mean, n, k) of `shapes` with bench_masked(groups, mean, n, k, **bench_args) or
+    bench_contiguous(..., psum=kind == 'psum') -> (group rows, times by name), and prints the table; `forced`:
+    the DG_FP8_GEMM_CONFIG values also timed (a line each under their shape)."""
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
     lines = [HEADER, '-' * len(HEADER)]
     for kind, groups, mean, n, k in shapes:
-        ms, t = bench_shape(kind, groups, mean, n, k)
+        if kind == 'masked':
+            ms, t = bench_masked(groups, mean, n, k, **bench_args)
+        else:
+            ms, t = bench_contiguous(groups, mean, n, k, psum=kind == 'psum', **bench_args)
         ours = t['ours']
         lines.append(table_row(kind, groups, ms, n, k, t))
         print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
@@ -198,22 +201,22 @@ def print_table(bench_shape, shapes, forced=()):
     print('\n'.join(lines))
 
 
-def main():
+def argument_parser():
+    """The options both grouped benchmarks take: --runs and --shapes."""
     parser = argparse.ArgumentParser()
     parser.add_argument('--runs', type=int, default=10)
-    parser.add_argument('--config', action='append', default=[],
-                        help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
     parser.add_argument('--shapes', type=parse_shapes, default=SHAPES,
                         help='comma-separated KIND:GxMEANxNxK instead of the default shapes (KIND contiguous, psum '
                              'or masked)')
+    return parser
+
+
+def main():
+    parser = argument_parser()
+    parser.add_argument('--config', action='append', default=[],
+                        help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
     args = parser.parse_args()
-
-    def bench_shape(kind, groups, mean, n, k):
-        if kind == 'masked':
-            return bench_masked(groups, mean, n, k, args.runs, args.config)
-        return bench_contiguous(groups, mean, n, k, args.runs, args.config, psum=kind == 'psum')
-
-    print_table(bench_shape, args.shapes, args.config)
+    print_table(bench_contiguous, bench_masked, args.shapes, args.config, runs=args.runs, configs=args.config)
 
 
 if __name__ == '__main__':
