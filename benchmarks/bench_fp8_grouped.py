@@ -184,6 +184,7 @@ def print_table(bench_contiguous, bench_masked, shapes, forced=(), **bench_args)
     torch.manual_seed(0)
     print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}', flush=True)
     lines = [HEADER, '-' * len(HEADER)]
+    data = []  # per shape, its times as the config sweeps' data files write them (benchmarks/data)
     for kind, groups, mean, n, k in shapes:
         if kind == 'masked':
             ms, t = bench_masked(groups, mean, n, k, **bench_args)
@@ -192,13 +193,15 @@ def print_table(bench_contiguous, bench_masked, shapes, forced=(), **bench_args)
         ours = t['ours']
         lines.append(table_row(kind, groups, ms, n, k, t))
         print(f'  done {kind} G={groups} N={n} K={k}: ours {fmt(ours, ".1f")} us', flush=True)
+        data.append(f'{kind}:{groups}x{mean}x{n}x{k}: [default] {fmt(ours, ".1f")}' +
+                    ''.join(f'  [{v}] {fmt(t[f"ours@{v}"], ".1f")}' for v in forced))
         for v in forced:
             forced_us = t[f'ours@{v}']
             lines.append(f'{"":>10} DG_FP8_GEMM_CONFIG={v}: {fmt(forced_us, ".1f")} us'
                          f' (its time / ours {fmt(forced_us / ours if forced_us and ours else None, ".3f")})')
         torch.cuda.empty_cache()
     lines.append(FOOTER)
-    print('\n'.join(lines))
+    print('\n'.join(lines + ['', '# ours per shape and config, in the format of benchmarks/data/fp8_sweep_h200.txt:'] + data))
 
 
 def argument_parser():
