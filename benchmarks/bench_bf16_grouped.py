@@ -46,7 +46,8 @@ def bench_contiguous(groups, mean, n, k, runs, psum=False):
         deep_gemm.bf16_gemm_nt(a, b[0], d)
 
     loop = make_loop([a[s:s + m] for s, m in zip(starts, ms)], b)
-    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs, label=f'contiguous{" psum" if psum else ""} {ms}: ')
+    return ms, time_interleaved({'ours': ours, 'loop': loop, 'dense': dense}, runs,
+                                label=f'contiguous{" psum" if psum else ""} {ms}: ')
 
 
 def bench_masked(groups, mean, n, k, runs):

@@ -14,7 +14,8 @@ Group sizes are random (+-30% around the mean, fixed seed); contiguous groups ar
 previous default against the current one); the settings are reloaded around each such call, on the host while
 the sleep kernel ahead of it runs.
 
-    python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...] [--shapes masked:32x48x4096x7168,...]
+    python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...]
+        [--shapes masked:32x48x4096x7168,...]
 """
 import argparse
 import os
@@ -51,7 +52,8 @@ def parse_shapes(text):
         kind, _, dims = item.strip().partition(':')
         values = dims.split('x')
         if kind not in KINDS or len(values) != 4 or not all(v.isdigit() and int(v) > 0 for v in values):
-            raise argparse.ArgumentTypeError(f'bad shape {item!r}: want KIND:GxMEANxNxK, KIND one of {", ".join(KINDS)}')
+            raise argparse.ArgumentTypeError(
+                f'bad shape {item!r}: want KIND:GxMEANxNxK, KIND one of {", ".join(KINDS)}')
         shapes.append((kind, *map(int, values)))
     return shapes
 
@@ -201,7 +203,8 @@ def print_table(bench_contiguous, bench_masked, shapes, forced=(), **bench_args)
                          f' (its time / ours {fmt(forced_us / ours if forced_us and ours else None, ".3f")})')
         torch.cuda.empty_cache()
     lines.append(FOOTER)
-    print('\n'.join(lines + ['', '# ours per shape and config, in the format of benchmarks/data/fp8_sweep_h200.txt:'] + data))
+    lines += ['', '# ours per shape and config, in the format of benchmarks/data/fp8_sweep_h200.txt:'] + data
+    print('\n'.join(lines))
 
 
 def argument_parser():
