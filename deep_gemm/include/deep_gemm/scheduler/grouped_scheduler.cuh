@@ -20,8 +20,8 @@
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
 //   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m
-//   (kClipRows: the kernels write no row past masked_m; a warpgroup whose rows are not all valid writes
-//   them from registers, see Bf16TmaStoreEpilogue::store_rows).
+//   (kClipRows: kernels that honour it write no row past masked_m; the BF16 kernel's TMA store may write
+//   the rest of the last 64-row box, which its host allows only when max_m is a multiple of 64).
 // K-grouped (weight gradients): A is [sum_K, M] and B [sum_K, N] (2-D tensor maps), group g owning the K
 //   rows [k_start_g, k_start_g + ks[g]); D is [G * M, N] (the groups of a [G, M, N] tensor back to back).
 //   See KGroupedScheduler.
@@ -115,7 +115,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
         if (!dense.next(m_block, n_block)) return false;
         const Segment first = segment(m_block * kBlockM);
         if constexpr (kSegments > 1) {
-            const Segment second = segment(m_block * kBlockM + kSegmentRows);
+            // (m is a multiple of 128, not of 256: the second segment of the last block may lie past m, and is
+            // padding then, not looked up.)
+            const u32 second_row = m_block * kBlockM + kSegmentRows;
+            const Segment second = second_row < dense.rows ? segment(second_row) : Segment{false, 0u, 0u, 0u};
             if (first.has_group && second.has_group && first.group != second.group) {
                 // Two groups: this block again (the dense order's step taken back) for the second one.
                 if (!revisit) {
