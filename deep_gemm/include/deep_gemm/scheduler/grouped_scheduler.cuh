@@ -213,7 +213,8 @@ struct MaskedGroupedScheduler : WholeKRange {
     // and K block); with the jump they stay uniform (SASS checked). Stepping to the bound instead of jumping
     // would cost a loop trip per grid's worth of unused tiles: thousands with a large max_m and small groups.
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        // (Fits in 32 bits: D holds num_groups * max_m * N elements, over a thousand times the bound.)
+        // (Fits in 32 bits: it is about G * max_m * N / (BLOCK_M * BLOCK_N) plus a row or column of tiles per
+        // group, far below 2^32 for any D and B that fit in a GPU's memory.)
         const u32 bound = num_groups * ceil_div(max_m, kBlockM) * num_n_blocks;
         while (next_tile < bound) {
             const u32 t = next_tile;
