@@ -14,7 +14,7 @@ import torch
 
 import deep_gemm
 from _timing import time_interleaved
-from bench_fp8_grouped import argument_parser, contiguous_layout, group_sizes, print_table
+from bench_fp8_grouped import argument_parser, contiguous_layout, contiguous_rows, masked_rows, print_table
 
 
 def make_loop(a_parts, b):
@@ -30,14 +30,12 @@ def make_loop(a_parts, b):
 
 
 def bench_contiguous(groups, mean, n, k, runs, psum=False):
-    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
+    ms, starts = contiguous_rows(groups, mean, n, k)
     m_sum = sum(ms)
     a = torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16)
     b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
     layout = contiguous_layout(ms, psum)
     d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
-    starts = [sum(ms[:g]) for g in range(groups)]
 
     def ours():
         deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=psum)
@@ -51,13 +49,11 @@ def bench_contiguous(groups, mean, n, k, runs, psum=False):
 
 
 def bench_masked(groups, mean, n, k, runs):
-    ms = group_sizes(groups, mean, seed=groups * n + k, align=16)
-    max_m = (max(ms) + 127) // 128 * 128
+    ms, max_m, expected_m = masked_rows(groups, mean, n, k)
     a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
     b = torch.randn((groups, n, k), device='cuda', dtype=torch.bfloat16)
     masked_m = torch.tensor(ms, device='cuda', dtype=torch.int32)
     d = torch.empty((groups, max_m, n), device='cuda', dtype=torch.bfloat16)
-    expected_m = sum(ms) // groups
     a_cat = torch.cat([a[g, :m] for g, m in enumerate(ms)])
     d_cat = torch.empty((sum(ms), n), device='cuda', dtype=torch.bfloat16)
 

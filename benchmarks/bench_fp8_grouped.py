@@ -90,6 +90,19 @@ def kernel_sfa(sfa):
     return deep_gemm.get_mn_major_tma_aligned_tensor(sfa)
 
 
+def contiguous_rows(groups, mean, n, k):
+    """The contiguous shape's group rows (multiples of the layout's alignment) and each group's first row."""
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=deep_gemm.get_mk_alignment_for_contiguous_layout())
+    return ms, [sum(ms[:g]) for g in range(groups)]
+
+
+def masked_rows(groups, mean, n, k):
+    """The masked shape's valid rows per group (multiples of 16, for cuBLASLt), max_m (the largest rounded up to
+    128) and expected_m (their mean)."""
+    ms = group_sizes(groups, mean, seed=groups * n + k, align=16)
+    return ms, (max(ms) + 127) // 128 * 128, sum(ms) // groups
+
+
 def contiguous_layout(ms, psum):
     """grouped_layout of groups with `ms` rows back to back: a group id per row, or (psum) the groups' ends."""
     if psum:
@@ -98,15 +111,13 @@ def contiguous_layout(ms, psum):
 
 
 def bench_contiguous(groups, mean, n, k, runs, configs=(), psum=False):
-    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    ms = group_sizes(groups, mean, seed=groups * n + k, align=align)
+    ms, starts = contiguous_rows(groups, mean, n, k)
     m_sum = sum(ms)
     a_fp8, sfa = per_token_cast_to_fp8(torch.randn((m_sum, k), device='cuda', dtype=torch.bfloat16))
     b_fp8, sfb = quant_b(groups, n, k)
     layout = contiguous_layout(ms, psum)
     sfa_k = kernel_sfa(sfa)
     d = torch.empty((m_sum, n), device='cuda', dtype=torch.bfloat16)
-    starts = [sum(ms[:g]) for g in range(groups)]
 
     def ours():
         deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa_k), (b_fp8, sfb), d, layout, use_psum_layout=psum)
@@ -121,8 +132,7 @@ def bench_contiguous(groups, mean, n, k, runs, configs=(), psum=False):
 
 
 def bench_masked(groups, mean, n, k, runs, configs=()):
-    ms = group_sizes(groups, mean, seed=groups * n + k, align=16)  # rows a multiple of 16 for cuBLASLt
-    max_m = (max(ms) + 127) // 128 * 128
+    ms, max_m, expected_m = masked_rows(groups, mean, n, k)
     a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
     parts = [per_token_cast_to_fp8(a[g]) for g in range(groups)]
     a_fp8, sfa = torch.stack([p[0] for p in parts]), torch.stack([p[1] for p in parts])
@@ -130,7 +140,6 @@ def bench_masked(groups, mean, n, k, runs, configs=()):
     masked_m = torch.tensor(ms, device='cuda', dtype=torch.int32)
     sfa_k = kernel_sfa(sfa)
     d = torch.empty((groups, max_m, n), device='cuda', dtype=torch.bfloat16)
-    expected_m = sum(ms) // groups
 
     def ours():
         deep_gemm.m_grouped_fp8_gemm_nt_masked((a_fp8, sfa_k), (b_fp8, sfb), d, masked_m, expected_m)
