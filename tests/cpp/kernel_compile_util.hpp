@@ -130,6 +130,17 @@ protected:
         EXPECT_EQ(count_op(sass, "STL"), 0) << "local-memory store in SASS";
     }
 
+    // The wgmma descriptors (and the pipeline slot they come from) stay in uniform registers: no R2UR between a
+    // kernel's first and last `mma_op` (QGMMA). When ptxas takes the tile loop for divergent (a loop
+    // ended, or an epilogue skipped, on loaded data) it computes them in vector registers and moves each over
+    // before every wgmma (benchmarks/NOTES_fp8.md, thirteenth round).
+    static void expect_uniform_wgmma_descriptors(const std::string& sass, const std::string& mma_op) {
+        const size_t first = sass.find(mma_op), last = sass.rfind(mma_op);
+        ASSERT_NE(first, std::string::npos) << "no " << mma_op << " in SASS";
+        EXPECT_EQ(count_op(sass.substr(first, last - first), "R2UR"), 0)
+            << "R2UR between the wgmmas: descriptors moved from vector registers in the K loop";
+    }
+
     // Programmatic dependent launch: a kernel launched with the PDL attribute may start while the previous
     // one still writes its inputs, so it must wait (griddepcontrol.wait = ACQBULK) before its first TMA load,
     // and it signals its dependents (griddepcontrol.launch_dependents = PREEXIT). The instructions are in

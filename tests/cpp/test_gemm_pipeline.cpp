@@ -85,7 +85,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
     GemmCallShape contiguous = call_of("m_grouped_fp8_gemm_nt_contiguous", 8 * 4256, 6144, 7168);
     contiguous.num_groups = 8;
     k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms,
-                                                                                kH200SmemOptin, 0));
+                                                                                kH200SmemOptin, 0, 8, false));
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguous);
     key.padding = 1;  // zero padding rows (the default)
     key.n = 6144, key.k = 7168;
@@ -100,7 +100,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
     // expected_m_for_psum_layout steers the tile height as masked's expected_m does: small groups, 64 rows.
     contiguous.expected_m = 48;
     const h::Sm90Fp8GemmConfig hinted =
-        h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms, kH200SmemOptin, 48);
+        h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms, kH200SmemOptin, 48, 8, false);
     EXPECT_EQ(hinted.block_m, 64);
     key = k::gemm_kernel_key(hinted);
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
@@ -110,7 +110,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
 
     GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 6144, 7168);
     masked.num_groups = 32, masked.expected_m = 48;
-    key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(32 * 48, 6144, 7168, kH200Sms, kH200SmemOptin, 48));
+    key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(256, 6144, 7168, kH200Sms, kH200SmemOptin, 48, 32, true));
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
     key.n = 6144, key.k = 7168;
     expect_plan(masked, key);
@@ -218,10 +218,15 @@ TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {
                 const auto dense = h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin, chooser, mult);
                 expect_allowed(dense.block_m, dense.block_n, dense.num_stages, h::kSm90Fp8MinStages);
                 for (const int rows_per_group : {0, 48, 200}) {
-                    const auto grouped = h::choose_sm90_fp8_grouped_config(8 * m, n, kk, kH200Sms, kH200SmemOptin,
-                                                                           rows_per_group, chooser, mult);
-                    expect_allowed(grouped.block_m, grouped.block_n, grouped.num_stages, h::kSm90Fp8MinStages);
-                    EXPECT_LE(grouped.block_m, 128);
+                    for (const bool masked : {false, true}) {
+                        if (masked && rows_per_group == 0) continue;
+                        const auto grouped = h::choose_sm90_fp8_grouped_config(8 * m, n, kk, kH200Sms, kH200SmemOptin,
+                                                                               rows_per_group, 8, masked, chooser, mult);
+                        expect_allowed(grouped.block_m, grouped.block_n, grouped.num_stages, h::kSm90Fp8MinStages);
+                        if (!masked) {
+                            EXPECT_NE(grouped.block_m, 192);
+                        }
+                    }
                 }
             }
             const auto c1d1d = h::choose_sm90_fp8_1d1d_config(m, n, kk, kH200Sms, kH200SmemOptin, mult);

@@ -114,14 +114,16 @@ std::vector<GemmKernelKey> shipped_fp8_keys() {
 }
 
 // The M-grouped variants (few: each is a full kernel compile) on TARGETS-like shapes: contiguous with zero
-// padding (the default) and psum with untouched padding (rows clipped per tile) on 256-row tiles (two 128-row
-// segments, a block of two groups visited twice; DG_FP8_GEMM_CONFIG can force them), psum on 64-row tiles,
-// masked with 64-row tiles (small expected_m) and 256-row ones, and the grouped heuristics' contiguous pick.
+// padding (the default) and psum with untouched padding (rows clipped per tile), both on 256-row tiles (forced:
+// two 128-row segments, a block of two groups visited twice), psum on 64-row tiles, masked with the grouped
+// heuristics' 64-row tiles (small expected_m) and 256-row ones (expected_m 192), and the heuristics' contiguous
+// pick (128-row tiles).
 std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
-    auto key_of = [](int cost_m, int n, int k, int rows_per_group, GemmGroupedMode mode, int padding, int psum_align) {
+    auto key_of = [](int m, int n, int k, int rows_per_group, int groups, GemmGroupedMode mode, int padding,
+                     int psum_align) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
-            cost_m, n, k, kH200Sms, kH200SmemOptin, rows_per_group));
+            m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, groups, mode == GemmGroupedMode::kMGroupedMasked));
         key.mode = int(mode);
         key.padding = padding;
         key.psum_align = psum_align;
@@ -129,21 +131,24 @@ std::vector<GemmKernelKey> grouped_fp8_keys() {
         key.k = uint32_t(k);
         return key;
     };
-    auto with_tile = [](GemmKernelKey key, int block_m, int block_n) {
-        key.block_m = block_m;
-        key.block_n = block_n;
-        key.pipelined = false;
-        key.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(block_m, block_n, kH200SmemOptin);
-        return key;
-    };
-    const GemmKernelKey contiguous = key_of(8 * 4256, 6144, 7168, 0, GemmGroupedMode::kMGroupedContiguous, 1, 0);
-    const GemmKernelKey psum = key_of(4 * 8576, 4096, 4096, 0, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128);
-    const GemmKernelKey masked = key_of(32 * 48, 6144, 7168, 48, GemmGroupedMode::kMGroupedMasked, 0, 0);
-    GemmKernelKey psum64 = psum;
-    psum64.block_m = 64;  // blocks before a group's aligned start
-    psum64.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, psum.block_n, kH200SmemOptin);
-    return {with_tile(contiguous, 256, 128), with_tile(psum, 256, 128), psum64, masked, with_tile(masked, 256, 128),
-            contiguous};
+    std::vector<GemmKernelKey> keys = {
+        key_of(8 * 4256, 6144, 7168, 0, 8, GemmGroupedMode::kMGroupedContiguous, 1, 0),
+        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
+        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
+        key_of(128, 6144, 7168, 48, 32, GemmGroupedMode::kMGroupedMasked, 0, 0),
+        key_of(256, 6144, 7168, 192, 32, GemmGroupedMode::kMGroupedMasked, 0, 0)};
+    keys.push_back(keys[0]);  // the heuristics' contiguous pick
+    EXPECT_LE(keys[5].block_m, 128u);
+    for (const int i : {0, 1}) {  // 256-row contiguous tiles, as DG_FP8_GEMM_CONFIG forces them
+        keys[i].block_m = 256, keys[i].block_n = 128, keys[i].pipelined = 0;
+        keys[i].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin);
+    }
+    EXPECT_EQ(keys[3].block_m, 64u);
+    EXPECT_EQ(keys[4].block_m, 256u);
+    // psum with 64-row tiles (DG_FP8_GEMM_CONFIG can force them): blocks before a group's aligned start.
+    keys[2].block_m = 64;
+    keys[2].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, keys[2].block_n, kH200SmemOptin);
+    return keys;
 }
 
 class KernelCompile : public dg_test::KernelCompileTest {
@@ -155,6 +160,9 @@ protected:
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
+            // (Kernels with N and K compiled in, as every call has by default; with runtime dims the loop keeps
+            // some descriptor arithmetic in vector registers, not checked here.)
+            if (key.n != 0 && key.k != 0) expect_uniform_wgmma_descriptors(sass, "QGMMA");
             if (key.epilogue == kDirectStore || key.with_c) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogues use no TMA store";
                 if (key.with_c) EXPECT_GT(count_op(sass, "LDG"), 0) << "no C loads in SASS";
@@ -205,22 +213,31 @@ TEST(KernelConfigs, Sm90Fp8GroupedHeuristicsAreValid) {
     using deep_gemm::heuristics::Sm90Fp8Chooser;
     for (const auto& [m, n, k] : representative_shapes()) {
         for (const int rows_per_group : {0, 1, 48, 64, 65, 192, 1024}) {
-            for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
-                const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
-                    m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, chooser);
-                SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
-                             std::to_string(rows_per_group) + " chooser " + std::to_string(int(chooser)) + ": " +
-                             deep_gemm::heuristics::to_string(c));
-                // BLOCK_M must divide the contiguous layout's 128-row alignment; grouped schedulers pair no CTAs.
-                EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
-                EXPECT_EQ(c.multicast, 0);
-                if (rows_per_group > 0) {
-                    EXPECT_EQ(c.block_m, rows_per_group <= 64 ? 64 : 128);
-                }
-                EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
-                EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
-                if (c.pipelined) {
-                    EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined);
+            for (const bool masked : {false, true}) {
+                for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
+                    if (masked && rows_per_group == 0) continue;
+                    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
+                        m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, 8, masked, chooser);
+                    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
+                                 std::to_string(rows_per_group) + (masked ? " masked" : " contiguous") + " chooser " +
+                                 std::to_string(int(chooser)) + ": " + deep_gemm::heuristics::to_string(c));
+                    // The contiguous schedulers look groups up per 128-row segment (no 192-row tiles); grouped
+                    // schedulers pair no CTAs.
+                    EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 256);
+                    EXPECT_EQ(c.multicast, 0);
+                    // The psum layout's rows hint (contiguous with rows per group) keeps 64 / 128; the contiguous
+                    // model keeps 128-row tiles (256-row ones are forced only: measured slower, see the model).
+                    if (!masked && rows_per_group > 0) {
+                        EXPECT_EQ(c.block_m, rows_per_group <= 64 ? 64 : 128);
+                    }
+                    if (!masked && chooser == Sm90Fp8Chooser::kModel) {
+                        EXPECT_LE(c.block_m, 128);
+                    }
+                    EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
+                    EXPECT_LE(deep_gemm::heuristics::sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
+                    if (c.pipelined) {
+                        EXPECT_LE(c.block_n, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined);
+                    }
                 }
             }
         }
@@ -321,8 +338,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dThreeMathWarpgroups) {
 }
 
 // Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) on
-// 256-row tiles with NVCC; psum on 64-row tiles, masked on 64- and 256-row tiles and the heuristics' contiguous
-// pick with NVRTC.
+// 256-row tiles with NVCC; psum on 64-row tiles and masked on 64- and 256-row tiles with NVRTC.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
     const auto keys = grouped_fp8_keys();

@@ -67,6 +67,7 @@ protected:
         build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
+            expect_uniform_wgmma_descriptors(sass, "QGMMA");
             EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "the FP32 epilogue stores from registers";
             EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
         });

@@ -267,10 +267,11 @@ inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m,
     return sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, num_stages, pipelined, multicast, split_k).cost();
 }
 
-// The candidates the model may pick: all by default; for the grouped schedulers BLOCK_M 64 or 128 and no
-// multicast (they pair no CTAs).
+// The candidates the model may pick: all by default; the grouped schedulers take no multicast, and the
+// contiguous ones no 192-row tiles.
 struct Sm90Fp8ModelSpace {
     int min_block_m = 64, max_block_m = 256;
+    bool rows_192 = true;
     bool multicast = true;
     bool split_k = false;  // the dense GEMM without C
     BlockMultiples multiples;  // set_block_size_multiple_of
@@ -294,11 +295,13 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
     // slower than 128x128, 256x128 at M=192 29-43% slower than 192x128, at M=160 55% slower; NOTES_fp8.md,
     // twelfth round).
     int smallest_m = space.max_block_m;
+    auto allowed_m = [&](int block_m) {
+        return block_m >= space.min_block_m && block_m <= space.max_block_m && (block_m != 192 || space.rows_192);
+    };
     for (int block_m : {256, 192, 128, 64})
-        if (block_m >= space.min_block_m && block_m <= space.max_block_m && block_m % space.multiples.m == 0)
-            smallest_m = block_m;
+        if (allowed_m(block_m) && block_m % space.multiples.m == 0) smallest_m = block_m;
     for (int block_m : {64, 128, 192, 256}) {
-        if (block_m < space.min_block_m || block_m > space.max_block_m) continue;
+        if (!allowed_m(block_m)) continue;
         if (block_m > smallest_m && block_m - m >= 64) continue;  // a 64-row wave of the tile would be padding
         const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : block_m == 192 ? kSm90Fp8MaxBlockN192 : kSm90Fp8MaxBlockN;
         for (int block_n = 16; block_n <= max_n; block_n += 16) {
@@ -389,21 +392,44 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms
     return config;
 }
 
-// M-grouped calls (contiguous: m = sum of M; masked: m = expected_m * G, rows_per_group = expected_m).
-// Model: BLOCK_M 64 or 128, no multicast (the grouped schedulers pair no CTAs); masked groups of at most 64
-// expected rows take 64-row tiles, larger ones 128 (less of each group's last tile wasted). The schedulers also
-// run 256-row tiles (and masked 192-row ones), forced through DG_FP8_GEMM_CONFIG only: on the grouped
-// benchmark shapes those kernels measured slower than the 128-row picks for the contiguous layout
-// (benchmarks/NOTES_fp8.md, thirteenth round). "rules" / "legacy": the dense
-// rule on that M made valid the same way; its 32-wide N tiles only pay off with A multicast: 64 instead.
+// The mean rows a masked group takes once padded to whole BLOCK_M tiles. expected_m is a mean and real groups
+// spread around it: the model takes them evenly over +-30% of it (the spread of
+// benchmarks/bench_fp8_grouped.py), so a tile that just fits expected_m does not win when a third of the groups
+// would need two of it.
+inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
+    constexpr int kSamples = 16;
+    double sum = 0.0;
+    for (int i = 0; i < kSamples; ++i) {
+        const long rows = std::max(1L, std::lround(expected_m * (0.7 + 0.6 * (i + 0.5) / kSamples)));
+        sum += double((rows + block_m - 1) / block_m * block_m);
+    }
+    return sum / kSamples;
+}
+
+// M-grouped calls (contiguous: m = sum of M, rows_per_group = expected_m_for_psum_layout or 0; masked: m =
+// max_m, rows_per_group = expected_m). No multicast: the grouped schedulers pair no CTAs. Each candidate BLOCK_M
+// is scored by the dense model on the rows it would compute, and the cheapest wins (the smaller tile unless
+// the larger is > 1% cheaper):
+// - Contiguous: BLOCK_M 64 or 128 on sum of M. The scheduler also runs 256-row tiles (two 128-row segments;
+//   forced only): on the three contiguous benchmark shapes they measured 1.03-1.12x the dense model's time on
+//   sum of M plus 128 (G - 1) rows (a block whose halves hold two groups runs twice), against 0.89-0.99x for
+//   the 128-row tiles, so the model would pick them where 128x192 is 2-6% faster (benchmarks/NOTES_fp8.md,
+//   fourteenth round). No 192-row tiles (their 64-row warpgroups do not fit the segments). With the psum
+//   layout's rows hint, groups of at most 64 expected rows take 64-row tiles, larger ones 128.
+// - Masked: G x the mean rows a group takes in whole tiles (sm90_fp8_masked_tile_rows), for BLOCK_M 64, 128
+//   and 256 (192-row tiles measured 7-10% slower than 256-row ones at full waves; see above).
+// "rules" / "legacy": the dense rule on that M with BLOCK_M 64 or 128 as for the psum hint; its 32-wide N tiles
+// only pay off with A multicast: 64 instead.
 inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                        int rows_per_group,
+                                                        int rows_per_group, int num_groups, bool masked,
                                                         Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
                                                         BlockMultiples multiples = {}) {
-    const int masked_block_m = rows_per_group <= 64 && 64 % multiples.m == 0 ? 64 : 128;
+    const int hinted_block_m = rows_per_group <= 64 && 64 % multiples.m == 0 ? 64 : 128;
+    const long groups = std::max(1, num_groups);
+    const int model_m = masked ? int(std::min<long>(groups * std::max(1, rows_per_group), INT32_MAX)) : m;
     if (chooser != Sm90Fp8Chooser::kModel) {
-        Sm90Fp8GemmConfig config = choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser, multiples);
-        config.block_m = rows_per_group > 0 ? masked_block_m : std::min(config.block_m, 128);
+        Sm90Fp8GemmConfig config = choose_sm90_fp8_config(model_m, n, k, num_sms, smem_limit, chooser, multiples);
+        config.block_m = rows_per_group > 0 ? hinted_block_m : std::min(config.block_m, 128);
         if (config.block_n < 64) config.block_n = 64;
         config.multicast = 0;
         config.group_n = 8;  // (the dense model's one-wave order is not measured on the grouped schedulers)
@@ -411,11 +437,34 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
         if (multiples.allows(config.block_m, config.block_n)) return config;  // else: the model's allowed tiles
     }
     Sm90Fp8ModelSpace space;
-    space.max_block_m = 128;
     space.multicast = false;
+    space.rows_192 = false;
     space.multiples = multiples;
-    if (rows_per_group > 0) space.min_block_m = space.max_block_m = masked_block_m;
-    return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    if (!masked && rows_per_group > 0) {
+        space.min_block_m = space.max_block_m = hinted_block_m;
+        return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    }
+    Sm90Fp8GemmConfig best;
+    double best_cost = -1.0;
+    // The model's pick among BLOCK_M in [lo, hi] on `rows` rows.
+    auto consider = [&](int lo, int hi, double rows) {
+        space.min_block_m = lo, space.max_block_m = hi;
+        const int rows_m = int(std::min<double>(std::ceil(rows), INT32_MAX));
+        const Sm90Fp8GemmConfig c = choose_sm90_fp8_model_config(rows_m, n, k, num_sms, smem_limit, space);
+        if (c.num_stages < kSm90Fp8MinStages || !multiples.allows(c.block_m, c.block_n)) return;
+        const double cost = sm90_fp8_model_cost(rows_m, n, k, num_sms, c.block_m, c.block_n, c.num_stages, c.pipelined, 0);
+        if (best_cost < 0 || cost < best_cost * 0.99) best = c, best_cost = cost;
+    };
+    if (masked) {
+        for (int block_m : {64, 128, 256}) consider(block_m, block_m, double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m));
+    } else {
+        consider(64, 128, m);
+    }
+    if (best_cost < 0) {  // nothing fits: the caller reports the stage count
+        space.min_block_m = 64, space.max_block_m = 256;
+        return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);
+    }
+    return best;
 }
 
 inline std::string to_string(const Sm90Fp8GemmConfig& c) {

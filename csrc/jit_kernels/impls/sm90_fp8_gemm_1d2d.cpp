@@ -213,8 +213,8 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     }
 }
 
-// Grouped modes: m = the rows the cost model sees (sum of M, or expected_m * G for masked), rows_per_group =
-// expected_m (masked; the psum layout when the caller gave expected_m_for_psum_layout) or 0.
+// Grouped modes: m = sum of M (contiguous) or max_m (masked), groups = G, rows_per_group = expected_m (masked;
+// the psum layout when the caller gave expected_m_for_psum_layout) or 0.
 pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
     const bool masked = is_masked(p);
     const bool psum_hint = p.mode == GemmGroupedMode::kMGroupedContiguousPsum && p.expected_m > 0;
@@ -222,7 +222,8 @@ pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int 
     q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m))
                        : psum_hint ? p.expected_m
                                    : 0;
-    q.m = masked ? int(std::min<int64_t>(int64_t(q.rows_per_group) * p.num_groups, INT32_MAX)) : p.m;
+    q.m = p.m;
+    q.groups = p.mode != GemmGroupedMode::kNone ? p.num_groups : 1;
     q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
     // The config depends on the epilogue only through C: with C it is added in the epilogue and K is not split.
@@ -255,6 +256,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
                                                              pipeline::block_multiples(q),
                                                              Epilogue(q.epilogue) != Epilogue::kAccumDirect)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
+                                                                     q.groups, mode == GemmGroupedMode::kMGroupedMasked,
                                                                      ov.chooser(), pipeline::block_multiples(q));
     if (ov.active()) {
         config.block_m = ov.block_m;
@@ -279,12 +281,16 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
                                 heuristics::to_string(config));
         }
     }
-    // With the config model's time for this config (forced ones too), for calibrating the model by sweeps.
+    // With the config model's time for this config (forced ones too), for calibrating the model by sweeps
+    // (masked: on G x expected_m rows).
     if (jit::settings().print_configs) {
+        const int model_m = mode == GemmGroupedMode::kMGroupedMasked
+                                ? int(std::min<int64_t>(int64_t(q.groups) * std::max(1, q.rows_per_group), INT32_MAX))
+                                : m;
         char modelled[64];
         std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
-                      heuristics::sm90_fp8_model_cost(m, n, k, num_sms, config.block_m, config.block_n, config.num_stages,
-                                                      config.pipelined, config.multicast) /
+                      heuristics::sm90_fp8_model_cost(model_m, n, k, num_sms, config.block_m, config.block_n,
+                                                      config.num_stages, config.pipelined, config.multicast) /
                           heuristics::kFp8ModelClkPerUs);
         log_config(op, m, n, k, num_sms, heuristics::to_string(config) + modelled);
     }

@@ -59,7 +59,9 @@ struct Bf16TmaStoreEpilogue {
     // As store(), but writes only the rows below row_end whose flag is set (lo_ok[w]: this thread's first
     // accumulator row of wave w, hi_ok[w]: the row 8 below it), for bounds the tensor map does not know (masked
     // groups, padding rows). A warpgroup whose rows are all to be written stores through TMA; otherwise its rows
-    // are written from registers (a group's last tile only).
+    // are written from registers (a group's last tile only). Both paths run the staging and its barriers, so no
+    // barrier sits in a branch the compiler cannot prove warp-uniform (it then took the whole tile loop for
+    // divergent, and the wgmma descriptors out of uniform registers).
     template <int kNumAccum>
     __device__ __forceinline__ void store_rows(const float (&acc)[kWaves][kNumAccum], u32 m0, u32 n0, u32 row_end,
                                                u32 n, const bool (&lo_ok)[kWaves], const bool (&hi_ok)[kWaves]) {
@@ -72,13 +74,15 @@ struct Bf16TmaStoreEpilogue {
             hi[w] = hi_ok[w] && row_lo + w * 64 + 8 < row_end;
             all = all && lo[w] && hi[w];
         }
-        if (ptx::named_barrier_and(1 + math_wg, 128, all)) {
-            store(acc, m0, n0, row_end, n);
-            return;
-        }
+        const bool whole = ptx::named_barrier_and(1 + math_wg, 128, all);
 #pragma unroll
-        for (u32 w = 0; w < kWaves; ++w)
-            store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo + w * 64, lo[w], hi[w], n0, n, lane);
+        for (u32 w = 0; w < kWaves; ++w) stage(acc[w], w);
+        issue(m0, n0, whole ? row_end : 0u, n);  // row bound 0: no TMA store
+        if (!whole) {
+#pragma unroll
+            for (u32 w = 0; w < kWaves; ++w)
+                store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo + w * 64, lo[w], hi[w], n0, n, lane);
+        }
     }
 
     // store_rows() of one wave per warpgroup, with its two flags.

@@ -208,7 +208,8 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
         while (scheduler.next(m_block, n_block)) {
             const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
             if (Scheduler::kMayHaveEmptyK && num_k_blocks == 0) {
-                // No K blocks (a K-grouped group with K == 0): no stage is loaded; D = C or zeros. Stored from
+                // No K blocks (a K-grouped group with K == 0, an all-padding contiguous block): no stage is
+                // loaded; D = C or zeros, up to d_row_end() (none for padding but with kZero). Stored from
                 // a zero array rather than by zeroing acc: merging constants into the wgmma accumulators made
                 // ptxas spill (BLOCK 128x256).
                 float zeros[kNumAccum];

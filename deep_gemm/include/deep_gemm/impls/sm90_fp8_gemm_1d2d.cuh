@@ -383,7 +383,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             const u32 n0 = n_block * kBlockN;
             if constexpr (Scheduler::kMayHaveEmptyK) {
                 if (scheduler.k_size(k) == 0) {
-                    // All padding (kZero): zeros, no K loop (the producer loads nothing for this tile).
+                    // All padding: no K loop (the producer loads nothing for this tile); zeros stored up to
+                    // d_row_end() (kZero: all rows, the other padding rules: none).
                     float zeros[kWaves][kNumAccum];
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {
@@ -520,12 +521,16 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 for (; kb < tile_kbs; ++kb) k_block(kb, U32Constant<0>{});
             }
 
+            // A tile the epilogue must not write runs it with an empty row range (its staging and barriers, no
+            // stores) rather than skipping it in a branch the compiler cannot prove warp-uniform: that made ptxas
+            // take the tile loop for divergent and move the wgmma descriptors out of uniform registers (two R2UR
+            // per descriptor and K block; see also MaskedGroupedScheduler::next()). Such tiles: split-K units but
+            // the tile's last, and a warpgroup's rows that another visit of a 256-row contiguous block writes.
+            u32 d_row_end = scheduler.d_row_end();
             if constexpr (kNumSplits > 1) {
-                if (!split_k_combine(fin[0], scheduler.tile(), scheduler.split())) continue;  // not the last unit
+                if (!split_k_combine(fin[0], scheduler.tile(), scheduler.split())) d_row_end = 0;
             }
-            // A 256-row contiguous block holding two groups is visited once per group: each visit writes the
-            // rows of its own group's warpgroup only.
-            if (!scheduler.rows_written(math_wg * kRowsPerWarpgroup)) continue;
+            if (!scheduler.rows_written(math_wg * kRowsPerWarpgroup)) d_row_end = 0;
             if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
 #pragma unroll
                 for (u32 w = 0; w < kWaves; ++w) {
@@ -538,11 +543,11 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             }
             if (defer_store) {
                 pending = true;
-                pending_row0 = d_row0, pending_n0 = n0, pending_row_end = scheduler.d_row_end();
+                pending_row0 = d_row0, pending_n0 = n0, pending_row_end = d_row_end;
             } else if constexpr (Scheduler::kClipRows) {
-                epilogue.store_rows(fin, d_row0, n0, scheduler.d_row_end(), n, lo_ok, hi_ok);
+                epilogue.store_rows(fin, d_row0, n0, d_row_end, n, lo_ok, hi_ok);
             } else {
-                epilogue.store(fin, d_row0, n0, scheduler.d_row_end(), n);
+                epilogue.store(fin, d_row0, n0, d_row_end, n);
             }
         }
         if constexpr (kDeferStore) {

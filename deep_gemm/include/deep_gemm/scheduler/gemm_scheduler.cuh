@@ -44,10 +44,12 @@ __device__ __forceinline__ void grouped_order_tile(u32 t, u32 num_m_blocks, u32 
 }
 
 // Rows of a contiguous-layout tile that belong to no group (padding):
-//   kUnspecified  computed with the tile's group and stored (content unspecified); blocks that start in
-//                 padding are skipped. Also what every non-contiguous scheduler declares (no padding rows).
-//   kZero         stored as zeros; blocks that are all padding are visited too (k_size() == 0).
-//   kUntouched    never written; blocks that are all padding are skipped.
+//   kUnspecified  computed with the tile's group and stored (content unspecified); blocks that are all
+//                 padding are not written. Also what every non-contiguous scheduler declares (no padding rows).
+//   kZero         stored as zeros, all-padding blocks too.
+//   kUntouched    never written.
+// (The contiguous schedulers visit all-padding blocks as tiles with no K blocks: k_size() == 0, and
+// d_row_end() == d_row0() where nothing is to be written.)
 enum class PaddingRows : u32 { kUnspecified = 0, kZero = 1, kUntouched = 2 };
 
 // The K range of every scheduler whose tiles all cover the whole problem K, and the row rules of the

@@ -6,14 +6,14 @@
 //   rows), a multiple of BLOCK_M up to 128, so such an M block never mixes two groups and a block whose first
 //   row is -1 is all padding; a 256-row block is looked up as two 128-row segments (below). What happens
 //   to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh): by default all-padding
-//   blocks are skipped and the other padding rows are computed with the tile's group and stored (D content
-//   unspecified); kZero stores zeros in every padding row (all-padding blocks become tiles with no K
-//   blocks); kUntouched never writes them.
+//   blocks are not written and the other padding rows are computed with the tile's group and stored (D
+//   content unspecified); kZero stores zeros in every padding row, kUntouched never writes them. All-padding
+//   blocks are tiles with no K blocks.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
 //   alignment (a multiple of 128); rows outside every group are padding. An M block (or segment) belongs to
 //   the first group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past
-//   the last end are skipped. A block can start in the padding before its group only when the alignment exceeds
+//   the last end are padding. A block can start in the padding before its group only when the alignment exceeds
 //   BLOCK_M; it is then computed with that group (padding rows' D content unspecified, as above), or, with
 //   kZero / kUntouched, recognised as padding: those modes need the alignment (kPsumAlign) to tell a
 //   group's first row, align(end[g-1]).
@@ -33,7 +33,7 @@
 namespace deep_gemm {
 
 // Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
-// with no group are skipped, or with kZero visited as tiles with no K blocks). A 256-row block is looked up as
+// with no group are tiles with no K blocks). A 256-row block is looked up as
 // two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
 // lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
 // twice, once with each group's B, and each visit writes only its own segment (rows_written()).
@@ -44,7 +44,10 @@ struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
     static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
     static_assert(kPsumAlign % kSegmentRows == 0, "groups start at multiples of a segment");
-    static constexpr bool kMayHaveEmptyK = kPadding == PaddingRows::kZero;
+    // All-padding blocks are visited as tiles with no K blocks (kZero stores their zeros, the other rules
+    // nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data inside
+    // next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
+    static constexpr bool kMayHaveEmptyK = true;
     static constexpr PaddingRows kPaddingRows = kPadding;
     static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
@@ -56,16 +59,13 @@ struct ContiguousLayoutScheduler : WholeKRange {
         bool has_group;
         u32 group, begin, end;
     };
-    // The current visit: its group, whether it is all padding (kZero), its group's rows (psum with a padding
-    // mode) and which segments of the tile it writes (bit s: segment s).
-    u32 cur_group = 0;
+    // The current visit: the segment whose group it computes, whether it is all padding, and which
+    // segments of the tile it writes (bit s: segment s).
+    Segment cur{false, 0u, 0u, 0u};
     bool cur_empty = false;
-    u32 group_begin = 0, group_end = 0;
     u32 written = 1;
-    // The second visit of the current M block, when its segments belong to two groups.
+    // The current M block holds two groups and has been visited for the first one.
     bool revisit = false;
-    Segment revisit_segment{};
-    u32 revisit_n_block = 0;
 
     // m = sum_M (rows of A and D), n = N; layout = group per row [m], or group ends [num_groups] (psum).
     __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
@@ -105,72 +105,71 @@ struct ContiguousLayoutScheduler : WholeKRange {
     }
 
     __device__ __forceinline__ void visit(const Segment& s, u32 segments_written) {
-        cur_group = s.group;
+        cur = s;
         cur_empty = false;
-        group_begin = s.begin, group_end = s.end;
         written = segments_written;
     }
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         constexpr u32 kAll = (1u << kSegments) - 1;
-        if (kSegments > 1 && revisit) {
-            revisit = false;
-            m_block = dense.cur_m0 / kBlockM, n_block = revisit_n_block;
-            visit(revisit_segment, 2u);
+        if (!dense.next(m_block, n_block)) return false;
+        const Segment first = segment(m_block * kBlockM);
+        if constexpr (kSegments > 1) {
+            // (m is a multiple of 128, not of 256: the second segment of the last block may lie past m, and is
+            // padding then, not looked up.)
+            const u32 second_row = m_block * kBlockM + kSegmentRows;
+            const Segment second = second_row < dense.rows ? segment(second_row) : Segment{false, 0u, 0u, 0u};
+            if (first.has_group && second.has_group && first.group != second.group) {
+                // Two groups: this block again (the dense order's step taken back) for the second one.
+                if (!revisit) {
+                    visit(first, 1u);
+                    revisit = true;
+                    dense.next_tile -= gridDim.x;
+                } else {
+                    visit(second, 2u);
+                    revisit = false;
+                }
+                return true;
+            }
+            if (!first.has_group && second.has_group) {
+                visit(second, kAll);
+                return true;
+            }
+        }
+        if (first.has_group) {
+            visit(first, kAll);
             return true;
         }
-        while (dense.next(m_block, n_block)) {
-            const Segment first = segment(m_block * kBlockM);
-            if constexpr (kSegments > 1) {
-                // (m is a multiple of 128, not of 256: the second segment of the last block may lie past m, and
-                // is padding then, not looked up.)
-                const u32 second_row = m_block * kBlockM + kSegmentRows;
-                const Segment second = second_row < dense.rows ? segment(second_row) : Segment{false, 0u, 0u, 0u};
-                if (first.has_group && second.has_group && first.group != second.group) {
-                    visit(first, 1u);
-                    revisit = true, revisit_segment = second, revisit_n_block = n_block;
-                    return true;
-                }
-                if (!first.has_group && second.has_group) {
-                    visit(second, kAll);
-                    return true;
-                }
-            }
-            if (first.has_group) {
-                visit(first, kAll);
-                return true;
-            }
-            if constexpr (kPadding == PaddingRows::kZero) {
-                cur_group = 0;  // B is not read
-                cur_empty = true;
-                written = kAll;
-                return true;
-            }
-        }
-        return false;
+        cur.group = 0;  // all padding: B is not read
+        cur_empty = true;
+        written = kAll;
+        return true;
     }
 
     __device__ __forceinline__ u32 k_size(u32 problem_k) const {
-        return kMayHaveEmptyK && cur_empty ? 0u : problem_k;
+        return cur_empty ? 0u : problem_k;
     }
     // Whether `row` (of D, inside the current tile) belongs to the visit's group.
     __device__ __forceinline__ bool row_valid(u32 row) const {
         if constexpr (kPsumLayout) {
-            return row >= group_begin && row < group_end;
+            return row >= cur.begin && row < cur.end;
         } else {
-            return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur_group);
+            return row < dense.rows && __ldg(grouped_layout + row) == static_cast<i32>(cur.group);
         }
     }
     // Whether this visit writes the rows of the tile's segment holding tile row `row_in_tile`.
     __device__ __forceinline__ bool rows_written(u32 row_in_tile) const {
+        if constexpr (kSegments == 1) return true;
         return ((written >> (row_in_tile / kSegmentRows)) & 1u) != 0;
     }
 
     __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return cur_group; }
+    __device__ __forceinline__ u32 b_group() const { return cur.group; }
     __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return dense.rows; }
+    __device__ __forceinline__ u32 d_row_end() const {
+        return cur_empty && kPadding != PaddingRows::kZero ? dense.cur_m0 : dense.rows;
+    }
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
@@ -207,18 +206,32 @@ struct MaskedGroupedScheduler : WholeKRange {
         group_tiles = group_m_blocks * num_n_blocks;
     }
 
+    // The tiles are counted up to a bound that kernel arguments alone give (every group with max_m rows), and
+    // next() returns false only there; once the groups are used up the count jumps to the bound. Returning
+    // false on the group cursor itself (loaded masked_m) made ptxas take the kernel's tile loop for divergent
+    // and move the pipeline state and the wgmma descriptors out of uniform registers (two R2UR per descriptor
+    // and K block); with the jump they stay uniform (SASS checked). Stepping to the bound instead of jumping
+    // would cost a loop trip per grid's worth of unused tiles: thousands with a large max_m and small groups.
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        const u32 t = next_tile;
-        next_tile += gridDim.x;
-        // Tiles only move forward, so the group cursor does too.
-        while (group < num_groups && t >= group_first_tile + group_tiles) {
-            group_first_tile += group_tiles;
-            if (++group < num_groups) load_group();
+        // (Fits in 32 bits: it is about G * max_m * N / (BLOCK_M * BLOCK_N) plus a row or column of tiles per
+        // group, far below 2^32 for any D and B that fit in a GPU's memory.)
+        const u32 bound = num_groups * ceil_div(max_m, kBlockM) * num_n_blocks;
+        while (next_tile < bound) {
+            const u32 t = next_tile;
+            next_tile += gridDim.x;
+            // Tiles only move forward, so the group cursor does too.
+            while (group < num_groups && t >= group_first_tile + group_tiles) {
+                group_first_tile += group_tiles;
+                if (++group < num_groups) load_group();
+            }
+            if (group < num_groups) {
+                grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
+                cur_m0 = m_block * kBlockM;
+                return true;
+            }
+            next_tile = bound;
         }
-        if (group >= num_groups) return false;
-        grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
-        cur_m0 = m_block * kBlockM;
-        return true;
+        return false;
     }
 
     __device__ __forceinline__ u32 a_group() const { return group; }
