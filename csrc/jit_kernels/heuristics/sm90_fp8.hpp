@@ -411,7 +411,7 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 // is scored by the dense model on the rows it would compute, and the cheapest wins (the smaller tile unless
 // the larger is > 1% cheaper):
 // - Contiguous: BLOCK_M 64 or 128 on sum of M. The scheduler also runs 256-row tiles (two 128-row segments;
-//   forced only): on the three contiguous benchmark shapes they measured 1.03-1.12x the dense model's time on
+//   forced only): on the three contiguous benchmark shapes they measured 1.03-1.13x the dense model's time on
 //   sum of M plus 128 (G - 1) rows (a block whose halves hold two groups runs twice), against 0.89-0.99x for
 //   the 128-row tiles, so the model would pick them where 128x192 is 2-6% faster (benchmarks/NOTES_fp8.md,
 //   fourteenth round). No 192-row tiles (their 64-row warpgroups do not fit the segments). With the psum
