@@ -413,7 +413,7 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 // - Contiguous: BLOCK_M 64 or 128 on sum of M. The scheduler also runs 256-row tiles (two 128-row segments;
 //   forced only): on the three contiguous benchmark shapes they measured 1.03-1.13x the dense model's time on
 //   sum of M plus 128 (G - 1) rows (a block whose halves hold two groups runs twice), against 0.89-0.99x for
-//   the 128-row tiles, so the model would pick them where 128x192 is 2-6% faster (benchmarks/NOTES_fp8.md,
+//   the 128-row tiles, so the model would pick them where 128x192 is ~6% faster (benchmarks/NOTES_fp8.md,
 //   fourteenth round). No 192-row tiles (their 64-row warpgroups do not fit the segments). With the psum
 //   layout's rows hint, groups of at most 64 expected rows take 64-row tiles, larger ones 128.
 // - Masked: G x the mean rows a group takes in whole tiles (sm90_fp8_masked_tile_rows), for BLOCK_M 64, 128
@@ -461,7 +461,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
         consider(64, 128, m);
     }
     if (best_cost < 0) {  // nothing fits: the caller reports the stage count
-        space.min_block_m = 64, space.max_block_m = 256;
+        space.min_block_m = 64, space.max_block_m = masked ? 256 : 128;
         return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);
     }
     return best;
