@@ -440,28 +440,25 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
     space.multicast = false;
     space.rows_192 = false;
     space.multiples = multiples;
-    if (!masked && rows_per_group > 0) {
-        space.min_block_m = space.max_block_m = hinted_block_m;
+    if (!masked) {
+        space.min_block_m = rows_per_group > 0 ? hinted_block_m : 64;
+        space.max_block_m = rows_per_group > 0 ? hinted_block_m : 128;
         return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
     }
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
-    // The model's pick among BLOCK_M in [lo, hi] on `rows` rows.
-    auto consider = [&](int lo, int hi, double rows) {
-        space.min_block_m = lo, space.max_block_m = hi;
+    // Masked: the model's pick with this BLOCK_M on the rows its tiles cover (smaller tile unless > 1% cheaper).
+    auto consider = [&](int block_m, double rows) {
+        space.min_block_m = space.max_block_m = block_m;
         const int rows_m = int(std::min<double>(std::ceil(rows), INT32_MAX));
         const Sm90Fp8GemmConfig c = choose_sm90_fp8_model_config(rows_m, n, k, num_sms, smem_limit, space);
         if (c.num_stages < kSm90Fp8MinStages || !multiples.allows(c.block_m, c.block_n)) return;
         const double cost = sm90_fp8_model_cost(rows_m, n, k, num_sms, c.block_m, c.block_n, c.num_stages, c.pipelined, 0);
         if (best_cost < 0 || cost < best_cost * 0.99) best = c, best_cost = cost;
     };
-    if (masked) {
-        for (int block_m : {64, 128, 256}) consider(block_m, block_m, double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m));
-    } else {
-        consider(64, 128, m);
-    }
+    for (int block_m : {64, 128, 256}) consider(block_m, double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m));
     if (best_cost < 0) {  // nothing fits: the caller reports the stage count
-        space.min_block_m = 64, space.max_block_m = masked ? 256 : 128;
+        space.min_block_m = 64, space.max_block_m = 256;
         return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);
     }
     return best;
