@@ -247,6 +247,12 @@ def check_m_grouped_fp8_gemm_masked_256() -> None:
         m_grouped_fp8_masked_case()
 
 
+def check_m_grouped_fp8_gemm_masked_128pp() -> None:
+    # 128-row tiles, pipelined: a group's last tile whose second warpgroup has no rows (37) only passes slots on.
+    with forced_config("DG_FP8_GEMM_CONFIG", "128,128,0,1,0"):
+        m_grouped_fp8_masked_case()
+
+
 def m_grouped_fp8_masked_case() -> None:
     # max_m = 100 (not a multiple of 64); masked_m 0, 37, 100, > max_m and negative (clamped on the device).
     values, max_m, n, k = [0, 37, 100, 1000, -7], 100, 200, 320

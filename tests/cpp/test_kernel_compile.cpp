@@ -116,8 +116,8 @@ std::vector<GemmKernelKey> shipped_fp8_keys() {
 // The M-grouped variants (few: each is a full kernel compile) on TARGETS-like shapes: contiguous with zero
 // padding (the default) and psum with untouched padding (rows clipped per tile), both on 256-row tiles (forced:
 // two 128-row segments, a block of two groups visited twice), psum on 64-row tiles, masked with the grouped
-// heuristics' 64-row tiles (small expected_m) and 256-row ones (expected_m 192), and the heuristics' contiguous
-// pick (128-row tiles).
+// heuristics' 64-row tiles (small expected_m), 256-row ones (expected_m 192) and 128-row pipelined ones
+// (expected_m 96), and the heuristics' contiguous pick (128-row tiles).
 std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
     auto key_of = [](int m, int n, int k, int rows_per_group, int groups, GemmGroupedMode mode, int padding,
@@ -136,15 +136,18 @@ std::vector<GemmKernelKey> grouped_fp8_keys() {
         key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
         key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
         key_of(128, 6144, 7168, 48, 32, GemmGroupedMode::kMGroupedMasked, 0, 0),
-        key_of(256, 6144, 7168, 192, 32, GemmGroupedMode::kMGroupedMasked, 0, 0)};
+        key_of(256, 6144, 7168, 192, 32, GemmGroupedMode::kMGroupedMasked, 0, 0),
+        key_of(1024, 7168, 2048, 96, 32, GemmGroupedMode::kMGroupedMasked, 0, 0)};
     keys.push_back(keys[0]);  // the heuristics' contiguous pick
-    EXPECT_LE(keys[5].block_m, 128u);
+    EXPECT_LE(keys[6].block_m, 128u);
     for (const int i : {0, 1}) {  // 256-row contiguous tiles, as DG_FP8_GEMM_CONFIG forces them
         keys[i].block_m = 256, keys[i].block_n = 128, keys[i].pipelined = 0;
         keys[i].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin);
     }
     EXPECT_EQ(keys[3].block_m, 64u);
     EXPECT_EQ(keys[4].block_m, 256u);
+    EXPECT_EQ(keys[5].block_m, 128u);  // pipelined: a last tile's second warpgroup may only pass slots on
+    EXPECT_TRUE(keys[5].pipelined);
     // psum with 64-row tiles (DG_FP8_GEMM_CONFIG can force them): blocks before a group's aligned start.
     keys[2].block_m = 64;
     keys[2].num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(64, keys[2].block_n, kH200SmemOptin);
