@@ -256,11 +256,11 @@ def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
 
 
 @pytest.mark.parametrize('value', ['256,128,0,0,0', '256,64,0,0,0', '192,128,0,0,0', '128,128,0,1,0', '128,192,0,0,0'])
-def test_masked_several_waves_per_warpgroup(forced_config, value):
+def test_masked_last_tile_rows(forced_config, value):
     """Masked groups on 256-row tiles (two 64-row waves per math warpgroup), 192-row ones and 128-row ones (pipelined
     and not): the rows at or past masked_m are clipped per wave, a warpgroup whose rows are all valid stores through
-    TMA, and the waves of a group's last tile that start at or past masked_m are skipped (a warpgroup with none left
-    only passes the pipeline's slots on)."""
+    TMA, and on tiles of one wave per warpgroup a warpgroup whose rows all lie at or past masked_m only passes the
+    pipeline's slots on."""
     forced_config(value)
     masked_values = [0, 1, 64, 127, 128, 129, 200, 255, 256, 257, 300, 1000]
     max_m = 300
