@@ -1,12 +1,14 @@
 """Config sweep for deep_gemm.fp8_gemm_nt (SM90 FP8 1D2D): times candidate kernel configs per shape.
 
-Each candidate is forced through DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]"
-(block_m 64, 128, 192 (three math warpgroups of 64 rows, block_n <= 128) or 256 (two math warpgroups of 128 rows,
-block_n <= 128, pipelined 0); stages 0 = as many as fit (<= 16); pipelined 1 = two scratch accumulators with the
-promotion overlapped with the next K block's wgmmas, BLOCK_N <= 128; multicast 0 = off, 1 = 2-CTA cluster sharing
-B (M-block pairs), 2 = sharing A (N-block pairs); group_n = N blocks per tile-order group, 0 = the default 8;
-split_k = units sharing each tile's K blocks; all rules in docs/env_vars.md). The host reads the variable on every
-call and keys its config memo on it, so one process sweeps everything. "default" = the config model's choice, "rules" = the previous round's rules.
+Each candidate is forced through
+DG_FP8_GEMM_CONFIG="block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]" (block_m 64, 128, 192
+(three math warpgroups of 64 rows, block_n <= 128) or 256 (two math warpgroups of 128 rows, block_n <= 128,
+pipelined 0); stages 0 = as many as fit (<= 16); pipelined 1 = two scratch accumulators with the promotion
+overlapped with the next K block's wgmmas, BLOCK_N <= 128; multicast 0 = off, 1 = 2-CTA cluster sharing B (M-block
+pairs), 2 = sharing A (N-block pairs); group_n = N blocks per tile-order group, 0 = the default 8; split_k = units
+sharing each tile's K blocks; all rules in docs/env_vars.md). The host reads the variable on every call and keys
+its config memo on it, so one process sweeps everything. "default" = the config model's choice, "rules" = the
+previous round's rules.
 
 Per candidate: one call (JIT compile), a correctness check (calc_diff vs the dequantized FP32 reference
 < 1e-3, output poisoned with NaN; a broken variant is flagged BAD and not timed), then CUDA-event timing

@@ -447,16 +447,16 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
     }
     Sm90Fp8GemmConfig best;
     double best_cost = -1.0;
-    // Masked: the model's pick with this BLOCK_M on the rows its tiles cover (smaller tile unless > 1% cheaper).
-    auto consider = [&](int block_m, double rows) {
+    // Masked: per BLOCK_M, the model's pick on the rows its tiles cover (the smaller tile unless > 1% cheaper).
+    for (const int block_m : {64, 128, 256}) {
         space.min_block_m = space.max_block_m = block_m;
+        const double rows = double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m);
         const int rows_m = int(std::min<double>(std::ceil(rows), INT32_MAX));
         const Sm90Fp8GemmConfig c = choose_sm90_fp8_model_config(rows_m, n, k, num_sms, smem_limit, space);
-        if (c.num_stages < kSm90Fp8MinStages || !multiples.allows(c.block_m, c.block_n)) return;
+        if (c.num_stages < kSm90Fp8MinStages || !multiples.allows(c.block_m, c.block_n)) continue;
         const double cost = sm90_fp8_model_cost(rows_m, n, k, num_sms, c.block_m, c.block_n, c.num_stages, c.pipelined, 0);
         if (best_cost < 0 || cost < best_cost * 0.99) best = c, best_cost = cost;
-    };
-    for (int block_m : {64, 128, 256}) consider(block_m, double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m));
+    }
     if (best_cost < 0) {  // nothing fits: the caller reports the stage count
         space.min_block_m = 64, space.max_block_m = 256;
         return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);

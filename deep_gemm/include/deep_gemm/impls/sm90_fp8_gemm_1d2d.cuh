@@ -444,7 +444,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             // one 64-row wave per warpgroup: for two, the partial tiles' own instance of the K loop moved the full
             // loop's counters out of uniform registers and cost full tiles 3.5-4.5% (benchmarks/NOTES_fp8.md,
             // fourteenth and fifteenth rounds).
-            constexpr bool kSkipIdleWarpgroups = Scheduler::kClipRows && kWaves == 1 && Layout::kNumMathWarpgroups > 1;
+            constexpr bool kSkipIdleWarpgroups =
+                Scheduler::kClipRows && kWaves == 1 && Layout::kNumMathWarpgroups > 1;
             if (kSkipIdleWarpgroups && d_row0 + math_wg * kRowsPerWarpgroup >= scheduler.d_row_end()) {
 #pragma unroll 1
                 for (u32 kb = 0; kb < tile_kbs; ++kb) {
