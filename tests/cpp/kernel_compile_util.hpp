@@ -133,7 +133,7 @@ protected:
     // The wgmma descriptors (and the pipeline slot they come from) stay in uniform registers: no R2UR between a
     // kernel's first and last `mma_op` (QGMMA). When ptxas takes the tile loop for divergent (a loop
     // ended, or an epilogue skipped, on loaded data) it computes them in vector registers and moves each over
-    // before every wgmma (benchmarks/NOTES_fp8.md, thirteenth round).
+    // before every wgmma (docs/kernels/sm90_fp8_gemm_1d2d.md, "Uniform K loops").
     static void expect_uniform_wgmma_descriptors(const std::string& sass, const std::string& mma_op) {
         const size_t first = sass.find(mma_op), last = sass.rfind(mma_op);
         ASSERT_NE(first, std::string::npos) << "no " << mma_op << " in SASS";

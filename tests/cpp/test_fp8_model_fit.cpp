@@ -160,7 +160,7 @@ TEST(Fp8ModelFit, PicksNearTheMeasuredBest) {
 
 }  // namespace
 
-// Split-K in the model, against the H200 split-K sweep (benchmarks/NOTES_fp8.md "Ninth round"; µs, the
+// Split-K in the model, against the H200 split-K sweep (docs/kernels/sm90_fp8_gemm_1d2d.md, "Split-K"; µs, the
 // unsplit default first): 128x256x7168 13.4 -> 9.2-9.4 with 64x32 tiles split 4-8, 128x512x7168 13.2 -> 9.6
 // (64x32, 4), 128x1024x7168 13.6 -> 11.5 (64x32, 2) / 12.2 (64x64, 4), 128x256x16384 24.4 -> 11.1 (64x32,
 // 8). Two waves of units measured 1.3-2x slower than one, so the model splits only into one wave.
@@ -190,8 +190,8 @@ TEST(Fp8ModelFit, SplitsKWhereTheSweepGained) {
 }
 
 // Tile order: one wave of units with several M blocks and N > M takes group_n 1 (the CTAs that read one B tile
-// side by side), measured faster than 8 on every such shape of the H200 sweep (benchmarks/NOTES_fp8.md,
-// eleventh round: 128x4096x7168 18.2 -> 17.2 us, 128x2112x7168 split 2 14.1 -> 13.2, 512x4096x7168 28.3 ->
+// side by side), measured faster than 8 on every such shape of the H200 sweep (docs/kernels/sm90_fp8_gemm_1d2d.md,
+// "Tile choice": 128x4096x7168 18.2 -> 17.2 us, 128x2112x7168 split 2 14.1 -> 13.2, 512x4096x7168 28.3 ->
 // 27.3); A larger than B (4096x256x7168 with 1: 23.9 against 21.1-21.5 with 8), several waves, one M block or
 // multicast keep 8 (4096x4096x7168 with 1: 180.0 against 176.2).
 TEST(Fp8ModelFit, OneWaveTileOrder) {
@@ -215,8 +215,8 @@ TEST(Fp8ModelFit, OneWaveTileOrder) {
 }
 
 // Ties on the floor (the L2 / HBM rate bounds every candidate at M = 128 with long K and many N tiles): the
-// candidate whose busiest SM has less to do wins, not the larger tile. Measured on the H200 (NOTES_fp8.md,
-// twelfth round; old pick -> new): 128x8448x16384 128x80 on 106 SMs 54.9 -> 128x64 on 132 SMs 47.5 us;
+// candidate whose busiest SM has less to do wins, not the larger tile. Measured on the H200 (docs/kernels/sm90_fp8_gemm_1d2d.md,
+// "Tile choice"; old pick -> new): 128x8448x16384 128x80 on 106 SMs 54.9 -> 128x64 on 132 SMs 47.5 us;
 // 128x14336x16384 192x128 102.8 -> 128x112 78.4; 128x16896x16384 128x192 92.5 -> 128x128 80.9; 128x129280x7168
 // 128x192 268.1 -> 128x128 252.8.
 TEST(Fp8ModelFit, FloorTiesGoToTheLessBusySm) {
@@ -242,8 +242,8 @@ TEST(Fp8ModelFit, FloorTiesGoToTheLessBusySm) {
     EXPECT_EQ(h::choose_sm90_fp8_config(96, 32768, 7168, kSms, kSmemLimit).block_n, 128);
 }
 
-// No tile leaves a whole 64-row wave of padding when a smaller BLOCK_M exists. Measured on the H200 (NOTES_fp8.md,
-// twelfth round; old pick -> new): 128x129280x1536 192x128 85.2 -> 128x128 67.7 us; 192x16896x7168 256x128 57.4 ->
+// No tile leaves a whole 64-row wave of padding when a smaller BLOCK_M exists. Measured on the H200 (docs/kernels/sm90_fp8_gemm_1d2d.md,
+// "Tile choice"; old pick -> new): 128x129280x1536 192x128 85.2 -> 128x128 67.7 us; 192x16896x7168 256x128 57.4 ->
 // 192x128 44.4; 192x32768x4096 256x128 65.0 -> 192x128 50.4; 128x16384x4096 192x128 31.0 -> 128x176 30.2.
 TEST(Fp8ModelFit, NoWaveOfPadding) {
     EXPECT_EQ(h::choose_sm90_fp8_config(128, 129280, 1536, kSms, kSmemLimit).block_m, 128);

@@ -7,7 +7,7 @@ from deep_gemm import _C
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEXT_SUFFIXES = ('.py', '.cpp', '.hpp', '.h', '.cuh', '.md', '.txt', '.in', '.toml', '.sh', '.ini', '.pyi')
-SKIP_DIRS = {'.git', 'build', '__pycache__', '.pytest_cache'}
+SKIP_DIRS = {'.git', 'build', '__pycache__', '.pytest_cache', '.peers', '.venv'}  # .peers: other projects' sources
 
 
 def repo_text_files():
@@ -43,8 +43,10 @@ def test_no_citation_of_documents_outside_the_repository():
 def test_docs_links_resolve():
     """Every repository path a doc names in backticks (docs/..., benchmarks/..., csrc/..., ...) exists."""
     missing = []
-    for name in os.listdir(os.path.join(ROOT, 'docs')) + ['../README.md']:
-        with open(os.path.join(ROOT, 'docs', name)) as f:
+    docs = [os.path.join(base, name) for base, _, names in os.walk(os.path.join(ROOT, 'docs')) for name in names]
+    for doc in docs + [os.path.join(ROOT, 'README.md')]:
+        name = os.path.relpath(doc, ROOT)
+        with open(doc) as f:
             text = f.read()
         for path in re.findall(r'`((?:docs|benchmarks|csrc|deep_gemm|tests|scripts)/[A-Za-z0-9_./-]+)`', text):
             if '*' not in path and '<' not in path and not os.path.exists(os.path.join(ROOT, path)):

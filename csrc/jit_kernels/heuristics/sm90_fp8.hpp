@@ -202,7 +202,7 @@ constexpr double kFp8L2BytesPerClk = 5400.0;
 constexpr double kFp8HbmBytesPerClk = 1520.0;
 constexpr double kFp8ModelClkPerUs = 1760.0;  // model clocks per measured microsecond
 // Split-K: per split of a tile, the partial's store, the fence and counter, and the last unit's read (fitted
-// to an H200 split-K sweep, benchmarks/NOTES_fp8.md "Ninth round").
+// to an H200 split-K sweep, docs/kernels/sm90_fp8_gemm_1d2d.md, "Split-K").
 constexpr double kFp8SplitCombineClk = 350.0;
 // The model splits K only with the tiles the split-K sweep measured, 64x32 and 64x64 (the partials stay
 // small: one wave of 64x64 FP32 units is ~2 MB), and only in one wave of units (two waves measured 1.3-2x
@@ -292,8 +292,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
     };
     // The smallest BLOCK_M the space allows takes any M; a larger one must not leave a whole 64-row wave of
     // padding (its wgmmas, zero-filled loads and promotion all wasted; measured: 192x128 tiles at M=128 22-43%
-    // slower than 128x128, 256x128 at M=192 29-43% slower than 192x128, at M=160 55% slower; NOTES_fp8.md,
-    // twelfth round).
+    // slower than 128x128, 256x128 at M=192 29-43% slower than 192x128, at M=160 55% slower;
+    // docs/kernels/sm90_fp8_gemm_1d2d.md, "Tile choice").
     int smallest_m = space.max_block_m;
     auto allowed_m = [&](int block_m) {
         return block_m >= space.min_block_m && block_m <= space.max_block_m && (block_m != 192 || space.rows_192);
@@ -325,7 +325,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
                 // wins (measured: 128x64 on all 132 SMs 46.8 us against 128x80 on 106 SMs 54.7 at 128x8448x16384,
                 // 128x128 72.0 against 192x128 100.1 at 128x14336x16384; ten shapes with M 64-192 gained 4-30%).
                 // Not below 64 rows, where the 64-row tiles are mostly padding: there it won one shape and lost
-                // two by 4-6% (NOTES_fp8.md, twelfth round). Otherwise the larger tile (fewer bytes per FLOP), and
+                // two by 4-6% (sm90_fp8_gemm_1d2d.md, "Tile choice"). Otherwise the larger tile (fewer bytes per FLOP), and
                 // without multicast.
                 const bool on_floor = m >= 64 && t.sm < t.floor && best_time.sm < best_time.floor;
                 if (best_cost < 0 || cost < best_cost * 0.99 ||
@@ -362,7 +362,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
 // 8 N blocks, all N blocks of one M block in a row), where 1 measured 2-12% slower (4096x256x7168 23.9 against
 // 21.1-21.5 us). With several waves 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8
 // against 4-32). With one M block every group_n gives the same order; 8 keeps those kernels (and their cache
-// entries) as they were. benchmarks/NOTES_fp8.md, eleventh round.
+// entries) as they were. docs/kernels/sm90_fp8_gemm_1d2d.md, "Tile choice".
 inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmConfig& c) {
     const long m_blocks = (m + c.block_m - 1) / c.block_m, n_blocks = (n + c.block_n - 1) / c.block_n;
     const long units = m_blocks * n_blocks * std::max(1, c.split_k);
@@ -370,7 +370,8 @@ inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmCo
 }
 
 // Which choice DG_FP8_GEMM_CONFIG asks for when it forces no tile: the model (default), the measured rules
-// of the previous round ("rules"), or the first version's ("legacy").
+// that preceded the model ("rules"), or the first version's ("legacy"): tuning tools for A/B runs,
+// never the default.
 enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
 
 // `multiples` (set_block_size_multiple_of) filters the candidates; the rules pick fixed tiles, so where
@@ -413,8 +414,8 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 // - Contiguous: BLOCK_M 64 or 128 on sum of M. The scheduler also runs 256-row tiles (two 128-row segments;
 //   forced only): on the three contiguous benchmark shapes they measured 1.03-1.13x the dense model's time on
 //   sum of M plus 128 (G - 1) rows (a block whose halves hold two groups runs twice), against 0.89-0.99x for
-//   the 128-row tiles, so the model would pick them where 128x192 is ~6% faster (benchmarks/NOTES_fp8.md,
-//   fourteenth round). No 192-row tiles (their 64-row warpgroups do not fit the segments). With the psum
+//   the 128-row tiles, so the model would pick them where 128x192 is ~6% faster (docs/kernels/sm90_fp8_gemm_1d2d.md,
+//   "Grouped layouts"). No 192-row tiles (their 64-row warpgroups do not fit the segments). With the psum
 //   layout's rows hint, groups of at most 64 expected rows take 64-row tiles, larger ones 128.
 // - Masked: G x the mean rows a group takes in whole tiles (sm90_fp8_masked_tile_rows), for BLOCK_M 64, 128
 //   and 256 (192-row tiles measured 7-10% slower than 256-row ones at full waves; see above).

@@ -368,7 +368,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         // Deferred store (the dense plain loop with the TMA-store epilogue, K of 32+ blocks): a tile's D is
         // staged and handed to TMA during the next tile's first K block, partly behind that block's wgmmas,
         // instead of leaving the tensor cores idle between tiles while both warpgroups convert and stage; the
-        // last tile stores after the loop. Measured on the H200 (benchmarks/NOTES_fp8.md, tenth round): 1.6-2.6%
+        // last tile stores after the loop. Measured on the H200 (docs/kernels/sm90_fp8_gemm_1d2d.md, "Deferred store"): 1.6-2.6%
         // faster at K 7168-16384, 1-3% slower at K 512-1536, hence the K threshold.
         constexpr bool kDeferStore = Epilogue::kStagedStore && !kPipelinedPromote && kNumSplits == 1 &&
                                      Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
@@ -442,8 +442,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             // psum group's last one with untouched padding) writes nothing: it only waits for and releases the
             // tile's slots (its fin stays zero), leaving the tensor cores to the warpgroups with rows. Only with
             // one 64-row wave per warpgroup: for two, the partial tiles' own instance of the K loop moved the full
-            // loop's counters out of uniform registers and cost full tiles 3.5-4.5% (benchmarks/NOTES_fp8.md,
-            // fourteenth and fifteenth rounds).
+            // loop's counters out of uniform registers and cost full tiles 3.5-4.5% (docs/kernels/sm90_fp8_gemm_1d2d.md,
+            // "Idle warpgroups of masked tiles").
             constexpr bool kSkipIdleWarpgroups =
                 Scheduler::kClipRows && kWaves == 1 && Layout::kNumMathWarpgroups > 1;
             if (kSkipIdleWarpgroups && d_row0 + math_wg * kRowsPerWarpgroup >= scheduler.d_row_end()) {
