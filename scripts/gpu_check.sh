@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
-# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [bench] [roofline] [host] [profile]
-# [profile_bf16] [profile_full]
+# ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [peer] [peer_tests] [vs_peer] [bench]
+# [roofline] [host] [profile] [profile_bf16] [profile_full]
 # (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +76,42 @@ if has sanitize; then
         PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
             ${SAN_OPTS:-} python3 scripts/sanitize_cases.py ${SAN_CASES:-} >>"$OUT/sanitizer.log" 2>&1
         note "compute-sanitizer $tool: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer.log" | tail -1)"
+    done
+fi
+
+# DeepGEMM v2.6.1 (the peer), built from .peers/ (carried with the checkout; ignored by git), for the
+# same-run comparisons below. PEER_SRC names an already built peer instead.
+PEER_SRC="${PEER_SRC:-/tmp/deepgemm-peer/DeepGEMM-v2.6.1}"
+if has peer; then
+    t0=$(date +%s)
+    bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
+    note "peer build: rc=$? in $(( $(date +%s) - t0 )) s ($PEER_SRC)"
+fi
+
+if has peer_tests; then
+    # The peer's own test modules against our deep_gemm, each test function pass / fail / harness.
+    DG_MQA_NUM_CASES="${DG_MQA_NUM_CASES:-6}" timeout "${PEER_TESTS_TIMEOUT:-500}" \
+        python3 scripts/run_peer_tests.py "$PEER_SRC/tests" ${PEER_TEST_MODULES:-} >"$OUT/peer_tests.log" 2>&1
+    note "peer tests: rc=$? $(grep -cE ': pass \(' "$OUT/peer_tests.log") pass, $(grep -cE ': fail \(' "$OUT/peer_tests.log") fail, $(grep -cE ': harness \(' "$OUT/peer_tests.log") harness"
+    grep -E ': (pass|fail|harness) \(' "$OUT/peer_tests.log" | tee -a "$summary"
+fi
+
+if has vs_peer; then
+    # Ours and the peer in turns, two rounds, identical inputs (benchmarks/bench_vs_peer.py); then the
+    # new ops' scripts, each with the same turns (--impl ours / --impl peer).
+    timeout "${VS_PEER_TIMEOUT:-500}" python3 benchmarks/bench_vs_peer.py --peer-path "$PEER_SRC" \
+        ${VS_PEER_FAMILIES:+--families $VS_PEER_FAMILIES} --json "$OUT/vs_peer.json" >"$OUT/vs_peer.md" 2>"$OUT/vs_peer.err"
+    note "bench_vs_peer: rc=$?"
+    cat "$OUT/vs_peer.md"
+    for b in ${VS_PEER_OPS:-}; do
+        for round in 1 2; do
+            for impl in ours peer; do
+                echo "=== $b --impl $impl (round $round)" >>"$OUT/vs_peer_ops.log"
+                env $([ "$impl" = peer ] && echo "PYTHONPATH=$PEER_SRC") DG_JIT_CACHE_DIR="/tmp/dg_vs_$impl" \
+                    timeout "${BENCH_TIMEOUT:-300}" python3 "$b" --impl "$impl" >>"$OUT/vs_peer_ops.log" 2>&1
+                note "$b --impl $impl round $round: rc=$?"
+            done
+        done
     done
 fi
 

@@ -1,0 +1,73 @@
+"""Runs DeepGEMM v2.6.1's own test modules against our deep_gemm, one test function at a time, and reports
+each as pass, fail, or "harness" (it failed inside the peer's timing helper, after its correctness checks).
+
+    python3 scripts/run_peer_tests.py PEER_TESTS_DIR [test_bf16 test_einsum ...]
+
+PEER_TESTS_DIR is the peer's `tests/` folder (its `generators.py` is imported from there); `deep_gemm` is
+the one of this checkout. The modules call our functions
+through DeepGEMM's API, so a failure outside the timing helper is ours to fix. Exit status: 1 if any test
+failed outside the harness. Set DG_MQA_NUM_CASES to sample the attention modules' long case lists.
+"""
+import importlib
+import io
+import os
+import sys
+import time
+import traceback
+from contextlib import redirect_stdout
+
+MODULES = ['test_layout', 'test_bf16', 'test_fp8_fp4', 'test_legacy', 'test_einsum', 'test_hyperconnection',
+           'test_attention']
+# The peer's timing helpers: a failure whose innermost frame of the test module's call chain is one of these
+# happened after the correctness asserts (e.g. the profiler's kernel-name filter, which also matches our
+# layout kernel's name because it contains "gemm_").
+HARNESS_FUNCTIONS = {'bench_kineto', 'bench'}
+
+
+def classify(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return 'harness' if any(f.name in HARNESS_FUNCTIONS for f in frames) else 'fail'
+
+
+def run_module(name: str):
+    try:
+        module = importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 - e.g. a helper our deep_gemm lacks: the whole module fails
+        yield '<import>', 'fail', f'{type(e).__name__}: {e}'[:300], 0.0, traceback.format_exc()
+        return
+    for attr in sorted(vars(module)):
+        fn = getattr(module, attr)
+        if not attr.startswith('test_') or not callable(fn) or getattr(fn, '__module__', None) != name:
+            continue
+        start, log = time.time(), io.StringIO()
+        try:
+            with redirect_stdout(log):
+                fn()
+            yield attr, 'pass', '', time.time() - start, log.getvalue()
+        except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the run
+            detail = ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1][:300]
+            yield attr, classify(e), detail, time.time() - start, log.getvalue() + traceback.format_exc()
+
+
+def main(argv):
+    if not argv or not os.path.isdir(argv[0]):
+        print(__doc__, file=sys.stderr)
+        return 2
+    # Ours first (this checkout), then the peer's test folder for its `generators` helper.
+    sys.path[:0] = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.abspath(argv[0])]
+    import torch
+    import deep_gemm
+    print(f'deep_gemm from {os.path.dirname(deep_gemm.__file__)}; peer tests from {argv[0]}')
+    failed = False
+    for name in argv[1:] or MODULES:
+        torch.manual_seed(0)
+        for test, status, detail, seconds, log in run_module(name):
+            failed |= status == 'fail'
+            print(f'{name}.{test}: {status} ({seconds:.0f} s) {detail}', flush=True)
+            if status != 'pass':
+                print('    ' + log[-3000:].replace('\n', '\n    '))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,58 @@
+"""The same-run comparison against DeepGEMM (benchmarks/bench_vs_peer.py) without a GPU: the case data both
+sides build from, and the table the parent prints from the children's rounds."""
+import math
+import os
+import sys
+
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'benchmarks')
+sys.path.insert(0, BENCH)
+import bench_vs_peer as vs  # noqa: E402
+
+
+def test_case_names_are_unique_and_seeds_stable():
+    names = [vs.case_name(f, c) for f, cases in vs.FAMILIES.items() for c in cases]
+    assert len(names) == len(set(names))
+    c = vs.FAMILIES['fp8_masked'][0]
+    assert vs.seed_of('fp8_masked', c) == vs.seed_of('fp8_masked', dict(c))
+
+
+def test_group_rows_equal_work_on_both_sides():
+    # The two children compute the row counts independently: same seed, same rows, aligned, within +-30%.
+    a, b = vs.group_rows(8, 4256, 128, 7), vs.group_rows(8, 4256, 128, 7)
+    assert a == b and len(a) == 8
+    assert all(r % 128 == 0 and 0.7 * 4256 - 128 <= r <= 1.3 * 4256 + 128 for r in a)
+    assert vs.group_rows(8, 4256, 128, 8) != a
+
+
+def test_flops():
+    assert vs.case_flops('fp8_dense', dict(m=2, n=3, k=4)) == 48
+    c = dict(groups=4, k=4096, m=7168, n=2048)
+    ks = vs.group_rows(4, 4096, 128, vs.seed_of('fp8_k_grouped', c))
+    assert vs.case_flops('fp8_k_grouped', c) == 2 * sum(ks) * 7168 * 2048
+
+
+def test_table_ratios_errors_and_geomean(monkeypatch):
+    monkeypatch.setattr(vs, 'FAMILIES', {'fp8_dense': [dict(m=1, n=2, k=3), dict(m=4, n=5, k=6)],
+                                         'fp8_masked': [dict(groups=2, m=64, n=128, k=128)]})
+    first, second, masked = (vs.case_name(f, c) for f, cs in vs.FAMILIES.items() for c in cs)
+    rounds = [{'ours': {first: {'us': 10.0}, second: {'us': 4.0}, masked: {'error': 'boom'}},
+               'peer': {first: {'us': 12.0}, second: {'us': 2.0}, masked: {'us': 1.0}}},
+              {'ours': {first: {'us': 10.0}, second: {'us': 4.0}},
+               'peer': {first: {'us': 12.0}, second: {'us': 2.0}}}]
+    text = vs.table(['fp8_dense', 'fp8_masked'], rounds)
+    rows = {line.split('|')[1].strip(): [cell.strip() for cell in line.split('|')[2:-1]] for line in text.splitlines()[2:]}
+    assert rows[first] == ['10.0 / 10.0', '12.0 / 12.0', f'{12 / 10e-6 / 1e12:.0f}', '1.200']
+    assert rows[second][3] == '0.500'
+    assert rows[masked][0] == 'error: boom' and rows[masked][3] == '-'
+    assert rows['**fp8_dense geomean**'][3] == f'{math.sqrt(1.2 * 0.5):.3f}'
+    assert '**fp8_masked geomean**' not in rows
+
+
+def test_parent_needs_the_peer(capsys):
+    with pytest.raises(SystemExit):
+        vs.main(['--peer-path', '/nonexistent'])
+    assert 'build_deepgemm.sh' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        vs.main(['--families', 'nope', '--list'])

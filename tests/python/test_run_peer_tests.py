@@ -1,0 +1,55 @@
+"""scripts/run_peer_tests.py without a GPU: it runs each test function of a peer-style module and tells a
+failure of ours from one inside the peer's timing helper."""
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, 'scripts', 'run_peer_tests.py')
+
+
+def run(tmp_path, body, module='test_fake'):
+    (tmp_path / f'{module}.py').write_text(textwrap.dedent(body))
+    return subprocess.run([sys.executable, SCRIPT, str(tmp_path), module], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_pass_fail_and_harness(tmp_path):
+    out = run(tmp_path, '''
+        def bench_kineto(fn):
+            raise RuntimeError('profiler matched two kernels')
+
+        def test_ok():
+            print('fine')
+
+        def test_wrong():
+            assert 1 == 2, 'diff too large'
+
+        def test_timing_only():
+            bench_kineto(None)
+
+        def helper():
+            raise AssertionError('not a test')
+    ''')
+    lines = {line.split(':')[0]: line for line in out.stdout.splitlines() if line.startswith('test_fake.')}
+    assert set(lines) == {'test_fake.test_ok', 'test_fake.test_wrong', 'test_fake.test_timing_only'}
+    assert ': pass (' in lines['test_fake.test_ok']
+    assert ': fail (' in lines['test_fake.test_wrong'] and 'diff too large' in lines['test_fake.test_wrong']
+    assert ': harness (' in lines['test_fake.test_timing_only']
+    assert out.returncode == 1
+
+
+def test_harness_failures_alone_exit_zero(tmp_path):
+    out = run(tmp_path, '''
+        def bench_kineto(fn):
+            raise RuntimeError('x')
+
+        def test_timing_only():
+            bench_kineto(None)
+    ''')
+    assert ': harness (' in out.stdout and out.returncode == 0
+
+
+def test_import_failure_is_reported(tmp_path):
+    out = run(tmp_path, 'from deep_gemm.utils import no_such_helper\n')
+    assert 'test_fake.<import>: fail' in out.stdout and 'no_such_helper' in out.stdout and out.returncode == 1
