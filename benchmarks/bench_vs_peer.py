@@ -60,6 +60,31 @@ def case_flops(family: str, case: dict) -> float:
     return 2.0 * sum(group_rows(case['groups'], case['m'], 1, seed_of(family, case))) * case['n'] * case['k']
 
 
+def case_bytes(family: str, case: dict) -> float:
+    """Least memory traffic of a dense case (inputs read once, output written once), for the roofline."""
+    m, n, k = case['m'], case['n'], case['k']
+    if family == 'fp8_dense':
+        return m * k + n * k + 4.0 * (m * k / 128 + n * k / 128 / 128) + 2.0 * m * n
+    return 2.0 * (m * k + n * k + m * n)
+
+
+def plot_results(families, rounds):
+    """benchmarks/_report.py Results of the dense families: ours, the peer and the baseline (medians)."""
+    from _report import Result
+    impls = (('ours', 'ours', 'us'), ('peer', 'DeepGEMM v2.6.1', 'us'), ('ours', 'cuBLAS(Lt)', 'baseline_us'))
+    out = []
+    for family in (f for f in families if f in ('fp8_dense', 'bf16_dense')):
+        for c in FAMILIES[family]:
+            name = case_name(family, c)
+            for side, impl, key in impls:
+                times = [r[side][name][key] for r in rounds if key in r[side].get(name, {})]
+                if times:
+                    out.append(Result(op=family, shape=f"{c['m']}x{c['n']}x{c['k']}", impl=impl,
+                                      us=statistics.median(times), flops=case_flops(family, c),
+                                      bytes=case_bytes(family, c), dtype=family.split('_')[0]))
+    return out
+
+
 def seed_of(family: str, case: dict) -> int:
     return sum(ord(c) * (i + 1) for i, c in enumerate(case_name(family, case))) % (2 ** 31)
 
@@ -72,25 +97,28 @@ def group_rows(groups: int, mean: int, align: int, seed: int) -> list:
 
 # ---- the child: builds one family's inputs and times the installed deep_gemm --------------------------
 
-def _child(families, runs):
+def _child(families, runs, with_baseline):
     import torch
     import deep_gemm
 
     flush = torch.empty(256 << 20, dtype=torch.int8, device='cuda')
 
-    def timed(fn):
-        fn()
-        torch.cuda.synchronize()
-        samples = []
-        for _ in range(runs):
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+    def timed(fns):
+        """Median µs of each callable, called in turns (one call of each per round, L2 flushed before each)."""
+        for fn in fns:
             fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1e3)
-        return statistics.median(samples)
+        torch.cuda.synchronize()
+        samples = [[] for _ in fns]
+        for _ in range(runs):
+            for fn, out in zip(fns, samples):
+                flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                out.append(start.elapsed_time(end) * 1e3)
+        return [statistics.median(x) for x in samples]
 
     def per_row_fp8(x):      # [.., K] -> e4m3 and FP32 scales per row per 128 of K
         *lead, k = x.shape
@@ -111,7 +139,10 @@ def _child(families, runs):
         if family == 'fp8_dense':
             a, b = per_row_fp8(randn(c['m'], c['k'])), per_block_fp8(randn(c['n'], c['k']))
             d = torch.empty(c['m'], c['n'], device='cuda', dtype=torch.bfloat16)
-            return lambda: deep_gemm.fp8_gemm_nt(a, b, d)
+            # cuBLASLt block-wise: A scales [M, K/128] outer-dim-major, B scales [K/128, N/128].
+            sa, sb = a[1].t().contiguous().t(), b[1].t()
+            baseline = lambda: torch._scaled_mm(a[0], b[0].t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)
+            return (lambda: deep_gemm.fp8_gemm_nt(a, b, d)), baseline
         if family == 'fp8_1d1d':
             a, b = per_row_fp8(randn(c['m'], c['k'])), per_row_fp8(randn(c['n'], c['k']))
             d = torch.zeros(c['m'], c['n'], device='cuda', dtype=torch.float)
@@ -163,14 +194,18 @@ def _child(families, runs):
         if family == 'bf16_dense':
             a, b = randn(c['m'], c['k']), randn(c['n'], c['k'])
             d = torch.empty(c['m'], c['n'], device='cuda', dtype=torch.bfloat16)
-            return lambda: deep_gemm.bf16_gemm_nt(a, b, d)
+            return (lambda: deep_gemm.bf16_gemm_nt(a, b, d)), (lambda: torch.mm(a, b.t()))
         raise ValueError(f'unknown family {family}')
 
     for family in families:
         for c in FAMILIES[family]:
             torch.manual_seed(seed_of(family, c))
             try:
-                result = dict(us=timed(build(family, c)))
+                fns = build(family, c)
+                fn, baseline = fns if isinstance(fns, tuple) else (fns, None)
+                # With the dense families' baseline (the cuBLAS(Lt) call a torch user would make), in turns.
+                times = timed([fn, baseline] if baseline is not None and with_baseline else [fn])
+                result = dict(us=times[0], **(dict(baseline_us=times[1]) if len(times) > 1 else {}))
             except Exception as e:   # a case this side cannot run: reported, not fatal
                 result = dict(error=(str(e).splitlines() or [type(e).__name__])[0][:160])
             print(json.dumps(dict(case=case_name(family, c), **result)), flush=True)
@@ -183,8 +218,10 @@ def run_side(side, peer_path, families, runs, cache_root):
     env = dict(os.environ)
     env['PYTHONPATH'] = peer_path if side == 'peer' else ROOT
     env['DG_JIT_CACHE_DIR'] = os.path.join(cache_root, side)
+    # Our child also times the dense families' cuBLAS(Lt) baseline, in the same process as ours.
     out = subprocess.run([sys.executable, os.path.abspath(__file__), '--child', '--families', ','.join(families),
-                          '--runs', str(runs)], env=env, cwd='/', capture_output=True, text=True)
+                          '--runs', str(runs)] + (['--baseline'] if side == 'ours' else []),
+                         env=env, cwd='/', capture_output=True, text=True)
     results = {}
     for line in out.stdout.splitlines():
         if line.startswith('{'):
@@ -197,7 +234,7 @@ def run_side(side, peer_path, families, runs, cache_root):
 
 def table(families, rounds):
     """Markdown rows: case, ours µs per round, peer µs per round, peer/ours (speed ratio of the medians)."""
-    lines = ['| case | ours µs | peer µs | ours TFLOPS | peer/ours |', '|---|---|---|---|---|']
+    lines = ['| case | ours µs | peer µs | cuBLAS(Lt) µs | ours TFLOPS | peer/ours |', '|---|---|---|---|---|---|']
     ratios = {}
     for family in families:
         for c in FAMILIES[family]:
@@ -210,14 +247,16 @@ def table(families, rounds):
                 cells.append(' / '.join(f'{t:.1f}' for t in times) if times else f'error: {errors[0]}' if errors else '-')
                 if times:
                     medians[side] = statistics.median(times)
+            base = [r['ours'][name]['baseline_us'] for r in rounds if 'baseline_us' in r['ours'].get(name, {})]
+            cells.append(' / '.join(f'{t:.1f}' for t in base) or '-')
             tflops = f"{case_flops(family, c) / medians['ours'] / 1e6:.0f}" if 'ours' in medians else '-'
             ratio = '-'
             if len(medians) == 2:
                 ratios.setdefault(family, []).append(medians['peer'] / medians['ours'])
                 ratio = f"{medians['peer'] / medians['ours']:.3f}"
-            lines.append(f'| {name} | {cells[0]} | {cells[1]} | {tflops} | {ratio} |')
+            lines.append(f'| {name} | {cells[0]} | {cells[1]} | {cells[2]} | {tflops} | {ratio} |')
     for family, rs in ratios.items():
-        lines.append(f'| **{family} geomean** | | | | {math.exp(sum(map(math.log, rs)) / len(rs)):.3f} |')
+        lines.append(f'| **{family} geomean** | | | | | {math.exp(sum(map(math.log, rs)) / len(rs)):.3f} |')
     return '\n'.join(lines)
 
 
@@ -230,7 +269,9 @@ def main(argv=None):
     p.add_argument('--cache-root', default='/tmp/dg_vs_peer')
     p.add_argument('--json', help='also write the raw rounds here')
     p.add_argument('--list', action='store_true')
+    p.add_argument('--plot', help='also draw a roofline PNG (ours, the peer, cuBLASLt; needs matplotlib)')
     p.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
+    p.add_argument('--baseline', action='store_true', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     families = [f for f in args.families.split(',') if f]
     unknown = [f for f in families if f not in FAMILIES]
@@ -242,7 +283,7 @@ def main(argv=None):
                 print(case_name(f, c))
         return 0
     if args.child:
-        _child(families, args.runs)
+        _child(families, args.runs, args.baseline)
         return 0
     if not args.peer_path or not os.path.isdir(os.path.join(args.peer_path, 'deep_gemm')):
         p.error('--peer-path (or DG_PEER_PATH) must name the built peer (the folder build_deepgemm.sh prints)')
@@ -253,6 +294,9 @@ def main(argv=None):
         with open(args.json, 'w') as f:
             json.dump(rounds, f, indent=1)
     print(table(families, rounds))
+    if args.plot:
+        from _report import plot
+        plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run')
     return 0
 
 

@@ -100,7 +100,8 @@ if has vs_peer; then
     # Ours and the peer in turns, two rounds, identical inputs (benchmarks/bench_vs_peer.py); then the
     # new ops' scripts, each with the same turns (--impl ours / --impl peer).
     timeout "${VS_PEER_TIMEOUT:-500}" python3 benchmarks/bench_vs_peer.py --peer-path "$PEER_SRC" \
-        ${VS_PEER_FAMILIES:+--families $VS_PEER_FAMILIES} --json "$OUT/vs_peer.json" >"$OUT/vs_peer.md" 2>"$OUT/vs_peer.err"
+        ${VS_PEER_FAMILIES:+--families $VS_PEER_FAMILIES} --json "$OUT/vs_peer.json" \
+        $(python3 -c 'import matplotlib' 2>/dev/null && echo "--plot $OUT/vs_peer.png") >"$OUT/vs_peer.md" 2>"$OUT/vs_peer.err"
     note "bench_vs_peer: rc=$?"
     cat "$OUT/vs_peer.md"
     for b in ${VS_PEER_OPS:-}; do

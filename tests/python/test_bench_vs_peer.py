@@ -37,16 +37,16 @@ def test_table_ratios_errors_and_geomean(monkeypatch):
     monkeypatch.setattr(vs, 'FAMILIES', {'fp8_dense': [dict(m=1, n=2, k=3), dict(m=4, n=5, k=6)],
                                          'fp8_masked': [dict(groups=2, m=64, n=128, k=128)]})
     first, second, masked = (vs.case_name(f, c) for f, cs in vs.FAMILIES.items() for c in cs)
-    rounds = [{'ours': {first: {'us': 10.0}, second: {'us': 4.0}, masked: {'error': 'boom'}},
+    rounds = [{'ours': {first: {'us': 10.0, 'baseline_us': 11.0}, second: {'us': 4.0}, masked: {'error': 'boom'}},
                'peer': {first: {'us': 12.0}, second: {'us': 2.0}, masked: {'us': 1.0}}},
               {'ours': {first: {'us': 10.0}, second: {'us': 4.0}},
                'peer': {first: {'us': 12.0}, second: {'us': 2.0}}}]
     text = vs.table(['fp8_dense', 'fp8_masked'], rounds)
     rows = {line.split('|')[1].strip(): [cell.strip() for cell in line.split('|')[2:-1]] for line in text.splitlines()[2:]}
-    assert rows[first] == ['10.0 / 10.0', '12.0 / 12.0', f'{12 / 10e-6 / 1e12:.0f}', '1.200']
-    assert rows[second][3] == '0.500'
-    assert rows[masked][0] == 'error: boom' and rows[masked][3] == '-'
-    assert rows['**fp8_dense geomean**'][3] == f'{math.sqrt(1.2 * 0.5):.3f}'
+    assert rows[first] == ['10.0 / 10.0', '12.0 / 12.0', '11.0', f'{12 / 10e-6 / 1e12:.0f}', '1.200']
+    assert rows[second][2] == '-' and rows[second][4] == '0.500'
+    assert rows[masked][0] == 'error: boom' and rows[masked][4] == '-'
+    assert rows['**fp8_dense geomean**'][4] == f'{math.sqrt(1.2 * 0.5):.3f}'
     assert '**fp8_masked geomean**' not in rows
 
 
@@ -56,3 +56,14 @@ def test_parent_needs_the_peer(capsys):
     assert 'build_deepgemm.sh' in capsys.readouterr().err
     with pytest.raises(SystemExit):
         vs.main(['--families', 'nope', '--list'])
+
+
+def test_plot_results_take_the_medians_of_each_side(monkeypatch):
+    monkeypatch.setattr(vs, 'FAMILIES', {'fp8_dense': [dict(m=128, n=256, k=512)]})
+    name = vs.case_name('fp8_dense', vs.FAMILIES['fp8_dense'][0])
+    rounds = [{'ours': {name: {'us': 10.0, 'baseline_us': 20.0}}, 'peer': {name: {'us': 11.0}}},
+              {'ours': {name: {'us': 12.0, 'baseline_us': 22.0}}, 'peer': {name: {'error': 'x'}}}]
+    got = {r.impl: r for r in vs.plot_results(['fp8_dense'], rounds)}
+    assert got['ours'].us == 11.0 and got['DeepGEMM v2.6.1'].us == 11.0 and got['cuBLAS(Lt)'].us == 21.0
+    assert got['ours'].flops == 2 * 128 * 256 * 512 and got['ours'].dtype == 'fp8'
+    assert got['ours'].bytes == 128 * 512 + 256 * 512 + 4 * (128 * 4 + 2 * 4) + 2 * 128 * 256
