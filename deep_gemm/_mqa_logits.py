@@ -9,7 +9,7 @@ import torch
 from . import _C
 
 _tracing = torch.compiler.is_dynamo_compiling
-_c_fp8_mqa_logits = _C.fp8_mqa_logits
+_c_fp8_mqa_logits = _C._fp8_mqa_logits_unpacked
 _c_get_mqa_logits_metadata = _C.get_mqa_logits_metadata
 
 
