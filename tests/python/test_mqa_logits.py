@@ -223,12 +223,13 @@ def test_compile_fullgraph_traces(dynamic):
     torch._dynamo.reset()
     a = _args()
 
-    def f(q, kv, kv_sf, w, ks, ke):
-        return deep_gemm.fp8_fp4_mqa_logits((q, None), (kv, kv_sf), w, ks, ke, 256, torch.bfloat16) * 2
+    def f(q, kv, kv_sf, w, ks, ke, max_k):  # the v2.8.1 form, max_seqlen_k an argument (symbolic when dynamic)
+        return deep_gemm.fp8_fp4_mqa_logits((q, None), (kv, kv_sf), w, ks, ke, max_k, torch.bfloat16) * 2
 
     compiled = torch.compile(f, backend='aot_eager', fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match='fp8_mqa_logits: requires CUDA tensors'):
-        compiled(a['q'][0], *a['kv'], a['weights'], a['cu_seq_len_k_start'], a['cu_seq_len_k_end'])
+    for max_k in (256, 300):
+        with pytest.raises(RuntimeError, match='fp8_mqa_logits: requires CUDA tensors'):
+            compiled(a['q'][0], *a['kv'], a['weights'], a['cu_seq_len_k_start'], a['cu_seq_len_k_end'], max_k)
 
 
 def test_fake_tensor_mode_shapes():
