@@ -97,6 +97,23 @@ def test_reference_uses_tf32_b_and_exact_a():
     assert s.item() == (1.0 + 2 ** -7) ** 2
 
 
+def test_truncation_and_rounding_of_b_are_far_apart():
+    """Why the GPU test's bar (calc_diff < 1e-9 against this reference) pins the rounding of b: b rounded
+    to nearest TF32 instead of truncated, or not rounded at all, moves d by calc_diff > 1e-8."""
+    from deep_gemm.testing import calc_diff
+
+    def round_nearest(x):  # ties away from zero, on the magnitude bits
+        return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(64, 7168, generator=g).bfloat16()
+    b = torch.randn(24, 7168, generator=g)
+    d, _ = hc_prenorm_reference(a, b)
+    for other in (round_nearest, lambda x: x):
+        d2, _ = hc_prenorm_reference(a, b, b_rounding=other)
+        assert float(calc_diff(d, d2)) > 1e-8
+
+
 # ---- validation (before any compile or launch) ---------------------------------------------------------
 
 def _args(m=13, n=24, k=256, splits=None, device='cpu'):
