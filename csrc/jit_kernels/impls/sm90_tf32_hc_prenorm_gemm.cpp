@@ -36,14 +36,15 @@ HcPrenormPlan plan_hc_prenorm(int m, int n, int k, int num_splits, int num_sms) 
 
     // Units per (m block, split): enough for two CTAs per SM when the groups alone do not fill the GPU,
     // each unit keeping kHcMinBlocksPerUnit K blocks, and the last unit's reduction (reduce slots of up to
-    // 128 rows) bounded: at most 8 slots of full blocks, more when m is small (rows past m cost nothing).
+    // 128 rows, ~14 KB each for n = 24, read by one CTA) bounded: at most 16 slots of full blocks, more
+    // when m is small (rows past m cost nothing).
     const int64_t m_blocks = (int64_t(m) + kHcBlockM - 1) / kHcBlockM;
     const int64_t groups = m_blocks * num_splits;
     int reduce = 1;
     if (groups < num_sms) {
         const int64_t fill = 2 * int64_t(num_sms) / groups;
         const int64_t by_k = (plan.num_k_blocks / num_splits) / kHcMinBlocksPerUnit;
-        const int64_t by_rows = 8 * kHcBlockM / std::max(1, std::min(m, kHcBlockM));
+        const int64_t by_rows = 16 * kHcBlockM / std::max(1, std::min(m, kHcBlockM));
         reduce = int(std::max<int64_t>(1, std::min({fill, by_k, by_rows, int64_t(64)})));
     }
     plan.reduce = reduce;

@@ -208,18 +208,32 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
         if (*last_flag == 0) return;
         __threadfence();
         if (not has_rows) return;
-        // Sum the group's slots in unit order (independent of which unit finished last).
+        // Sum the group's slots in unit order (independent of which unit finished last), loading kBatch
+        // slots before adding them so that many L2 loads are in flight (one slot at a time would wait
+        // an L2 latency per slot).
         const float* first = workspace + static_cast<long long>(group) * reduce * slot_stride + tid;
+        float sum[L::kSlotFloats];
         #pragma unroll
-        for (u32 i = 0; i < L::kNumAccum; ++i) acc[i] = 0.0f;
-        ss0 = ss1 = 0.0f;
-        for (u32 u = 0; u < reduce; ++u) {
-            const float* slot = first + u * slot_stride;
+        for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] = 0.0f;
+        constexpr u32 kBatch = L::kSlotFloats >= 48 ? 1 : 48 / L::kSlotFloats;
+        for (u32 u = 0; u < reduce; u += kBatch) {
+            float v[kBatch][L::kSlotFloats];
             #pragma unroll
-            for (u32 i = 0; i < L::kNumAccum; ++i) acc[i] += __ldcg(slot + i * kMathThreads);
-            ss0 += __ldcg(slot + L::kNumAccum * kMathThreads);
-            ss1 += __ldcg(slot + (L::kNumAccum + 1) * kMathThreads);
+            for (u32 b = 0; b < kBatch; ++b) {
+                const float* slot = first + (u + b) * slot_stride;
+                #pragma unroll
+                for (u32 i = 0; i < L::kSlotFloats; ++i) v[b][i] = u + b < reduce ? __ldcg(slot + i * kMathThreads) : 0.0f;
+            }
+            #pragma unroll
+            for (u32 b = 0; b < kBatch; ++b) {
+                #pragma unroll
+                for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] += v[b][i];
+            }
         }
+        #pragma unroll
+        for (u32 i = 0; i < L::kNumAccum; ++i) acc[i] = sum[i];
+        ss0 = sum[L::kNumAccum];
+        ss1 = sum[L::kNumAccum + 1];
     }
     if (not has_rows) return;
 
