@@ -115,9 +115,10 @@ TEST_F(KernelCompileHc, Sm90Tf32HcPrenormNvcc) {
     for (const auto& c : shipped_configs()) build_and_check(c);
 }
 
-TEST_F(KernelCompileHc, Sm90Tf32HcPrenormNvrtc) {
+// Every n rounded up to 8 (each its own wgmma wrapper and stage count), with NVRTC.
+TEST_F(KernelCompileHc, Sm90Tf32HcPrenormNvrtcEveryN) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    build_and_check(plan_hc_prenorm(13, 24, 28672, 1, kH200Sms).config);
+    for (int n = 8; n <= deep_gemm::kernels::kHcMaxN; n += 8) build_and_check(plan_hc_prenorm(13, n, 28672, 1, kH200Sms).config);
 }
 
 }  // namespace
