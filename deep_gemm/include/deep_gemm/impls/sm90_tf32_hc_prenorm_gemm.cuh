@@ -74,6 +74,7 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
                                                      u32* __restrict__ counters) {
     using L = Layout<kBlockN>;
     static_assert(kStages >= 2, "at least two stages");
+    static_assert(kStages * kABytes >= 7 * 32 * L::kSlotFloats * 4, "the reduction's run sums fit the A ring");
     extern __shared__ __align__(1024) u8 smem[];
     u8* smem_a = smem;
     u8* smem_b = smem + kStages * kABytes;
@@ -207,29 +208,57 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
         ptx::named_barrier_sync(1, kMathThreads);
         if (*last_flag == 0) return;
         __threadfence();
-        if (not has_rows) return;
-        // Sum the group's slots in unit order (independent of which unit finished last), loading kBatch
-        // slots before adding them so that many L2 loads are in flight (one slot at a time would wait
-        // an L2 latency per slot).
-        const float* first = workspace + static_cast<long long>(group) * reduce * slot_stride + tid;
+        // Sum the group's slots. Only the warps whose 16 rows reach below m wrote slots ("source" warps);
+        // with fewer than 8 of them (small m) the other warps help: warp w adds, for source warp w % S,
+        // the run `part` = w / S of the slots (in unit order), and source warp w adds the runs' sums in
+        // run order. The order depends on m and reduce only, never on timing.
+        const int rows_left = m - static_cast<int>(m_block * kBlockM);
+        const int rows_valid = rows_left < static_cast<int>(kBlockM) ? rows_left : static_cast<int>(kBlockM);
+        const u32 src_warps = static_cast<u32>(rows_valid + 15) / 16;
+        const u32 parts = (kMathThreads / 32) / src_warps, part = warp / src_warps;
+        const u32 src = (warp % src_warps) * 32 + lane;  // the source thread whose slots this one adds
+        const bool src_rows = static_cast<int>(m_block * kBlockM + (src / 32) * 16 + lane / 4) < m;
         float sum[L::kSlotFloats];
         #pragma unroll
         for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] = 0.0f;
-        constexpr u32 kBatch = L::kSlotFloats >= 48 ? 1 : 48 / L::kSlotFloats;
-        for (u32 u = 0; u < reduce; u += kBatch) {
-            float v[kBatch][L::kSlotFloats];
-            #pragma unroll
-            for (u32 b = 0; b < kBatch; ++b) {
-                const float* slot = first + (u + b) * slot_stride;
+        if (part < parts and src_rows) {
+            // Loads of kBatch slots are issued before they are added, so that many L2 loads are in flight
+            // (one slot at a time would wait an L2 latency per slot).
+            const float* first = workspace + static_cast<long long>(group) * reduce * slot_stride + src;
+            const u32 u_end = reduce * (part + 1) / parts;
+            constexpr u32 kBatch = L::kSlotFloats >= 32 ? 1 : 32 / L::kSlotFloats;
+            for (u32 u = reduce * part / parts; u < u_end; u += kBatch) {
+                float v[kBatch][L::kSlotFloats];
                 #pragma unroll
-                for (u32 i = 0; i < L::kSlotFloats; ++i) v[b][i] = u + b < reduce ? __ldcg(slot + i * kMathThreads) : 0.0f;
-            }
-            #pragma unroll
-            for (u32 b = 0; b < kBatch; ++b) {
+                for (u32 b = 0; b < kBatch; ++b) {
+                    const float* slot = first + (u + b) * slot_stride;
+                    #pragma unroll
+                    for (u32 i = 0; i < L::kSlotFloats; ++i) v[b][i] = u + b < u_end ? __ldcg(slot + i * kMathThreads) : 0.0f;
+                }
                 #pragma unroll
-                for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] += v[b][i];
+                for (u32 b = 0; b < kBatch; ++b) {
+                    #pragma unroll
+                    for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] += v[b][i];
+                }
             }
         }
+        if (parts > 1) {
+            // The runs' sums meet in shared memory (the A ring: every stage has been consumed).
+            float* runs = reinterpret_cast<float*>(smem_a);
+            const u32 width = src_warps * 32;
+            if (part >= 1 and part < parts) {
+                #pragma unroll
+                for (u32 i = 0; i < L::kSlotFloats; ++i) runs[((part - 1) * L::kSlotFloats + i) * width + src] = sum[i];
+            }
+            ptx::named_barrier_sync(1, kMathThreads);
+            if (part == 0) {
+                for (u32 p = 1; p < parts; ++p) {
+                    #pragma unroll
+                    for (u32 i = 0; i < L::kSlotFloats; ++i) sum[i] += runs[((p - 1) * L::kSlotFloats + i) * width + src];
+                }
+            }
+        }
+        if (part != 0) return;  // part 0 is warp w < src_warps, whose source is itself (src == tid)
         #pragma unroll
         for (u32 i = 0; i < L::kNumAccum; ++i) acc[i] = sum[i];
         ss0 = sum[L::kNumAccum];
