@@ -14,9 +14,9 @@
 //   Every element of the tile is in exactly one thread's fragment, so the row sums see each A[i, k] once.
 // - Split-K inside a split (`reduce` > 1 units per (m block, split) group, chosen by the host to fill the
 //   GPU when m is small): each unit stores its partial accumulators and row sums in a workspace slot, and
-//   the last unit of a group to finish (a per-group counter) adds the slots in unit order and writes the
-//   outputs. The order does not depend on timing, so results are deterministic; the counter is reset by
-//   the unit that read it, so the next launch finds it at zero.
+//   the last unit of a group to finish (a per-group counter) adds the slots in a fixed order (below) and
+//   writes the outputs. The order does not depend on timing, so results are deterministic; the counter is
+//   reset by the unit that read it, so the next launch finds it at zero.
 // Rows past m are neither stored nor reduced; columns past n are not stored.
 //
 // Device-only code, compiles with NVCC and NVRTC.
