@@ -22,6 +22,7 @@
 #include "python/plan_tools.hpp"
 #include "python/swiglu_ops.hpp"
 #include "python/attention_ops.hpp"
+#include "python/hyperconnection_ops.hpp"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -161,6 +162,9 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
     python::register_quant_entries(m);
+
+    // ---- tf32_hc_prenorm_gemm (hyperconnection_ops.cpp) ----
+    python::register_hc_entries(m);
 
     // ---- BF16 GEMMs through cuBLASLt (cublaslt_ops.cpp) ----
     python::register_cublaslt_entries(m);

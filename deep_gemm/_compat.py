@@ -59,9 +59,30 @@ def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128)):
     _unavailable('fp8_einsum', _NOT_ON_SM90)
 
 
+from ._C import tf32_hc_prenorm_gemm as _c_tf32_hc_prenorm_gemm  # noqa: E402
+
+
 def tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits=None):
-    """Not implemented here."""
-    _unavailable('tf32_hc_prenorm_gemm', _NOT_ON_SM90)
+    """TF32 ``d = a @ b.T`` and ``sqr_sum = (a.float() ** 2).sum(-1)`` in one pass over ``a``, written in place.
+
+    - ``a``: bfloat16 ``[m, k]``; ``b``: float32 ``[n, k]`` with ``1 <= n <= 64``. Both K-major (unit stride
+      along k) with 16-byte aligned starts and row strides (``k`` a multiple of 8 for a contiguous ``a``).
+    - ``num_splits=None``: ``d`` float32 ``[m, n]`` and ``sqr_sum`` float32 ``[m]`` receive the full sums.
+    - ``num_splits=S`` (1..1024): K is cut into S ranges of 64-wide blocks (``nkb = ceil(k / 64)``; split ``s``
+      starts at block ``s * (nkb // S) + min(s, nkb % S)``, the first ``nkb % S`` splits get one block more,
+      an empty split is written as zeros); ``d`` ``[S, m, n]`` and ``sqr_sum`` ``[S, m]`` receive the partial
+      sums, and their sums over dim 0 are the results.
+    - Arithmetic: ``a`` is exact in TF32; ``b`` is used at TF32 precision (its low 13 mantissa bits dropped,
+      as the tensor core reads FP32 data); products are accumulated in FP32 by the tensor core, the squares
+      in FP32. The result is deterministic for a given shape and GPU.
+    - ``d`` needs unit stride along n, ``sqr_sum`` unit stride along m (other strides free, no overlap).
+
+    See docs/hc_prenorm_gemm.md for the kernel.
+    """
+    if torch.compiler.is_dynamo_compiling():
+        torch.ops.deep_gemm.tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits)
+    else:
+        _c_tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits)
 
 
 # ---- attention indexer (DeepSeek-V3.2) ------------------------------------------------------------------

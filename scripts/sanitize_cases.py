@@ -344,6 +344,27 @@ def check_k_grouped_fp8_gemm() -> None:
     assert diff < 1e-3 and not d.cpu().isnan().any(), f"k_grouped_fp8_gemm_nt_contiguous wrong: diff={diff}"
 
 
+def check_tf32_hc_prenorm_gemm() -> None:
+    # m = 13 without splits: units of one group reduce through the split-K workspace (racecheck of the
+    # last-unit reduction); 137 x 100 with 3 splits: ragged m and k (TMA zero fill), d as a row slice.
+    for m, k, splits in [(13, 4096, None), (137, 100, 3), (300, 1000, None)]:
+        k_pad = (k + 7) // 8 * 8
+        a_full = torch.randn(m, k_pad, dtype=torch.bfloat16)  # rows padded to 16 bytes
+        a, a_dev = a_full[:, :k], a_full.cuda()[:, :k]
+        b = torch.randn(24, k)
+        lead = () if splits is None else (splits,)
+        d = torch.full(lead + (m, 32), float("nan"), device="cuda")[..., :24]
+        s = torch.full(lead + (m,), float("nan"), device="cuda")
+        deep_gemm.tf32_hc_prenorm_gemm(a_dev, b.cuda(), d, s, num_splits=splits)
+        torch.cuda.synchronize()
+        b_tf32 = (b.view(torch.int32) & ~0x1FFF).view(torch.float32)  # the TF32 b the tensor core reads
+        ref_d, ref_s = a.double() @ b_tf32.double().T, a.double().square().sum(-1)
+        got_d = d.cpu() if splits is None else d.cpu().sum(0)
+        got_s = s.cpu() if splits is None else s.cpu().sum(0)
+        diff = max(calc_diff(got_d, ref_d), calc_diff(got_s, ref_s))
+        assert diff < 1e-9, f"tf32_hc_prenorm_gemm wrong for m={m} k={k} splits={splits}: diff={diff}"
+
+
 def check_legacy_triton() -> None:
     """deep_gemm.legacy (Triton), fixed tile configs (no autotuning under the sanitizer): the TMA and the
     pointer m-grouped kernels with groups that straddle tiles and padding, the row gather with indices

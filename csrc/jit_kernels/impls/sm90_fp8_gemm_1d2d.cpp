@@ -16,6 +16,7 @@
 #include "../../jit/driver_api.hpp"
 #include "../../jit/errors.hpp"
 #include "../../jit/log.hpp"
+#include "split_k_workspace.hpp"
 #include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "../../jit/settings.hpp"
 
@@ -38,53 +39,6 @@ std::string make_symbol(const GemmKernelKey& key) {
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
            (key.split_k > 1 ? "_sk" + std::to_string(key.split_k) : "") + grouped_symbol_suffix(key) +
            padding_symbol_suffix(key);
-}
-
-// Split-K memory: FP32 partial tiles, then one u32 counter per tile. Every launch leaves the counters at
-// zero (the last unit of a tile resets its counter), so launches that are serialised can share a buffer:
-// one per (device, stream), and one per CUDA graph capture (its replays are serialised; they may run on
-// another stream than eager calls on the capturing one). A new buffer's counters are zeroed by a memset
-// queued on the stream (captured into the graph when capturing). Buffers grow on demand and are never
-// freed, as cuBLAS keeps its workspaces: an outgrown one may still be referenced by a queued launch or a
-// captured graph. The model picks split-K only with tiles of at most 64x64 in one wave of units, so a
-// buffer stays under ~2 MB (forced configs may need more).
-struct SplitKWorkspace {
-    float* partials;
-    unsigned int* counters;
-};
-
-SplitKWorkspace split_k_workspace(int device, CUstream stream, size_t partial_bytes, size_t tiles) {
-    struct Buffer {
-        CUdeviceptr base = 0;
-        size_t partial_bytes = 0, tiles = 0;
-    };
-    const jit::detail::DriverEntryPoints& api = jit::detail::driver_entry_points();
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    cuuint64_t capture_id = 0;
-    jit::check_driver(api.cuStreamGetCaptureInfo(stream, &status, &capture_id, nullptr, nullptr, nullptr),
-                      "split-K workspace: cuStreamGetCaptureInfo");
-    if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE) capture_id = 0;
-    static std::mutex mutex;
-    static std::map<std::tuple<int, CUstream, cuuint64_t>, Buffer> buffers;
-    std::lock_guard<std::mutex> lock(mutex);
-    Buffer& b = buffers[{device, stream, capture_id}];
-    if (b.base == 0 || b.partial_bytes < partial_bytes || b.tiles < tiles) {
-        jit::detail::ContextGuard ctx(device);
-        Buffer grown;
-        grown.partial_bytes = std::max(partial_bytes, b.partial_bytes);
-        grown.tiles = std::max(tiles, b.tiles);
-        // A capture in global mode forbids cuMemAlloc on this thread; relaxed mode allows it (the memory is
-        // allocated now, not at replay).
-        CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-        jit::check_driver(api.cuThreadExchangeStreamCaptureMode(&mode), "split-K workspace: capture mode");
-        const CUresult alloc = api.cuMemAlloc(&grown.base, grown.partial_bytes + grown.tiles * 4);
-        jit::check_driver(api.cuThreadExchangeStreamCaptureMode(&mode), "split-K workspace: capture mode");
-        jit::check_driver(alloc, "split-K workspace: cuMemAlloc");
-        jit::check_driver(api.cuMemsetD32Async(grown.base + grown.partial_bytes, 0u, grown.tiles, stream),
-                          "split-K workspace: cuMemsetD32Async");
-        b = grown;  // the outgrown buffer is not freed (see above)
-    }
-    return {reinterpret_cast<float*>(b.base), reinterpret_cast<unsigned int*>(b.base + b.partial_bytes)};
 }
 
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
