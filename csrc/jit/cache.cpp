@@ -15,6 +15,8 @@
 #include <unordered_map>
 
 #include "cache_lock.hpp"
+#include "cache_bundle.hpp"
+#include "cache_settings.hpp"
 #include "cache_trust.hpp"
 #include "compiler.hpp"
 #include "errors.hpp"
@@ -354,7 +356,7 @@ std::unordered_map<std::string, bool> g_warned_misses;
 
 // DG_JIT_COMPILE=warn|error on a miss (the caller records the kernel first when DG_JIT_RECORD is set).
 void check_compile_allowed(const KernelSource& src, const std::string& arch, const Settings& s, const Keyed& k) {
-    if (s.compile_mode == Settings::CompileMode::kCompile) return;
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kCompile) return;
     const std::string how =
         s.record_path.empty()
             ? "record the job's kernels with DG_JIT_RECORD=FILE, then build them ahead with `python -m deep_gemm "
@@ -363,7 +365,7 @@ void check_compile_allowed(const KernelSource& src, const std::string& arch, con
                   s.record_path.string() + "` builds it into this cache";
     const std::string what = "kernel " + src.name + " (" + arch + ", key " + k.key + ") is not in the kernel cache " +
                              s.cache_dir.string();
-    if (s.compile_mode == Settings::CompileMode::kError) {
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kError) {
         throw ConfigError("DG_JIT_COMPILE=error: " + what + "; " + how);
     }
     {
@@ -429,7 +431,7 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
             return remember({entry, std::move(*cubin), false});
         }
     }
-    if (s.compile_mode == Settings::CompileMode::kError && !s.record_path.empty()) {
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kError && !s.record_path.empty()) {
         append_record(s.record_path, src, arch);  // so that the warm-up the error names builds it
     }
     check_compile_allowed(src, arch, s, keyed);

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "errors.hpp"
-#include "settings.hpp"
+#include "cache_settings.hpp"
 
 namespace deep_gemm::jit::detail {
 
@@ -26,7 +26,7 @@ FileLock::FileLock(const std::filesystem::path& path, Mode mode) {
     }
     // A cache shared by a group (DG_JIT_CACHE_TRUST_GROUP) needs its lock files writable by the group.
     struct stat st;
-    if (settings().cache_trust_group && ::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0660);
+    if (cache_settings().trust_group && ::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0660);
     const int operation = mode == Mode::kTry ? (LOCK_EX | LOCK_NB) : LOCK_EX;
     while (::flock(fd, operation) != 0) {
         if (errno == EINTR) continue;

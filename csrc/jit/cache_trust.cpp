@@ -15,6 +15,7 @@
 #include "errors.hpp"
 #include "files.hpp"
 #include "settings.hpp"
+#include "cache_settings.hpp"
 
 namespace deep_gemm::jit::detail {
 namespace {
@@ -55,7 +56,7 @@ bool is_my_group(gid_t gid) {
 
 }  // namespace
 
-TrustPolicy trust_policy() { return TrustPolicy{settings().cache_trust_group}; }
+TrustPolicy trust_policy() { return TrustPolicy{cache_settings().trust_group}; }
 
 unsigned cache_dir_mode(const TrustPolicy& policy) { return policy.group ? 02770 : 0700; }
 
@@ -146,7 +147,7 @@ bool made_by_cache(const std::filesystem::path& dir) {
 std::string root_origin(const std::filesystem::path& root) {
     try {
         const Settings& s = settings();
-        if (s.cache_dir == root) return s.cache_dir_origin;
+        if (s.cache_dir == root) return cache_settings().cache_dir_origin;
     } catch (const std::exception&) {
     }
     return "given as " + root.string();

@@ -23,7 +23,7 @@ unsigned cache_dir_mode(const TrustPolicy& policy);
 std::string untrusted_reason(const std::filesystem::path& dir, bool is_root, const TrustPolicy& policy);
 
 // Throws ConfigError with untrusted_reason() when `dir` exists and may not be trusted. Returns whether it
-// exists (false: absent). `origin` names where the root came from (settings().cache_dir_origin).
+// exists (false: absent). `origin` names where the root came from (cache_settings().cache_dir_origin).
 bool check_trusted_if_present(const std::filesystem::path& dir, bool is_root, const TrustPolicy& policy,
                               const std::string& origin);
 

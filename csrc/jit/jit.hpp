@@ -48,15 +48,6 @@ const std::filesystem::path& include_dir();
 // ConfigError.
 CachedKernel build(const KernelSource& src, const std::string& arch);
 
-// Where build() would find `src` for `arch`, and whether a valid entry is there now. Compiles nothing and
-// writes nothing (`python -m deep_gemm warmup --check`). Throws ConfigError for an untrusted cache.
-struct CacheLookup {
-    std::filesystem::path dir;
-    std::string key;
-    bool present = false;
-};
-CacheLookup lookup(const KernelSource& src, const std::string& arch);
-
 // ---- devices --------------------------------------------------------------------------------------
 
 struct DeviceInfo {

@@ -1,5 +1,6 @@
 // The DG_* registry: parsing, defaults, lazy thread-safe loading and reloading.
 #include "settings.hpp"
+#include "cache_settings.hpp"
 
 #include <unistd.h>
 
@@ -20,7 +21,11 @@ std::mutex g_mutex;
 std::atomic<const Settings*> g_current{nullptr};
 // Every Settings ever published stays alive, so a reference from settings() never dangles after a
 // reload (reloads are rare: tests and an explicit Python call).
-std::vector<std::unique_ptr<Settings>> g_generations;
+// A generation: the settings and the cache's own (cache_settings.hpp), read together.
+struct Generation : Settings {
+    CacheSettings cache;
+};
+std::vector<std::unique_ptr<Generation>> g_generations;
 std::atomic<bool> g_warned_temp_cache{false};
 
 const char* env(const char* name) {
@@ -99,7 +104,7 @@ std::string checked_path(const char* name, const char* value, const char* fix) {
 // $HOME/.deep_gemm; without HOME, ${TMPDIR:-/tmp}/deep_gemm-<uid> (a relative TMPDIR is ignored: POSIX asks
 // for an absolute one, and compilers run in other directories). The fallback is a name anyone could create
 // first: build() applies the trust checks of docs/cache.md to it like to any other root.
-void default_cache_dir(Settings& s) {
+void default_cache_dir(Generation& s) {
     if (const char* home = env("HOME")) {
         const std::string value = checked_path("HOME", home, "set HOME to your home directory or DG_JIT_CACHE_DIR "
                                                              "to the kernel cache directory");
@@ -108,17 +113,17 @@ void default_cache_dir(Settings& s) {
                               "HOME to your home directory or DG_JIT_CACHE_DIR to the kernel cache directory");
         }
         s.cache_dir = (std::filesystem::path(value) / ".deep_gemm").lexically_normal();
-        s.cache_dir_origin = "HOME='" + value + "', DG_JIT_CACHE_DIR being unset";
+        s.cache.cache_dir_origin = "HOME='" + value + "', DG_JIT_CACHE_DIR being unset";
         return;
     }
     std::string base = "/tmp";
-    s.cache_dir_origin = "the HOME-less fallback under /tmp";
+    s.cache.cache_dir_origin = "the HOME-less fallback under /tmp";
     if (const char* tmp = env("TMPDIR")) {
         const std::string value = checked_path("TMPDIR", tmp, "set TMPDIR to a directory or DG_JIT_CACHE_DIR to the "
                                                               "kernel cache directory");
         if (value[0] == '/') {
             base = value;
-            s.cache_dir_origin = "TMPDIR='" + value + "', HOME and DG_JIT_CACHE_DIR being unset";
+            s.cache.cache_dir_origin = "TMPDIR='" + value + "', HOME and DG_JIT_CACHE_DIR being unset";
         }
     }
     s.cache_dir = (std::filesystem::path(base) / ("deep_gemm-" + std::to_string(static_cast<unsigned long>(::getuid()))))
@@ -129,18 +134,18 @@ void default_cache_dir(Settings& s) {
     }
 }
 
-Settings::CompileMode parse_compile_mode(const char* value) {
+CacheSettings::CompileMode parse_compile_mode(const char* value) {
     std::string v(value);
     for (char& c : v) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    if (v == "compile" || v == "1" || v == "on" || v == "yes" || v == "true") return Settings::CompileMode::kCompile;
-    if (v == "warn") return Settings::CompileMode::kWarn;
-    if (v == "error" || v == "0" || v == "off" || v == "no" || v == "false") return Settings::CompileMode::kError;
+    if (v == "compile" || v == "1" || v == "on" || v == "yes" || v == "true") return CacheSettings::CompileMode::kCompile;
+    if (v == "warn") return CacheSettings::CompileMode::kWarn;
+    if (v == "error" || v == "0" || v == "off" || v == "no" || v == "false") return CacheSettings::CompileMode::kError;
     throw ConfigError("DG_JIT_COMPILE='" + escaped(value) + "' is not a compile mode; use compile (the default), "
                       "warn or error");
 }
 
-std::unique_ptr<Settings> read_environment() {
-    auto s = std::make_unique<Settings>();
+std::unique_ptr<Generation> read_environment() {
+    auto s = std::make_unique<Generation>();
     if (const char* dir = env("DG_JIT_CACHE_DIR")) {
         const std::string value = checked_path("DG_JIT_CACHE_DIR", dir, "set it to the kernel cache directory");
         std::error_code ec;
@@ -149,8 +154,8 @@ std::unique_ptr<Settings> read_environment() {
     } else {
         default_cache_dir(*s);
     }
-    s->cache_trust_group = env_bool("DG_JIT_CACHE_TRUST_GROUP", false);
-    if (const char* mode = env("DG_JIT_COMPILE")) s->compile_mode = parse_compile_mode(mode);
+    s->cache.trust_group = env_bool("DG_JIT_CACHE_TRUST_GROUP", false);
+    if (const char* mode = env("DG_JIT_COMPILE")) s->cache.compile_mode = parse_compile_mode(mode);
     s->use_nvrtc = env_bool("DG_JIT_USE_NVRTC", false);
     if (const char* nvcc = env("DG_JIT_NVCC_COMPILER")) {
         s->nvcc_compiler = checked_path("DG_JIT_NVCC_COMPILER", nvcc, "point it at nvcc");
@@ -195,6 +200,8 @@ const Settings& settings() {
     g_current.store(g_generations.back().get(), std::memory_order_release);
     return *g_generations.back();
 }
+
+const CacheSettings& cache_settings() { return static_cast<const Generation&>(settings()).cache; }
 
 void reload_settings() {
     std::lock_guard<std::mutex> lock(g_mutex);

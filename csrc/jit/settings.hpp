@@ -28,12 +28,6 @@ struct Settings {
     std::string bf16_gemm_config;     // DG_BF16_GEMM_CONFIG: forced dense BF16 GEMM config for tuning (parsed by the kernel)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
     std::filesystem::path record_path;  // DG_JIT_RECORD: append each kernel this process builds (JSON lines)
-    // Where cache_dir came from, for error messages: "DG_JIT_CACHE_DIR", "HOME" or "TMPDIR" / "/tmp"
-    // (the HOME-less fallback); an error about the directory blames that variable.
-    std::string cache_dir_origin = "DG_JIT_CACHE_DIR";
-    bool cache_trust_group = false;   // DG_JIT_CACHE_TRUST_GROUP: accept a cache shared by the user's group
-    enum class CompileMode { kCompile, kWarn, kError };
-    CompileMode compile_mode = CompileMode::kCompile;  // DG_JIT_COMPILE: what a cache miss does
 };
 
 // Parsed on the first call (thread safe), then cached. Throws ConfigError naming the variable, the

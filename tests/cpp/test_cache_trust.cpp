@@ -13,6 +13,7 @@
 
 #include "jit/cache.hpp"
 #include "jit/cache_admin.hpp"
+#include "jit/cache_bundle.hpp"
 #include "jit/errors.hpp"
 #include "jit/log.hpp"
 #include "jit/sha256.hpp"
@@ -373,4 +374,59 @@ TEST_F(CacheTrust, ReportOnlyFlagsLeaveTheKeyAlone) {
         env_.set(variable, std::nullopt);
     }
     EXPECT_EQ(compiles(), 1);
+}
+
+// ---- environment values ---------------------------------------------------------------------------
+
+TEST_F(CacheTrust, NonUtf8AndControlCharacterPathValuesAreRejectedByName) {
+    const std::string bad_utf8 = (dir_.path() / "caf\xe9").string();
+    for (const char* variable : {"DG_JIT_CACHE_DIR", "DG_JIT_NVCC_COMPILER", "DG_JIT_CUOBJDUMP", "DG_JIT_RECORD"}) {
+        env_.set(variable, bad_utf8);
+        const std::string what = error_of([] { settings(); });
+        EXPECT_NE(what.find(variable), std::string::npos) << what;
+        EXPECT_NE(what.find("\\xe9"), std::string::npos) << "the value is shown escaped: " << what;
+        env_.set(variable, std::nullopt);
+    }
+    env_.set("DG_JIT_CACHE_DIR", std::nullopt).set("HOME", bad_utf8);
+    EXPECT_NE(error_of([] { settings(); }).find("HOME="), std::string::npos);
+    env_.set("HOME", std::nullopt).set("TMPDIR", bad_utf8);
+    EXPECT_NE(error_of([] { settings(); }).find("TMPDIR="), std::string::npos);
+    env_.set("TMPDIR", std::nullopt).set("HOME", dir_.path().string());
+    for (const char* value : {"\n", "cache\x1b[31m"}) {
+        env_.set("DG_JIT_CACHE_DIR", value);
+        EXPECT_NE(error_of([] { settings(); }).find("control character"), std::string::npos) << value;
+    }
+    EXPECT_FALSE(fs::exists(fs::current_path() / "\n"));
+}
+
+TEST_F(CacheTrust, HomeThatIsAFileIsBlamedNotTheCacheVariable) {
+    dg_test::write_text(dir_.path() / "home file", "x");
+    env_.set("DG_JIT_CACHE_DIR", std::nullopt).set("HOME", (dir_.path() / "home file").string());
+    const std::string what = error_of([] { build(dg_test::small_source(20), "sm_90a"); });
+    EXPECT_NE(what.find("HOME='" + (dir_.path() / "home file").string() + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find("DG_JIT_CACHE_DIR being unset"), std::string::npos) << what;
+}
+
+TEST_F(CacheTrust, RelativeTmpdirIsIgnored) {
+    // The compiler runs in the build directory: a relative TMPDIR names a directory that is not there.
+    fs::create_directories(dir_.path() / "cwd");
+    const fs::path old_cwd = fs::current_path();
+    fs::current_path(dir_.path() / "cwd");
+    env_.set("TMPDIR", "relative/tmp");
+    bool compiled = false;
+    try {
+        compiled = build(dg_test::small_source(21), "sm_90a").compiled;
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+    }
+    fs::current_path(old_cwd);
+    EXPECT_TRUE(compiled);
+    // Without HOME, the fallback root is under /tmp, not under the relative TMPDIR (checked in a child:
+    // the fallback's warning is once per process).
+    env_.set("DG_JIT_CACHE_DIR", std::nullopt).set("HOME", std::nullopt);
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(settings().cache_dir == "/tmp/deep_gemm-" + std::to_string(::getuid()) ? 0 : 1);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
