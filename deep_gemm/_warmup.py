@@ -104,6 +104,51 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
+def _plan(kernels, arch, calls, num_sms, smem_optin, result: WarmupResult) -> List[KernelRecord]:
+    """The distinct kernels of a record and of planned calls; calls that cannot be planned go to ``result``."""
+    records: List[KernelRecord] = []
+    if kernels is not None:
+        records += read_record(kernels) if isinstance(kernels, (str, os.PathLike)) else list(kernels)
+    if calls is not None:
+        from ._warmup_calls import describe, parse_call, plan_call, plan_target, read_calls
+        target = plan_target(arch, num_sms, smem_optin)
+        result.target = str(target)
+        for number, call in enumerate(read_calls(calls) if isinstance(calls, (str, os.PathLike)) else calls, 1):
+            result.calls += 1
+            try:
+                records += plan_call(parse_call(call) if isinstance(call, str) else call, target)
+            except Exception as e:  # reported with the call, like a failed compile
+                result.failed.append(f'call {number} {describe(call)}: {e}')
+                result.details.append(str(e))
+    records = list(dict.fromkeys(records))
+    result.kernels = len(records)
+    return records
+
+
+@dataclass
+class CheckResult:
+    present: List[str] = field(default_factory=list)   # "name (arch): entry dir"
+    missing: List[str] = field(default_factory=list)   # "name (arch): entry dir it would have"
+    failed: List[str] = field(default_factory=list)    # calls that could not be planned
+    target: str = ''
+
+
+def check(kernels: Union[str, Iterable[KernelRecord], None] = None, arch: Optional[str] = None,
+          calls: Union[str, Iterable[Any], None] = None, num_sms: Optional[int] = None,
+          smem_optin: Optional[int] = None) -> CheckResult:
+    """Which of the kernels a warm-up would build are already in the cache (``DG_JIT_CACHE_DIR``); compiles and
+    writes nothing. Same arguments as :func:`warmup`."""
+    planned = WarmupResult()
+    records = _plan(kernels, arch, calls, num_sms, smem_optin, planned)
+    result = CheckResult(failed=planned.failed, target=planned.target)
+    for record in records:
+        target_arch = arch or record.arch
+        found = _C.cache_lookup(record.name, record.symbol, record.code, target_arch)
+        (result.present if found['present'] else result.missing).append(
+            f"{record.name} ({target_arch}): {found['dir']}")
+    return result
+
+
 def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optional[int] = None,
            arch: Optional[str] = None, progress: bool = True, calls: Union[str, Iterable[Any], None] = None,
            num_sms: Optional[int] = None, smem_optin: Optional[int] = None) -> WarmupResult:
@@ -121,23 +166,8 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
     DG_BF16_GEMM_CONFIG and the knobs set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of and
     set_ignore_compile_dims.
     """
-    records: List[KernelRecord] = []
     result = WarmupResult()
-    if kernels is not None:
-        records += read_record(kernels) if isinstance(kernels, (str, os.PathLike)) else list(kernels)
-    if calls is not None:
-        from ._warmup_calls import describe, parse_call, plan_call, plan_target, read_calls
-        target = plan_target(arch, num_sms, smem_optin)
-        result.target = str(target)
-        for number, call in enumerate(read_calls(calls) if isinstance(calls, (str, os.PathLike)) else calls, 1):
-            result.calls += 1
-            try:
-                records += plan_call(parse_call(call) if isinstance(call, str) else call, target)
-            except Exception as e:  # reported with the call, like a failed compile
-                result.failed.append(f'call {number} {describe(call)}: {e}')
-                result.details.append(str(e))
-    records = list(dict.fromkeys(records))
-    result.kernels = len(records)
+    records = _plan(kernels, arch, calls, num_sms, smem_optin, result)
     jobs = max(1, jobs or os.cpu_count() or 1)
     bar = _Progress(len(records) + len(result.failed), progress)
     start = time.monotonic()

@@ -15,6 +15,9 @@
 #include <unordered_map>
 
 #include "cache_lock.hpp"
+#include "cache_bundle.hpp"
+#include "cache_settings.hpp"
+#include "cache_trust.hpp"
 #include "compiler.hpp"
 #include "errors.hpp"
 #include "files.hpp"
@@ -56,11 +59,10 @@ std::string unique_suffix() {
 
 void quarantine(const std::filesystem::path& root, const std::filesystem::path& entry, const std::string& why) {
     const std::filesystem::path dir = root / "quarantine";
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
+    make_trusted_dir(dir, /*is_root=*/false, trust_policy(), root_origin(root));
     const std::filesystem::path target = dir / (entry.filename().string() + "." + unique_suffix());
     std::string where;
-    if (!ec && ::rename(entry.c_str(), target.c_str()) == 0) {
+    if (::rename(entry.c_str(), target.c_str()) == 0) {
         where = "moved it to " + target.string();
     } else {
         remove_tree(entry);
@@ -70,16 +72,37 @@ void quarantine(const std::filesystem::path& root, const std::filesystem::path& 
 }
 
 // Build directories of processes that died mid-compile are removed once they are a day old (a live
-// compile never takes that long; younger ones may belong to a running process).
+// compile never takes that long; younger ones may belong to a running process). Only directories the cache
+// made: a "build." name and the marker inside (tmp/ may be someone's ~/tmp when the root is $HOME).
+// ensure_cache_dirs() has checked that tmp/ is a real directory of the user's, not a symlink.
 void remove_stale_build_dirs(const std::filesystem::path& tmp_root) noexcept {
     std::error_code ec;
     const auto now = std::filesystem::file_time_type::clock::now();
     for (auto it = std::filesystem::directory_iterator(tmp_root, ec); !ec && it != std::filesystem::directory_iterator();
          it.increment(ec)) {
+        if (it->path().filename().string().rfind("build.", 0) != 0 || !made_by_cache(it->path())) continue;
         std::error_code time_ec;
-        const auto modified = it->last_write_time(time_ec);
+        const auto modified = it->symlink_status(time_ec).type() == std::filesystem::file_type::directory
+                                  ? it->last_write_time(time_ec)
+                                  : now;
         if (!time_ec && now - modified > std::chrono::hours(24)) remove_tree(it->path());
     }
+}
+
+// Report-only flags: they make the compiler print (the ptxas resource report) without changing the cubin,
+// so the key leaves them out and DG_JIT_DEBUG / DG_JIT_PTXAS_VERBOSE reuse the entries made without them.
+// (DG_JIT_PTXAS_CHECK, which can fail a compile, is in KeyInputs::options.)
+std::vector<std::string> key_flags(const std::vector<std::string>& flags) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < flags.size(); ++i) {
+        if (flags[i] == "-Xptxas" && i + 1 < flags.size() && flags[i + 1] == "-v") {
+            ++i;
+            continue;
+        }
+        if (flags[i] == "--ptxas-options=--verbose") continue;
+        out.push_back(flags[i]);
+    }
+    return out;
 }
 
 // Cache maintenance orders entries by last use, which is the entry directory's mtime: set by the rename
@@ -192,12 +215,15 @@ std::optional<std::string> validate_entry(const std::filesystem::path& entry, co
         if (why) *why = std::move(reason);
         return std::nullopt;
     };
-    const std::optional<std::string> text = read_file(entry / "manifest");
+    struct stat st;
+    if (::lstat(entry.c_str(), &st) != 0) return fail("no entry");
+    if (!S_ISDIR(st.st_mode)) return fail("the entry is not a directory (a symlink?)");
+    const std::optional<std::string> text = read_file(entry / "manifest", /*follow_symlinks=*/false);
     if (!text) return fail("no manifest");
     const std::optional<Manifest> m = parse_manifest(*text);
     if (!m) return fail("malformed or truncated manifest");
     if (m->key != key || m->arch != arch || m->name != name) return fail("manifest describes another kernel");
-    std::optional<std::string> cubin = read_file(entry / "kernel.cubin");
+    std::optional<std::string> cubin = read_file(entry / "kernel.cubin", /*follow_symlinks=*/false);
     if (!cubin) return fail("no kernel.cubin");
     if (static_cast<long long>(cubin->size()) != m->cubin_size) {
         return fail("kernel.cubin has " + std::to_string(cubin->size()) + " bytes, the manifest says " +
@@ -208,32 +234,33 @@ std::optional<std::string> validate_entry(const std::filesystem::path& entry, co
 }
 
 void ensure_cache_dirs(const std::filesystem::path& root) {
-    const std::string fix = "; set DG_JIT_CACHE_DIR to a writable directory";
+    const std::string origin = root_origin(root);
+    const std::string fix = origin == "DG_JIT_CACHE_DIR" ? "; set DG_JIT_CACHE_DIR to a writable directory"
+                                                         : "; correct that, or set DG_JIT_CACHE_DIR to a writable directory";
+    const TrustPolicy policy = trust_policy();
     struct stat st;
-    if (::stat(root.c_str(), &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
-            throw ConfigError("the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR) is not a directory" + fix);
-        }
-    } else {
+    if (::lstat(root.c_str(), &st) != 0) {
+        // The parents are not the cache's: created as any directory would be. The root itself is 0700.
         std::error_code ec;
-        std::filesystem::create_directories(root, ec);
+        std::filesystem::create_directories(root.parent_path(), ec);
         if (ec) {
-            throw ConfigError("cannot create the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR): " +
+            throw ConfigError("cannot create the kernel cache dir " + root.string() + " (" + origin + "): " +
                               ec.message() + fix);
         }
+    } else if (!S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
+        throw ConfigError("the kernel cache dir " + root.string() + " (" + origin + ") is not a directory" + fix);
     }
+    make_trusted_dir(root, /*is_root=*/true, policy, origin);
     if (::access(root.c_str(), W_OK | X_OK) != 0) {
-        throw ConfigError("the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR) is not writable: " +
+        throw ConfigError("the kernel cache dir " + root.string() + " (" + origin + ") is not writable: " +
                           errno_text(errno) + fix);
     }
     for (const char* sub : {"cache", "tmp", "locks"}) {
         const std::filesystem::path dir = root / sub;
-        if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-            throw ConfigError("cannot create " + dir.string() + " in the kernel cache dir (DG_JIT_CACHE_DIR): " +
+        make_trusted_dir(dir, /*is_root=*/false, policy, origin);
+        if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+            throw ConfigError(dir.string() + " in the kernel cache dir (" + origin + ") is not writable: " +
                               errno_text(errno) + fix);
-        }
-        if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
-            throw ConfigError(dir.string() + " in the kernel cache dir (DG_JIT_CACHE_DIR) is not a writable directory" + fix);
         }
     }
 }
@@ -263,6 +290,107 @@ const std::filesystem::path& include_dir() {
     return *dir;
 }
 
+namespace detail {
+namespace {
+
+// The key of `src` for `arch` under the current settings and compiler, and what build() needs besides.
+struct Keyed {
+    KeyInputs inputs;  // code and headers cleared once hashed
+    std::string key, memo_key;
+    bool trim_headers = false;
+    std::filesystem::path entry;
+};
+
+std::string options_text(const Settings& s) {
+    return std::string("ptxas_check=") + (s.ptxas_check ? "1" : "0") + ";dump_ptx=" + (s.dump_ptx ? "1" : "0") +
+           ";dump_sass=" + (s.dump_sass ? "1" : "0");
+}
+
+std::string memo_key_of(const KernelSource& src, const std::string& arch, const Settings& s, const Compiler& c) {
+    Sha256 memo_hash;
+    for (const std::string& part : {s.cache_dir.string(), include_dir().string(), c.kind(), c.version(),
+                                    join(c.flags(arch, s), '\x1f'), arch, options_text(s), src.name, src.code}) {
+        memo_hash.update_field(part);
+    }
+    return memo_hash.hex_digest();
+}
+
+Keyed key_of(const KernelSource& src, const std::string& arch, const Settings& s, const Compiler& c) {
+    const std::filesystem::path& inc = include_dir();
+    Keyed k;
+    k.inputs.name = src.name;
+    k.inputs.compiler_kind = c.kind();
+    k.inputs.compiler_version = c.version();
+    k.inputs.arch = arch;
+    k.inputs.options = options_text(s);
+    struct stat st;
+    if (::stat(inc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        throw ConfigError("the JIT include dir " + inc.string() + " is not a directory; call set_include_dir() with "
+                          "the deep_gemm/include directory of the installed package");
+    }
+    k.inputs.code = src.code;
+    std::vector<std::string> outside_headers;
+    k.inputs.headers = scan_includes(src.code, inc, &outside_headers);
+    // Trimmed CUDA headers only for kernels that include nothing but our own headers (a toolkit header may
+    // need what the trimmed set leaves out). Decided by the source and headers, which the key covers.
+    k.trim_headers = s.trim_headers && outside_headers.empty();
+    k.inputs.flags = key_flags(c.flags(arch, s, k.trim_headers));
+    k.key = compute_key(k.inputs);
+    k.inputs.code.clear();
+    k.inputs.headers.clear();
+    k.entry = s.cache_dir / "cache" / entry_dir_name(src.name, k.key);
+    return k;
+}
+
+// Reads the root and cache/ only after checking them (they may be absent: a cold cache). Throws
+// ConfigError for an untrusted one.
+bool cache_readable(const std::filesystem::path& root) {
+    const TrustPolicy policy = trust_policy();
+    const std::string origin = root_origin(root);
+    return check_trusted_if_present(root, /*is_root=*/true, policy, origin) &&
+           check_trusted_if_present(root / "cache", /*is_root=*/false, policy, origin);
+}
+
+std::mutex g_warned_mutex;
+std::unordered_map<std::string, bool> g_warned_misses;
+
+// DG_JIT_COMPILE=warn|error on a miss (the caller records the kernel first when DG_JIT_RECORD is set).
+void check_compile_allowed(const KernelSource& src, const std::string& arch, const Settings& s, const Keyed& k) {
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kCompile) return;
+    const std::string how =
+        s.record_path.empty()
+            ? "record the job's kernels with DG_JIT_RECORD=FILE, then build them ahead with `python -m deep_gemm "
+              "warmup FILE` (or `warmup --call 'op:m=..,n=..,k=..'`) into this cache"
+            : "it was recorded in " + s.record_path.string() + ": `python -m deep_gemm warmup " +
+                  s.record_path.string() + "` builds it into this cache";
+    const std::string what = "kernel " + src.name + " (" + arch + ", key " + k.key + ") is not in the kernel cache " +
+                             s.cache_dir.string();
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kError) {
+        throw ConfigError("DG_JIT_COMPILE=error: " + what + "; " + how);
+    }
+    {
+        std::lock_guard<std::mutex> lock(g_warned_mutex);
+        if (!g_warned_misses.emplace(k.key, true).second) return;
+    }
+    log(LogLevel::kWarning, "DG_JIT_COMPILE=warn: " + what + "; compiling it now. " + how);
+}
+
+}  // namespace
+}  // namespace detail
+
+CacheLookup lookup(const KernelSource& src, const std::string& arch) {
+    using namespace detail;
+    const Settings& s = settings();
+    arch_number(arch);  // validates
+    const Keyed k = key_of(src, arch, s, compiler());
+    CacheLookup out;
+    out.dir = k.entry;
+    out.key = k.key;
+    std::string why;
+    out.present = cache_readable(s.cache_dir) && validate_entry(k.entry, src.name, k.key, arch, &why).has_value();
+    return out;
+}
+
 CachedKernel build(const KernelSource& src, const std::string& arch) {
     using namespace detail;
     const Settings& s = settings();
@@ -270,21 +398,7 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     const std::filesystem::path& inc = include_dir();
     arch_number(arch);  // validates
 
-    KeyInputs inputs;
-    inputs.name = src.name;
-    inputs.compiler_kind = c.kind();
-    inputs.compiler_version = c.version();
-    inputs.flags = c.flags(arch, s);
-    inputs.arch = arch;
-    inputs.options = std::string("ptxas_check=") + (s.ptxas_check ? "1" : "0") + ";dump_ptx=" +
-                     (s.dump_ptx ? "1" : "0") + ";dump_sass=" + (s.dump_sass ? "1" : "0");
-
-    Sha256 memo_hash;
-    for (const std::string& part : {s.cache_dir.string(), inc.string(), inputs.compiler_kind, inputs.compiler_version,
-                                    join(inputs.flags, '\x1f'), arch, inputs.options, src.name, src.code}) {
-        memo_hash.update_field(part);
-    }
-    const std::string memo_key = memo_hash.hex_digest();
+    const std::string memo_key = memo_key_of(src, arch, s, c);
     {
         std::lock_guard<std::mutex> lock(g_memo_mutex);
         if (auto it = g_memo.find(memo_key); it != g_memo.end()) {
@@ -294,25 +408,12 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
         }
     }
 
-    struct stat st;
-    if (::stat(inc.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        throw ConfigError("the JIT include dir " + inc.string() + " is not a directory; call set_include_dir() with "
-                          "the deep_gemm/include directory of the installed package");
-    }
-    inputs.code = src.code;
-    std::vector<std::string> outside_headers;
-    inputs.headers = scan_includes(src.code, inc, &outside_headers);
-    // Trimmed CUDA headers only for kernels that include nothing but our own headers (a toolkit header may
-    // need what the trimmed set leaves out). Decided by the source and headers, which the key covers.
-    const bool trim_headers = s.trim_headers && outside_headers.empty();
-    inputs.flags = c.flags(arch, s, trim_headers);
-    const std::string key = compute_key(inputs);
-    inputs.code.clear();
-    inputs.headers.clear();
-
+    const Keyed keyed = key_of(src, arch, s, c);
+    const KeyInputs& inputs = keyed.inputs;
+    const std::string& key = keyed.key;
+    const bool trim_headers = keyed.trim_headers;
     const std::filesystem::path root = s.cache_dir;
-    ensure_cache_dirs(root);
-    const std::filesystem::path entry = root / "cache" / entry_dir_name(src.name, key);
+    const std::filesystem::path& entry = keyed.entry;
 
     auto remember = [&](CachedKernel kernel) {
         if (!s.record_path.empty()) append_record(s.record_path, src, arch);  // DG_JIT_RECORD: first use here
@@ -321,11 +422,24 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
         return kernel;
     };
 
+    // Look up before asking for write access: a complete cache on a read-only path serves hits.
     std::string why;
-    if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
-        if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + ": " + entry.string());
-        mark_used(entry);
-        return remember({entry, std::move(*cubin), false});
+    if (cache_readable(root)) {
+        if (auto cubin = validate_entry(entry, src.name, key, arch, &why)) {
+            if (s.debug) log(LogLevel::kDebug, "cache hit for " + src.name + ": " + entry.string());
+            mark_used(entry);
+            return remember({entry, std::move(*cubin), false});
+        }
+    }
+    if (cache_settings().compile_mode == CacheSettings::CompileMode::kError && !s.record_path.empty()) {
+        append_record(s.record_path, src, arch);  // so that the warm-up the error names builds it
+    }
+    check_compile_allowed(src, arch, s, keyed);
+    try {
+        ensure_cache_dirs(root);
+    } catch (const ConfigError& e) {
+        throw ConfigError("kernel " + src.name + " (" + arch + ") is not in the kernel cache, and cannot be compiled "
+                          "into it: " + e.what());
     }
 
     FileLock lock(key_lock_path(root, key));
@@ -350,7 +464,8 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
                           errno_text(errno) + "; set DG_JIT_CACHE_DIR to a writable directory");
     }
     TmpDir tmp{tmpl};
-    ::chmod(tmp.path.c_str(), 0755);
+    ::chmod(tmp.path.c_str(), cache_dir_mode(trust_policy()));
+    write_marker(tmp.path);  // what cache maintenance may delete (cache_trust.hpp)
 
     log(LogLevel::kInfo, "compiling kernel " + src.name + " for " + arch + " with " + c.kind() + " (" + key + ")");
     const auto start = std::chrono::steady_clock::now();

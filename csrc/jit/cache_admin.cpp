@@ -11,6 +11,7 @@
 
 #include "cache.hpp"
 #include "cache_lock.hpp"
+#include "cache_trust.hpp"
 #include "errors.hpp"
 #include "files.hpp"
 
@@ -41,8 +42,15 @@ std::int64_t tree_bytes(const fs::path& path) {
     return total;
 }
 
+// The children of one directory of the cache (cache/, tmp/, quarantine/, locks/), after checking that it is
+// a real directory of the user's (never a symlink: it would lead maintenance outside the root). Empty when
+// absent; throws ConfigError when untrusted.
 std::vector<fs::path> children(const fs::path& dir) {
     std::vector<fs::path> out;
+    if (!detail::check_trusted_if_present(dir, /*is_root=*/false, detail::trust_policy(),
+                                          detail::root_origin(dir.parent_path()))) {
+        return out;
+    }
     std::error_code ec;
     for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) {
         out.push_back(it->path());
@@ -79,9 +87,16 @@ std::string unique_suffix() {
     return std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
 }
 
+// Only names the cache gives, holding its marker (cache_trust.hpp): what maintenance may remove.
+bool ours(const fs::path& path, const char* prefix) {
+    return path.filename().string().rfind(prefix, 0) == 0 && detail::made_by_cache(path);
+}
+
 void check_readable(const fs::path& root) {
+    if (!detail::check_trusted_if_present(root, /*is_root=*/true, detail::trust_policy(), detail::root_origin(root))) {
+        return;
+    }
     std::error_code ec;
-    if (!fs::exists(root, ec)) return;
     if (!fs::is_directory(root, ec) || ::access(root.c_str(), R_OK | X_OK) != 0) {
         throw ConfigError("the kernel cache dir " + root.string() + " (DG_JIT_CACHE_DIR) is not a readable directory");
     }
@@ -94,7 +109,7 @@ std::vector<CacheEntryInfo> list_cache(const fs::path& root) {
     std::vector<CacheEntryInfo> out;
     for (const fs::path& path : children(root / "cache")) {
         const auto parts = split_entry_name(path.filename().string());
-        if (!parts) continue;
+        if (!parts || !detail::made_by_cache(path)) continue;
         CacheEntryInfo info;
         info.path = path;
         info.name = parts->first;
@@ -126,10 +141,12 @@ CacheStats cache_stats(const fs::path& root) {
         stats.entry_bytes += entry.bytes;
     }
     for (const fs::path& path : children(root / "tmp")) {
+        if (!ours(path, "build.") && !ours(path, "removing.")) continue;
         ++stats.build_dirs;
         stats.build_bytes += tree_bytes(path);
     }
     for (const fs::path& path : children(root / "quarantine")) {
+        if (!ours(path, "kernel.")) continue;
         ++stats.quarantined;
         stats.quarantine_bytes += tree_bytes(path);
     }
@@ -144,6 +161,10 @@ PruneReport prune_cache(const fs::path& root, const PruneOptions& options) {
     if (!fs::is_directory(root, ec)) return report;
     const std::int64_t now = options.now != 0 ? options.now : now_seconds();
     const fs::path graveyard = root / "tmp";
+    // Removed entries pass through tmp/ and locks are taken in locks/: neither may lead out of the root.
+    for (const char* sub : {"tmp", "locks"}) {
+        detail::check_trusted_if_present(root / sub, /*is_root=*/false, detail::trust_policy(), detail::root_origin(root));
+    }
 
     // Takes the key lock without waiting, moves the directory out of the cache in one rename, deletes it.
     auto remove_locked = [&](const fs::path& path, const std::string& key, std::int64_t bytes) {
@@ -186,6 +207,7 @@ PruneReport prune_cache(const fs::path& root, const PruneOptions& options) {
 
     // Housekeeping: build directories whose builder is gone, interrupted removals, the quarantine.
     for (const fs::path& path : children(root / "tmp")) {
+        if (!ours(path, "build.") && !ours(path, "removing.")) continue;  // ~/tmp when the root is $HOME
         const std::string dir_name = path.filename().string();
         const std::string key = build_dir_key(dir_name);
         const std::int64_t bytes = tree_bytes(path);
@@ -203,6 +225,7 @@ PruneReport prune_cache(const fs::path& root, const PruneOptions& options) {
         report.bytes_freed += bytes;
     }
     for (const fs::path& path : children(root / "quarantine")) {
+        if (!ours(path, "kernel.")) continue;
         const std::int64_t bytes = tree_bytes(path);
         if (!options.dry_run) detail::remove_tree(path);
         report.removed.push_back(path);

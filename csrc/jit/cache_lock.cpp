@@ -3,12 +3,14 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "errors.hpp"
+#include "cache_settings.hpp"
 
 namespace deep_gemm::jit::detail {
 
@@ -17,11 +19,14 @@ std::filesystem::path key_lock_path(const std::filesystem::path& root, const std
 }
 
 FileLock::FileLock(const std::filesystem::path& path, Mode mode) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         throw ConfigError("cannot open lock file " + path.string() + ": " + std::strerror(errno) +
                           "; set DG_JIT_CACHE_DIR to a writable directory");
     }
+    // A cache shared by a group (DG_JIT_CACHE_TRUST_GROUP) needs its lock files writable by the group.
+    struct stat st;
+    if (cache_settings().trust_group && ::fstat(fd, &st) == 0 && st.st_uid == ::geteuid()) ::fchmod(fd, 0660);
     const int operation = mode == Mode::kTry ? (LOCK_EX | LOCK_NB) : LOCK_EX;
     while (::flock(fd, operation) != 0) {
         if (errno == EINTR) continue;

@@ -102,10 +102,13 @@ bool shell_safe(const std::string& path) {
 }
 
 namespace {
+// A TMPDIR fit for a compiler that runs in another directory: absolute (a relative one would name a
+// different place there) and shell-safe.
+bool usable_tmpdir(const char* tmp) { return tmp != nullptr && tmp[0] == '/' && shell_safe(tmp); }
+
 std::filesystem::path safe_temp_base() {
     const char* tmp = std::getenv("TMPDIR");
-    if (tmp != nullptr && tmp[0] != '\0' && shell_safe(tmp)) return tmp;
-    return "/tmp";
+    return usable_tmpdir(tmp) ? std::filesystem::path(tmp) : std::filesystem::path("/tmp");
 }
 }  // namespace
 
@@ -129,7 +132,7 @@ RunDir::~RunDir() {
 
 std::vector<std::string> RunDir::env() const {
     const char* tmp = std::getenv("TMPDIR");
-    if (tmp == nullptr || tmp[0] == '\0' || shell_safe(tmp)) return {};
+    if (tmp == nullptr || tmp[0] == '\0' || usable_tmpdir(tmp)) return {};
     return {"TMPDIR=" + safe_temp_base().string()};
 }
 

@@ -13,8 +13,8 @@
 
 namespace deep_gemm::jit::detail {
 
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::optional<std::string> read_file(const std::filesystem::path& path, bool follow_symlinks) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
     if (fd < 0) return std::nullopt;
     std::string data;
     struct stat st;
@@ -37,7 +37,7 @@ std::optional<std::string> read_file(const std::filesystem::path& path) {
 
 namespace {
 void write_whole_file(const std::filesystem::path& path, const std::string& data, bool durable) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) throw Error("cannot create " + path.string() + ": " + std::strerror(errno));
     std::size_t done = 0;
     while (done < data.size()) {

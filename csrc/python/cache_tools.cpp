@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "jit/cache_admin.hpp"
+#include "jit/cache_bundle.hpp"
 #include "jit/compiler.hpp"
 #include "jit/errors.hpp"
 #include "jit/jit.hpp"
@@ -130,6 +131,32 @@ void register_cache_tools(py::module_& m) {
         return d;
     }, py::arg("name"), py::arg("symbol"), py::arg("code"), py::arg("arch"),
        "Build (or find in the cache) a generated kernel source for `arch`, as recorded by DG_JIT_RECORD.");
+
+    m.def("cache_lookup", [](const std::string& name, const std::string& symbol, const std::string& code,
+                             const std::string& arch) {
+        jit::CacheLookup found;
+        {
+            py::gil_scoped_release no_gil;
+            found = jit::lookup({name, symbol, code}, arch);
+        }
+        py::dict d;
+        d["dir"] = found.dir.string();
+        d["key"] = found.key;
+        d["present"] = found.present;
+        return d;
+    }, py::arg("name"), py::arg("symbol"), py::arg("code"), py::arg("arch"),
+       "Where the cache (DG_JIT_CACHE_DIR) would hold this kernel source and whether a valid entry is there; "
+       "compiles and writes nothing.");
+
+    m.def("cache_install_entry", [](const std::filesystem::path& root, const std::string& dir_name,
+                                    const std::vector<std::pair<std::string, py::bytes>>& files) {
+        std::vector<std::pair<std::string, std::string>> data;
+        for (const auto& [name, bytes] : files) data.emplace_back(name, std::string(bytes));
+        py::gil_scoped_release no_gil;
+        return jit::install_entry(root, dir_name, data);
+    }, py::arg("root"), py::arg("dir_name"), py::arg("files"),
+       "Install one verified entry (list of (file name, bytes)) into the cache at `root`, atomically under the "
+       "key lock; False when a valid entry was already there.");
 
     m.def("compiler_info", &compiler_info, "The compiler the JIT would use: kind, version, path (or error).");
 }

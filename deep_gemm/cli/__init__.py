@@ -3,8 +3,11 @@
 - ``info [--json]``: versions, GPUs, the JIT compiler, every DG_* setting and where its value comes from,
   the kernel cache.
 - ``cache {ls,stats,prune,clear}``: inspect and trim the kernel cache; safe while other processes use it.
+  ``cache export FILE [--from-record R]`` / ``cache import FILE``: move entries between caches as a verified
+  bundle (docs/cache.md).
 - ``warmup FILE``: compile the kernels a run recorded with ``DG_JIT_RECORD=FILE`` (no GPU needed);
-  ``warmup --calls calls.json`` / ``--call 'op:m=..,n=..,k=..'``: those a list of op calls needs.
+  ``warmup --calls calls.json`` / ``--call 'op:m=..,n=..,k=..'``: those a list of op calls needs;
+  ``warmup --check ...``: which of them are missing from the cache (compiles nothing).
 """
 import argparse
 import sys

@@ -1,4 +1,4 @@
-"""``python -m deep_gemm cache {ls,stats,prune,clear}``.
+"""``python -m deep_gemm cache {ls,stats,prune,clear,export,import}``.
 
 The work is done by the JIT core (deep_gemm._C.cache_*), which takes the same per-key lock as a compiling
 process: an entry or build directory in use by another process is skipped and reported as busy, so these
@@ -39,6 +39,20 @@ def add_parser(commands):
     clear.add_argument('--dry-run', action='store_true', help='show what would be removed')
     clear.add_argument('--json', action='store_true')
     clear.set_defaults(run=run_clear)
+
+    export = actions.add_parser('export', help='write entries to a bundle (a tar archive; docs/cache.md)')
+    export.add_argument('file', help='the bundle to write')
+    export.add_argument('--from-record', metavar='RECORD', help='only the kernels of this DG_JIT_RECORD file (all '
+                        'must be in the cache)')
+    export.add_argument('--arch', default=None, help='with --from-record: the arch to look them up for (default: '
+                        'the recorded one)')
+    export.add_argument('--json', action='store_true')
+    export.set_defaults(run=run_export)
+
+    imp = actions.add_parser('import', help='verify a bundle and install its entries (only bundles you trust)')
+    imp.add_argument('file', help='a bundle written by `cache export`')
+    imp.add_argument('--json', action='store_true')
+    imp.set_defaults(run=run_import)
 
 
 def cache_root(args) -> str:
@@ -125,4 +139,62 @@ def run_clear(args) -> int:
             return 1
     report = _C.cache_prune(root, remove_all=True, dry_run=args.dry_run)
     print_report(report, args, 'clear' + (' (dry run)' if args.dry_run else ''))
+    return 0
+
+
+def _use_root(args) -> str:
+    """The cache root; with --dir, also the JIT's (lookups go through the settings)."""
+    from .. import _C
+    if args.dir:
+        os.environ['DG_JIT_CACHE_DIR'] = os.path.abspath(args.dir)
+        _C.reload_settings()
+    return cache_root(args)
+
+
+def run_export(args) -> int:
+    from .._bundle import export_bundle
+    from .._warmup import read_record
+    from .. import _C
+    root = _use_root(args)
+    dirs = None
+    if args.from_record:
+        dirs, missing = [], []
+        for record in read_record(args.from_record):
+            arch = args.arch or record.arch
+            found = _C.cache_lookup(record.name, record.symbol, record.code, arch)
+            (dirs if found['present'] else missing).append(found['dir'] if found['present'] else f'{record.name} ({arch})')
+        if missing:
+            print(f'python -m deep_gemm cache export: {len(missing)} recorded kernels are not in {root}; build them '
+                  f'first with `python -m deep_gemm warmup {args.from_record}`:', file=sys.stderr)
+            for line in missing:
+                print(f'  missing: {line}', file=sys.stderr)
+            return 1
+    report = export_bundle(root, args.file, dirs)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"exported {report['entries']} entries from {root} to {args.file} "
+              f"({report['compiler']['kind']} {report['compiler']['version']})")
+        for path in report['skipped']:
+            print(f'skipped (does not match its manifest) {path}', file=sys.stderr)
+    return 0
+
+
+def run_import(args) -> int:
+    from .._bundle import import_bundle
+    from .. import _C
+    root = _use_root(args)
+    report = import_bundle(root, args.file)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"imported {len(report['installed'])} entries into {root}, {len(report['present'])} already there")
+    mine = _C.compiler_info()
+    theirs = report.get('compiler') or {}
+    if mine.get('version') and theirs.get('version') and (mine.get('kind'), mine['version']) != (theirs.get('kind'), theirs['version']):
+        print(f"note: the bundle was made with {theirs.get('kind')} {theirs['version']!r}; this JIT uses "
+              f"{mine.get('kind')} {mine['version']!r}, so it will not find these entries (the key covers the compiler)",
+              file=sys.stderr)
     return 0

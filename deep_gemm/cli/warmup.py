@@ -22,6 +22,8 @@ def add_parser(commands):
                         'get_num_sms(), else 132); must be what the job runs with (set_num_sms included)')
     parser.add_argument('--smem-optin', type=int, default=None, help='shared memory per block in bytes to plan '
                         "calls for (default: this GPU's, else 232448)")
+    parser.add_argument('--check', action='store_true', help='compile nothing: report which of the kernels are '
+                        'missing from the cache (exit status 1 if any is)')
     parser.add_argument('--quiet', '-q', action='store_true', help='no progress line')
     parser.add_argument('--json', action='store_true', help='print the summary as JSON')
     parser.set_defaults(run=run)
@@ -36,6 +38,8 @@ def run(args) -> int:
               file=sys.stderr)
         return 2
     calls = (read_calls(args.calls) if args.calls else []) + args.call
+    if args.check:
+        return _run_check(args, calls)
     result = warmup(args.record, jobs=args.jobs, arch=args.arch, progress=not args.quiet and not args.json,
                     calls=calls or None, num_sms=args.num_sms, smem_optin=args.smem_optin)
     summary = {'cache_dir': _C.get_settings()['cache_dir'], 'kernels': result.kernels, 'compiled': result.compiled,
@@ -56,6 +60,25 @@ def run(args) -> int:
             print(f'  failed: {failure}', file=sys.stderr)
             _print_detail(detail)
     return 1 if result.failed else 0
+
+
+def _run_check(args, calls) -> int:
+    from .._warmup import check
+    from .. import _C
+    result = check(args.record, arch=args.arch, calls=calls or None, num_sms=args.num_sms, smem_optin=args.smem_optin)
+    cache_dir = _C.get_settings()['cache_dir']
+    if args.json:
+        json.dump({'cache_dir': cache_dir, 'present': result.present, 'missing': result.missing,
+                   'failed': result.failed}, sys.stdout, indent=2)
+        print()
+    else:
+        print(f'warmup --check: {len(result.present)} kernels in {cache_dir}, {len(result.missing)} missing'
+              + (f', {len(result.failed)} calls not planned' if result.failed else ''))
+        for line in result.missing:
+            print(f'  missing: {line}')
+        for line in result.failed:
+            print(f'  failed: {line}', file=sys.stderr)
+    return 1 if result.missing or result.failed else 0
 
 
 _DETAIL_LINES = 40

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 
 LOG = logging.getLogger("deep_gemm")
 
@@ -37,7 +36,9 @@ def deep_gemm_cache_root(environ=os.environ) -> str:
     home = environ.get("HOME", "")
     if home:
         return os.path.join(home, ".deep_gemm")
-    return os.path.join(environ.get("TMPDIR", "") or tempfile.gettempdir(), f"deep_gemm-{os.getuid()}")
+    # As the C++ JIT (csrc/jit/settings.cpp): an absolute TMPDIR, else /tmp (a relative one is ignored).
+    tmp = environ.get("TMPDIR", "")
+    return os.path.join(tmp if tmp.startswith("/") else "/tmp", f"deep_gemm-{os.getuid()}")
 
 
 def legacy_cache_dir(environ=os.environ):

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "jit/cache.hpp"
+#include "jit/cache_trust.hpp"
 #include "jit/cache_admin.hpp"
 #include "jit/cache_lock.hpp"
 #include "test_util.hpp"
@@ -132,6 +133,7 @@ TEST_F(CacheAdmin, PruneBySizeRemovesLeastRecentlyUsedFirst) {
 TEST_F(CacheAdmin, DryRunRemovesNothing) {
     const fs::path entry = make_entry(0, 100, kNow - 86400 * 10);
     dg_test::write_text(root() / "quarantine" / "kernel.x.1" / "manifest", "bad");
+    detail::write_marker(root() / "quarantine" / "kernel.x.1");  // quarantined entries keep their marker
     PruneOptions options;
     options.remove_all = true;
     options.dry_run = true;
@@ -164,9 +166,10 @@ TEST_F(CacheAdmin, OrphanedBuildDirsGoLiveOnesStay) {
     const fs::path orphan = root() / "tmp" / ("build." + key_of(1) + ".aaaaaa");
     const fs::path live = root() / "tmp" / ("build." + key_of(2) + ".bbbbbb");
     const fs::path unkeyed_young = root() / "tmp" / "build.some_name.cccccc";
-    dg_test::write_text(orphan / "kernel.cu", "x");
-    dg_test::write_text(live / "kernel.cu", "x");
-    dg_test::write_text(unkeyed_young / "kernel.cu", "x");
+    for (const fs::path& dir : {orphan, live, unkeyed_young}) {
+        dg_test::write_text(dir / "kernel.cu", "x");
+        detail::write_marker(dir);  // as build() makes them
+    }
     detail::FileLock builder(detail::key_lock_path(root(), key_of(2)));
     const PruneReport report = prune_cache(root(), PruneOptions{});
     EXPECT_FALSE(fs::exists(orphan));

@@ -158,6 +158,7 @@ def test_stale_build_directories_are_removed(tmp_path):
     stale = cache / 'tmp' / 'build.layout_transpose_sf.dead.AbCdEf'
     (stale / 'sub').mkdir(parents=True)
     (stale / 'kernel.cu').write_text('// left by a crashed compile')
+    (stale / '.deep_gemm-cache').write_text('')  # the marker every build directory gets (docs/cache.md)
     (stale / 'sub' / 'x').write_text('x')
     os.symlink('/nonexistent/target', stale / 'dangling')
     old = time.time() - 2 * 24 * 3600
