@@ -304,3 +304,8 @@ __all__ = [
     'utils', 'testing',
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
 __all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
+
+# ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----
+from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402
+
+__all__ += ['use_deterministic_algorithms', 'get_deterministic_algorithms', 'shutdown']

@@ -67,7 +67,10 @@ DOCS = {
     'k_grouped_fp8_gemm_nt_contiguous': """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
 
     - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
-      back to back; sfa float32 [Σ k_g/128, M])``, ``b`` likewise with N.
+      back to back; sfa float32 [M, Σ k_g/128])``, ``b`` likewise with N (DeepGEMM's scale shapes; its tests
+      pass the ``.T`` view of a ``[Σ k_g/128, M]`` buffer, which is read without a copy when M is a multiple
+      of 4). The transposes ``[Σ k_g/128, M]`` / ``[Σ k_g/128, N]`` are also accepted; a square scale tensor
+      (M or N equal to Σ k_g/128) is read in DeepGEMM's form.
     - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
     - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
       ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "runtime.hpp"
 
 namespace deep_gemm::api {
 
@@ -238,6 +241,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             check_same(check, p.d, 0, p.a, 0, "M");
             check_same(check, p.d, 1, p.b, 1, "N");
             check_rank(check, p.layout, 1, {call.use_psum_layout ? "G" : "M"});
+            if (const int align = get_mk_alignment_for_contiguous_layout(); align % get_theoretical_mk_alignment_for_contiguous_layout() != 0)
+                check.not_implemented(fmt::format("the SM90 grouped kernels need groups aligned to a multiple of {} rows (their BLOCK_M); "
+                                                  "get_mk_alignment_for_contiguous_layout() is {}",
+                                                  get_theoretical_mk_alignment_for_contiguous_layout(), align));
             if (call.use_psum_layout)
                 check_same(check, p.layout, 0, p.b, 0, "G");
             else
@@ -347,8 +354,23 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 check_sf_shape(check, p.sfb, {p.groups, ceil_div(p.n, gn), ceil_div(p.k, gk)}, {"G", "ceil(N/128)", "ceil(K/128)"});
                 break;
             case G::kKContiguous:
-                check_sf_shape(check, p.sfa, {p.k / gk, p.m}, {"sum(ks)/128", "M"});
-                check_sf_shape(check, p.sfb, {p.k / gk, p.n}, {"sum(ks)/128", "N"});
+                // DeepGEMM's form, sfa [M, sum(ks)/128] and sfb [N, sum(ks)/128] (its test passes the .T view of a
+                // [sum(ks)/128, M] buffer), or the transposes (deep_gemm's earlier form). A square scale tensor
+                // (M or N == sum(ks)/128) reads as DeepGEMM's form. p.sfa / p.sfb become [sum(ks)/128, MN] views.
+                for (auto [v, t, mn, mn_name] : {std::tuple{&p.sfa, call.sfa, p.m, "M"}, std::tuple{&p.sfb, call.sfb, p.n, "N"}}) {
+                    const View given = *v;
+                    const bool deepgemm_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == mn and
+                                               given.size[1] == p.k / gk;
+                    const bool our_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == p.k / gk and
+                                          given.size[1] == mn;
+                    if (deepgemm_form) {
+                        *v = make_view(*t, given.name, true);
+                    } else if (not our_form and not (given.dim == 2 and not known(given.size[0], given.size[1]))) {
+                        check.value_error(fmt::format("{} must have shape [{}, sum(ks)/128] = [{}, {}] (DeepGEMM's form) or its transpose "
+                                                      "[{}, {}]; got {}", given.name, mn_name, mn, p.k / gk, p.k / gk, mn,
+                                                      given.shape_str()));
+                    }
+                }
                 break;
         }
     }
