@@ -79,6 +79,20 @@ DOCS = {
       1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
     """,
 
+    'fp8_gemm_nt_skip_head_mid': """:func:`fp8_gemm_nt` whose output skips the middle columns of each head.
+
+    - ``a``, ``b``: as in :func:`fp8_gemm_nt` (recipe ``(1, 128, 128)``, the only one on SM90); ``b`` has
+      ``N = num_heads * (left + right)`` rows, ``head_splits = (left, mid, right)`` (non-negative ints,
+      ``left + right > 0``).
+    - ``d``: bfloat16 ``[M, num_heads * (left + mid + right)]``, N-major (any row stride). Head ``h``'s
+      computed columns ``[h * (left + right), (h + 1) * (left + right))`` of ``A @ B.T`` are written to
+      ``d[:, h * (left + mid + right) + ...]``: the first ``left`` of them at offset 0, the other ``right`` at
+      offset ``left + mid``. The ``mid`` columns of each head are never written (they keep what the caller
+      put there). With ``K == 0`` the left and right columns are zeroed.
+    - The 1D2D kernel with a head-split epilogue that stores from registers (no TMA store); the config is
+      chosen for the computed ``M x N x K`` problem.
+    """,
+
     'bf16_gemm_nt': """``d = c + a @ b.T``: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or MN-major
     in memory; the row stride must be a multiple of 8 elements), ``d`` ``[M, N]`` bfloat16 or float32,
     N-major. ``c``: optional ``[M, N]`` bfloat16/float32 added in the kernel's epilogue (converted to

@@ -21,6 +21,13 @@ namespace {
 
 // d = c (or zeros): the whole result when K == 0.
 void fill_without_product(const Problem& p, const GemmCall& call) {
+    if (not call.head_splits.empty()) {  // fp8_gemm_nt_skip_head_mid: zeros in each head's left and right columns only
+        const int64_t left = call.head_splits[0], mid = call.head_splits[1], right = call.head_splits[2];
+        const at::Tensor heads = call.d->unflatten(1, {p.n / (left + right), left + mid + right});
+        heads.narrow(2, 0, left).zero_();
+        heads.narrow(2, left + mid, right).zero_();
+        return;
+    }
     if (p.has_c) {
         if (not p.c_is_d) call.d->copy_(*call.c);
     } else {
@@ -142,6 +149,12 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
     o.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
     o.sfa_stride = sfa_stride;
+    if (spec.op == GemmOp::kFp8NtSkipHeadMid) {  // validated: (left, mid, right), d [M, num_heads * (left + mid + right)]
+        q.head_left = static_cast<int>(call.head_splits[0]);
+        q.head_mid = static_cast<int>(call.head_splits[1]);
+        q.head_right = static_cast<int>(call.head_splits[2]);
+        if (p.m <= 1) o.ldd = align_up(p.d.size[1], 8);
+    }
     // c (dense only): the epilogue reads it and stores d = c + A @ B; a bfloat16 or float32 c is read as is.
     at::Tensor c_converted;
     if (p.has_c) {

@@ -136,6 +136,26 @@ void check_compiled_dims(const Checker& check, std::string_view dims) {
     }
 }
 
+// fp8_gemm_nt_skip_head_mid: head_splits = (left, mid, right), N = num_heads * (left + right) computed
+// columns, d [M, num_heads * (left + mid + right)].
+void check_head_splits(const Checker& check, const Problem& p, c10::ArrayRef<int64_t> hs) {
+    if (hs.size() != 3)
+        check.value_error(fmt::format("head_splits must be 3 ints (left, mid, right); got {} values", hs.size()));
+    const int64_t left = hs[0], mid = hs[1], right = hs[2];
+    if (left < 0 or mid < 0 or right < 0 or left + right == 0 or left + mid + right > (int64_t(1) << 20))
+        check.value_error(fmt::format("head_splits (left, mid, right) must be non-negative with left + right > 0 (and each head at most "
+                                      "2^20 columns); got ({}, {}, {})", left, mid, right));
+    if (not known(p.n)) return;
+    if (p.n % (left + right) != 0)
+        check.value_error(fmt::format("N (b.shape[0] = {}) must be a multiple of left + right = {} (num_heads * (left + right) "
+                                      "computed columns); got head_splits ({}, {}, {})", p.n, left + right, left, mid, right));
+    const int64_t width = p.n / (left + right) * (left + mid + right);
+    if (known(p.d.size[1]) and p.d.size[1] != width)
+        check.value_error(fmt::format("d.shape[1] must be num_heads * (left + mid + right) = {} * {} = {} for head_splits ({}, {}, {}) "
+                                      "and N = {}; got {} (d has shape {})", p.n / (left + right), left + mid + right, width, left, mid,
+                                      right, p.n, p.d.size[1], p.d.shape_str()));
+}
+
 bool same_memory(const View& x, const View& y, CheckMode mode) {
     if (mode != CheckMode::kReal) return x.tensor->is_same(*y.tensor);
     if (x.tensor->const_data_ptr() != y.tensor->const_data_ptr() or x.dim != y.dim) return false;
@@ -178,6 +198,9 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         if (not is_1d1d)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
         p.kernel = *is_1d1d ? Kernel::kFp8_1D1D : Kernel::kFp8_1D2D;
+        if (spec.op == GemmOp::kFp8NtSkipHeadMid and *is_1d1d)
+            check.value_error(fmt::format("recipe must be (1, 128, 128) on SM90 (the 1D2D kernel's head-split epilogue); got {}",
+                                          recipe_str(p.recipe)));
     } else {
         p.kernel = Kernel::kBf16;
     }
@@ -200,7 +223,9 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         if (call.d->scalar_type() != at::kBFloat16)
             check.type_error(fmt::format("d must have dtype bfloat16 with recipe {} (the 1D2D kernel writes BF16); got {}{}",
                                          recipe_str(p.recipe), dtype_name(call.d->scalar_type()),
-                                         spec.grouping == G::kNone ? "; use recipe (1, 1, 128) for an FP32 output" : ""));
+                                         spec.grouping == G::kNone and spec.op != GemmOp::kFp8NtSkipHeadMid
+                                             ? "; use recipe (1, 1, 128) for an FP32 output"
+                                             : ""));
     } else if (spec.grouping == G::kNone) {
         check.dtype_in(*call.d, "d", {at::kBFloat16, at::kFloat});
         d_dtype = call.d->scalar_type();
@@ -228,7 +253,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             p.m = p.a.size[0], p.k = p.a.size[1], p.n = p.b.size[0];
             check_same(check, p.b, 1, p.a, 1, "K");
             check_same(check, p.d, 0, p.a, 0, "M");
-            check_same(check, p.d, 1, p.b, 0, "N");
+            if (spec.op == GemmOp::kFp8NtSkipHeadMid)
+                check_head_splits(check, p, call.head_splits);
+            else
+                check_same(check, p.d, 1, p.b, 0, "N");
             break;
         case G::kMContiguous:
             if (call.expected_m_for_psum_layout and *call.expected_m_for_psum_layout <= 0)
