@@ -104,3 +104,12 @@ def test_planned_kernel_has_the_head_split_epilogue():
     assert 'head_split' not in plain_code and 'HeadSplit' not in plain_code and '_hs' not in plain_symbol
     with pytest.raises(RuntimeError, match='takes head_splits'):
         _C._plan_gemm_call(OP, 4096, 8192, 512)
+
+
+def test_warmup_call_list_plans_the_head_split_kernel():
+    from deep_gemm._warmup_calls import plan_call, plan_target
+    target = plan_target('sm_90a', 132, 232448)
+    records = plan_call({'op': OP, 'm': 4096, 'n': 8192, 'k': 512, 'head_splits': [128, 64, 128]}, target)
+    assert any(r.symbol.endswith('_hs128_64_128') for r in records), [r.symbol for r in records]
+    with pytest.raises(RuntimeError, match='takes head_splits'):
+        plan_call({'op': OP, 'm': 4096, 'n': 8192, 'k': 512}, target)
