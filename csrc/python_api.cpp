@@ -70,12 +70,15 @@ void set_block_size_multiple_of_entry(const py::object& value) {
                                       std::string(py::repr(value))));
 }
 
-// On SM90 the grouped kernels' BLOCK_M (and so the alignment) does not depend on the expected M: it is
-// checked (positive) and otherwise unused.
-int theoretical_mk_alignment_entry(std::optional<int> expected_m) {
+// On SM90 the grouped kernels' BLOCK_M (and so the alignment) depends neither on the expected M nor on the
+// number of groups: both are checked (positive) and otherwise unused.
+int theoretical_mk_alignment_entry(std::optional<int> expected_m, std::optional<int> num_groups) {
     if (expected_m and *expected_m <= 0)
         api::throw_value_error(
             fmt::format("get_theoretical_mk_alignment_for_contiguous_layout: expected_m must be positive or None; got {}", *expected_m));
+    if (num_groups and *num_groups <= 0)
+        api::throw_value_error(
+            fmt::format("get_theoretical_mk_alignment_for_contiguous_layout: num_groups must be positive or None; got {}", *num_groups));
     return api::get_theoretical_mk_alignment_for_contiguous_layout();
 }
 
@@ -139,16 +142,12 @@ PYBIND11_MODULE(_C, m) {
     m.def("get_tc_util", &api::get_tc_util);
     m.def("set_block_size_multiple_of", &set_block_size_multiple_of_entry, py::arg("new_value"));
     m.def("get_block_size_multiple_of", &api::get_block_size_multiple_of);
-    // DeepGEMM's form: the alignment follows from an expected M per group (the grouped kernels' BLOCK_M).
-    m.def("set_mk_alignment_for_contiguous_layout",
-          [](std::optional<int> expected_m) {
-              api::set_mk_alignment_for_contiguous_layout(theoretical_mk_alignment_entry(expected_m));
-          },
-          py::arg("expected_m") = py::none());
-    // An explicit alignment (any positive multiple of the theoretical one), e.g. to test larger paddings.
+    // DeepGEMM's form: stores the value (any positive int; the contiguous ops reject what they cannot honour).
+    m.def("set_mk_alignment_for_contiguous_layout", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
     m.def("_set_mk_alignment_value", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
     m.def("get_mk_alignment_for_contiguous_layout", &api::get_mk_alignment_for_contiguous_layout);
-    m.def("get_theoretical_mk_alignment_for_contiguous_layout", &theoretical_mk_alignment_entry, py::arg("expected_m") = py::none());
+    m.def("get_theoretical_mk_alignment_for_contiguous_layout", &theoretical_mk_alignment_entry, py::arg("expected_m") = py::none(),
+          py::arg("num_groups") = py::none());
 
     // ---- layout ----
     m.def("get_tma_aligned_size", &api::get_tma_aligned_size, py::arg("x"), py::arg("element_size"));

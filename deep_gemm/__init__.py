@@ -42,7 +42,7 @@ from .utils import *  # noqa: E402,F401,F403  (DeepGEMM re-exports all of deep_g
 from .utils import __all__ as _utils_all  # noqa: E402
 from ._compat import (  # noqa: E402,F401
     _resolve_recipe,
-    einsum, fp8_einsum, fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, fp8_gemm_nt_skip_head_mid, fp8_mqa_logits,
+    einsum, fp8_einsum, fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, fp8_mqa_logits,
     fp8_paged_mqa_logits, get_paged_mqa_logits_metadata, k_grouped_fp8_gemm_tn_contiguous, tf32_hc_prenorm_gemm,
     get_mqa_logits_metadata,
 )
@@ -81,8 +81,8 @@ _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
 
 # ---- GEMMs: one wrapper per row of the C++ op table (csrc/python/gemm_table.hpp) ------------------------
 # Defines fp8_gemm_{nt,nn,tn,tt}, m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous,
-# bf16_gemm_{nt,nn,tn,tt}, m_grouped_bf16_gemm_nt_{contiguous,masked} and k_grouped_bf16_gemm_tn_contiguous
-# here, each with DeepGEMM's signature, its docstring from _gemm_docs.py and its C entry as _c_<name>.
+# bf16_gemm_{nt,nn,tn,tt}, m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and
+# fp8_gemm_nt_skip_head_mid here, each with DeepGEMM's signature, its docstring from _gemm_docs.py and its C entry as _c_<name>.
 from ._gemm_docs import DOCS as _GEMM_DOCS  # noqa: E402
 from ._gemm_surface import define_wrappers as _define_gemm_wrappers  # noqa: E402
 
@@ -285,14 +285,14 @@ __all__ = [
     'k_grouped_fp8_gemm_nt_contiguous',
     'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
     'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nt_masked',
-    'k_grouped_bf16_gemm_tn_contiguous',
+    'k_grouped_bf16_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid',
     'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt',
     # aliases
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
     'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
     'bf16_m_grouped_gemm_nt_masked',
     # names that exist for compatibility but are not implemented on SM90 here (NotImplementedError)
-    'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
+    'k_grouped_fp8_gemm_tn_contiguous', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
     'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
     # layout
     'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
@@ -306,3 +306,8 @@ __all__ = [
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
 __all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
 __all__ += ['get_mqa_logits_metadata']  # DeepGEMM 2.8.1's MQA-logits schedule (fp8_mqa_logits & co. are listed above)
+
+# ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----
+from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402
+
+__all__ += ['use_deterministic_algorithms', 'get_deterministic_algorithms', 'shutdown']

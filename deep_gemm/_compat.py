@@ -42,11 +42,6 @@ def k_grouped_fp8_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c=None, re
     _unavailable('k_grouped_fp8_gemm_tn_contiguous', _SM100 + '; use k_grouped_fp8_gemm_nt_contiguous')
 
 
-def fp8_gemm_nt_skip_head_mid(a, b, d, head_splits, recipe=None, compiled_dims='nk', disable_ue8m0_cast=False):
-    """SM100 only."""
-    _unavailable('fp8_gemm_nt_skip_head_mid', _SM100)
-
-
 # ---- DeepGEMM SM90 ops that deep_gemm does not implement (yet) -----------------------------------------
 
 def einsum(expr, a, b, d, c=None, use_cublaslt=False):

@@ -67,13 +67,30 @@ DOCS = {
     'k_grouped_fp8_gemm_nt_contiguous': """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
 
     - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
-      back to back; sfa float32 [Σ k_g/128, M])``, ``b`` likewise with N.
+      back to back; sfa float32 [M, Σ k_g/128])``, ``b`` likewise with N (DeepGEMM's scale shapes; its tests
+      pass the ``.T`` view of a ``[Σ k_g/128, M]`` buffer, which is read without a copy when M is a multiple
+      of 4). The transposes ``[Σ k_g/128, M]`` / ``[Σ k_g/128, N]`` are also accepted; a square scale tensor
+      (M or N equal to Σ k_g/128) is read in DeepGEMM's form.
     - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
     - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
       ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
       raises ``NotImplementedError`` on SM90.
     - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
       1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
+    """,
+
+    'fp8_gemm_nt_skip_head_mid': """:func:`fp8_gemm_nt` whose output skips the middle columns of each head.
+
+    - ``a``, ``b``: as in :func:`fp8_gemm_nt` (recipe ``(1, 128, 128)``, the only one on SM90); ``b`` has
+      ``N = num_heads * (left + right)`` rows, ``head_splits = (left, mid, right)`` (non-negative ints,
+      ``left + right > 0``).
+    - ``d``: bfloat16 ``[M, num_heads * (left + mid + right)]``, N-major (any row stride). Head ``h``'s
+      computed columns ``[h * (left + right), (h + 1) * (left + right))`` of ``A @ B.T`` are written to
+      ``d[:, h * (left + mid + right) + ...]``: the first ``left`` of them at offset 0, the other ``right`` at
+      offset ``left + mid``. The ``mid`` columns of each head are never written (they keep what the caller
+      put there). With ``K == 0`` the left and right columns are zeroed.
+    - The 1D2D kernel with a head-split epilogue that stores from registers (no TMA store); the config is
+      chosen for the computed ``M x N x K`` problem.
     """,
 
     'bf16_gemm_nt': """``d = c + a @ b.T``: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or MN-major

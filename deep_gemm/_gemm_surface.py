@@ -14,6 +14,8 @@ the schema the C++ side generates from the same row.
 
 import linecache
 
+from . import _compat28
+
 # Annotations of the wrappers (names defined in deep_gemm/__init__.py) and of the stubs (in _C.pyi).
 _WRAPPER_TYPES = {
     'operand': 'FP8Operand', 'tensor': 'Tensor', 'out_tensor': 'Tensor', 'opt_tensor': 'Optional[Tensor]', 'int': 'int',
@@ -48,7 +50,10 @@ def _op_arguments(name: str, params) -> str:
 
 def wrapper_source(name: str, params) -> str:
     names = ', '.join(p for p, _, _ in params)
-    return (f'def {name}({", ".join(_param_list(params, _WRAPPER_TYPES))}) -> None:\n'
+    # DeepGEMM 2.8's alpha= / epilogue= (Python only; deep_gemm/_compat28.py), after every 2.6.1 parameter.
+    extra_params, prelude = _compat28.wrapper_extras(name)
+    return (f'def {name}({", ".join(_param_list(params, _WRAPPER_TYPES) + extra_params)}) -> None:\n'
+            f'{prelude}'
             f'    if _tracing():\n'
             f'        return _ops.{name}({_op_arguments(name, params)})\n'
             f'    _c_{name}({names})\n')

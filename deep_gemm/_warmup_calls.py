@@ -15,7 +15,8 @@ by ``;``: ``ks=512;1024``). Fields (all but ``op`` / ``m`` / ``n`` / ``k`` optio
 - ``recipe`` (FP8: ``[1, 128, 128]`` the default, ``[1, 1, 128]`` for the FP32-output kernel);
   ``d_dtype`` (``"bfloat16"`` / ``"float32"``); ``c_dtype`` (the C operand's, if one is given).
 - ``use_psum_layout``, ``ensure_zero_padding`` (M-grouped contiguous); ``compiled_dims``;
-  ``mk_alignment`` and ``block_size_multiple_of`` (``[m, n]``) for jobs that change those knobs.
+  ``mk_alignment`` and ``block_size_multiple_of`` (``[m, n]``) for jobs that change those knobs;
+  ``head_splits`` (``[left, mid, right]``, fp8_gemm_nt_skip_head_mid; ``n`` = the computed columns).
 
 FP8 ops that convert row-major scales use the ``layout_transpose_sf`` kernel: it is planned with them.
 """
@@ -32,7 +33,7 @@ Call = Dict[str, Any]
 
 _DTYPES = ('bfloat16', 'float32')
 _FIELDS = {'op', 'm', 'max_m', 'n', 'k', 'num_groups', 'expected_m', 'ks', 'recipe', 'd_dtype', 'c_dtype',
-           'use_psum_layout', 'ensure_zero_padding', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of'}
+           'use_psum_layout', 'ensure_zero_padding', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of', 'head_splits'}
 _SCALE_LAYOUT_KERNEL = 'layout_transpose_sf'
 
 # What an H100/H200 SXM offers (the default without a GPU to ask).
@@ -192,7 +193,7 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
         ensure_zero_padding=_bool(call, 'ensure_zero_padding', True),
         mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
         compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
-        cc_major=_cc_major(target.arch))
+        cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())])
     records = [KernelRecord(name, symbol, target.arch, code) for name, symbol, code in sources]
     if fp8 and not k_grouped:
         records.append(_helper_kernel(_SCALE_LAYOUT_KERNEL, target.arch))

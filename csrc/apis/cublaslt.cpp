@@ -4,11 +4,13 @@
 #include "cublaslt.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,6 +122,8 @@ struct Context {
 
 struct State {
     std::mutex mutex;
+    // Bumped by shutdown(): the threads' remembered contexts and plans of an older generation are stale.
+    std::atomic<uint64_t> generation{0};
     std::unordered_map<int, lt::Handle> handles;                                       // per device
     std::map<std::pair<int, CUstream>, at::Tensor> workspaces;                          // per device and stream
     std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
@@ -136,9 +140,11 @@ Context context_for(const char* op, int device, CUstream stream) {
     thread_local int last_device = -1;
     thread_local CUstream last_stream = nullptr;
     thread_local Context last;
-    if (device == last_device and stream == last_stream and last.handle != nullptr) return last;
-
+    thread_local uint64_t last_generation = 0;
     State& s = state();
+    const uint64_t generation = s.generation.load(std::memory_order_acquire);
+    if (device == last_device and stream == last_stream and last.handle != nullptr and last_generation == generation) return last;
+
     std::lock_guard<std::mutex> lock(s.mutex);
     Context ctx;
     auto& handle = s.handles[device];
@@ -148,7 +154,7 @@ Context context_for(const char* op, int device, CUstream stream) {
     if (not ws.defined())  // allocated on `stream` (the current one): the caching allocator ties the block to it
         ws = at::empty({static_cast<int64_t>(kWorkspaceBytes)}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, device));
     ctx.workspace = ws.data_ptr();
-    last_device = device, last_stream = stream, last = ctx;
+    last_device = device, last_stream = stream, last = ctx, last_generation = s.generation.load(std::memory_order_relaxed);
     return ctx;
 }
 
@@ -208,9 +214,11 @@ const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProb
              q.ldc, q.ldd, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d};
     thread_local PlanKey last_key;
     thread_local const Plan* last_plan = nullptr;
-    if (last_plan != nullptr and key == last_key) return *last_plan;
-
+    thread_local uint64_t last_generation = 0;
     State& s = state();
+    const uint64_t generation = s.generation.load(std::memory_order_acquire);
+    if (last_plan != nullptr and key == last_key and last_generation == generation) return *last_plan;
+
     std::lock_guard<std::mutex> lock(s.mutex);
     auto& slot = s.plans[key];
     if (slot == nullptr) {
@@ -221,17 +229,17 @@ const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProb
             throw;
         }
     }
-    last_key = key, last_plan = slot.get();
+    last_key = key, last_plan = slot.get(), last_generation = s.generation.load(std::memory_order_relaxed);
     return *slot;
 }
 
 // ---- the call -----------------------------------------------------------------------------------
 
 void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const at::Tensor* c,
-         int device) {
+         int device, float alpha) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     if (p.m == 0 or p.n == 0) return;
-    if (p.k == 0) {  // no product: d = c (or zeros)
+    if (p.k == 0) {  // no product: d = c (or zeros), whatever alpha is
         if (c == nullptr)
             d.zero_();
         else if (not p.c_is_d)
@@ -272,7 +280,6 @@ void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor
     const CUstream stream = current_stream(device);
     const Context ctx = context_for(op, device, stream);
     const Plan& plan = plan_for(op, device, ctx.handle, q);
-    const float alpha = 1.0f;
     check_status(op, "cublasLtMatmul",
                  lt::api().matmul(ctx.handle, plan.desc, &alpha, b.const_data_ptr(), plan.a, a.const_data_ptr(), plan.b, &beta, c_ptr,
                                   plan.c ? plan.c : plan.d, d.data_ptr(), plan.d, &plan.algo, ctx.workspace, kWorkspaceBytes, stream));
@@ -303,7 +310,7 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
 const char* cublaslt_op_name(CublasLtLayout layout) { return spec_of(layout).name; }
 
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
-                   const std::optional<at::Tensor>& c, bool fake) {
+                   const std::optional<at::Tensor>& c, bool fake, float alpha) {
     const GemmOpSpec& spec = spec_of(layout);
     const Checker check(spec.name, fake ? CheckMode::kFake : CheckMode::kReal);
     const at::Tensor* c_ptr = c.has_value() and c->defined() ? &*c : nullptr;
@@ -317,7 +324,28 @@ void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor&
         return;
     }
     const int device = check.same_cuda_device({&p.a, &p.b, &p.d, c_view});
-    run(spec.name, p, a, b, d, c_ptr, device);
+    run(spec.name, p, a, b, d, c_ptr, device, alpha);
+}
+
+void cublaslt_shutdown() {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.handles.empty() and s.workspaces.empty() and s.plans.empty()) return;
+    // Queued matmuls may still use a workspace or handle: let each device finish first. At exit the CUDA
+    // runtime may already be unusable; then there is nothing left to wait for.
+    for (const auto& [device, handle] : s.handles) {
+        try {
+            c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+            c10::cuda::device_synchronize();
+        } catch (const std::exception&) {
+        }
+    }
+    s.plans.clear();  // destroys the descriptors
+    for (const auto& [device, handle] : s.handles)
+        if (handle != nullptr) lt::api().destroy(handle);
+    s.handles.clear();
+    s.workspaces.clear();  // back to PyTorch's caching allocator
+    s.generation.fetch_add(1, std::memory_order_release);
 }
 
 CublasLtInfo cublaslt_library_info() {

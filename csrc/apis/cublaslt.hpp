@@ -18,10 +18,14 @@ enum class CublasLtLayout { kNt, kNn, kTn, kTt };
 // "cublaslt_gemm_nt" etc.
 const char* cublaslt_op_name(CublasLtLayout layout);
 
-// Validates, then (unless `fake`) runs on the current CUDA stream of d's device. `fake`: meta/fake
-// tensors, validation only (symbolic sizes allowed).
+// Validates, then (unless `fake`) runs on the current CUDA stream of d's device: d = c + alpha * (a @ b),
+// alpha applied by cuBLASLt's epilogue. `fake`: meta/fake tensors, validation only (symbolic sizes allowed).
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
-                   const std::optional<at::Tensor>& c, bool fake);
+                   const std::optional<at::Tensor>& c, bool fake, float alpha = 1.0f);
+
+// Releases every cuBLASLt handle, workspace and cached plan (after waiting for each device that has a
+// handle). A later call creates them again. Safe to call at any time and more than once.
+void cublaslt_shutdown();
 
 // Loads cuBLASLt (no GPU needed) and says which file and version; RuntimeError when it cannot be found.
 struct CublasLtInfo {

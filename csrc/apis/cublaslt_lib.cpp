@@ -119,6 +119,7 @@ Api load() {
                                         "tried: {}. Install the CUDA build of torch (or the nvidia-cublas wheel)",
                                         fmt::join(tried, "; ")));
     resolve(lib, "cublasLtCreate", a.create, true, a.path);
+    resolve(lib, "cublasLtDestroy", a.destroy, true, a.path);
     resolve(lib, "cublasLtMatmulDescCreate", a.matmul_desc_create, true, a.path);
     resolve(lib, "cublasLtMatmulDescSetAttribute", a.matmul_desc_set_attribute, true, a.path);
     resolve(lib, "cublasLtMatmulDescDestroy", a.matmul_desc_destroy, true, a.path);

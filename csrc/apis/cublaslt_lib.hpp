@@ -59,6 +59,7 @@ inline constexpr int kPrefMinAlignmentD = 8;
 // The resolved functions (signatures as in the cuBLASLt API reference; enums passed as int).
 struct Api {
     Status (*create)(Handle*);
+    Status (*destroy)(Handle);
     Status (*matmul_desc_create)(MatmulDesc*, int compute_type, int scale_type);
     Status (*matmul_desc_set_attribute)(MatmulDesc, int attr, const void* buf, size_t size);
     Status (*matmul_desc_destroy)(MatmulDesc);

@@ -35,6 +35,7 @@ struct GemmCall {
     std::optional<int64_t> expected_m_for_psum_layout;  // M-contiguous psum layout: a config hint only
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
+    c10::ArrayRef<int64_t> head_splits;  // fp8_gemm_nt_skip_head_mid: (left, mid, right)
 };
 
 // Validates every argument, then runs the op on CUDA tensors (CPU tensors: RuntimeError naming the

@@ -18,6 +18,7 @@ enum class GemmOp : int {
     kMGroupedFp8NtContiguous, kMGroupedFp8NtMasked, kKGroupedFp8NtContiguous,
     kBf16Nt, kBf16Nn, kBf16Tn, kBf16Tt,
     kMGroupedBf16NtContiguous, kMGroupedBf16NtMasked, kKGroupedBf16TnContiguous,
+    kFp8NtSkipHeadMid,  // fp8_gemm_nt with a head-split D (its own row: the head_splits parameter)
     kCount
 };
 
@@ -48,6 +49,7 @@ inline constexpr std::array<GemmOpSpec, static_cast<int>(GemmOp::kCount)> kSpecs
     {GemmOp::kMGroupedBf16NtContiguous, "m_grouped_bf16_gemm_nt_contiguous", Family::kBf16, Grouping::kMContiguous, false, false, "nk"},
     {GemmOp::kMGroupedBf16NtMasked, "m_grouped_bf16_gemm_nt_masked", Family::kBf16, Grouping::kMMasked, false, false, "nk"},
     {GemmOp::kKGroupedBf16TnContiguous, "k_grouped_bf16_gemm_tn_contiguous", Family::kBf16, Grouping::kKContiguous, false, false, "mn"},
+    {GemmOp::kFp8NtSkipHeadMid, "fp8_gemm_nt_skip_head_mid", Family::kFp8, Grouping::kNone, false, false, "nk"},
 }};
 
 // The spec of an op, inline (gemm_op_spec() is the public, out-of-line form).

@@ -33,6 +33,7 @@ struct GemmCallShape {
     int block_m_multiple = 1, block_n_multiple = 1;  // get_block_size_multiple_of()
     std::optional<std::string> compiled_dims;  // nullopt: the op's default
     std::vector<int> ks;            // K-grouped FP8: each group's K (empty: k split evenly)
+    std::vector<int> head_splits;   // fp8_gemm_nt_skip_head_mid: (left, mid, right); n = num_heads * (left + right)
 };
 
 // The generated sources of the kernels `call` would build (one, or for K-grouped FP8 one per distinct
@@ -77,6 +78,12 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
         p.kernel = kernels::GemmKernel::kFp8_1d2d;
         p.c_fp32 = call.with_c && call.c_fp32;
         p.d_tma_ok = p.n % 8 == 0;
+        if (spec->op == GemmOp::kFp8NtSkipHeadMid) {
+            if (call.head_splits.size() != 3 || call.fp8_recipe_1d1d || call.with_c)
+                throw jit::Error("plan_gemm_call: fp8_gemm_nt_skip_head_mid takes head_splits (left, mid, right), recipe "
+                                 "(1, 128, 128) and no C");
+            p.head_left = call.head_splits[0], p.head_mid = call.head_splits[1], p.head_right = call.head_splits[2];
+        }
         return {kernels::plan_gemm(p, limits)};
     }
     // FP8 1D1D: dense, or K-grouped as one dense launch per non-empty group.

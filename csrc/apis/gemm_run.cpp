@@ -21,6 +21,13 @@ namespace {
 
 // d = c (or zeros): the whole result when K == 0.
 void fill_without_product(const Problem& p, const GemmCall& call) {
+    if (not call.head_splits.empty()) {  // fp8_gemm_nt_skip_head_mid: zeros in each head's left and right columns only
+        const int64_t left = call.head_splits[0], mid = call.head_splits[1], right = call.head_splits[2];
+        const at::Tensor heads = call.d->unflatten(1, {p.n / (left + right), left + mid + right});
+        heads.narrow(2, 0, left).zero_();
+        heads.narrow(2, left + mid, right).zero_();
+        return;
+    }
     if (p.has_c) {
         if (not p.c_is_d) call.d->copy_(*call.c);
     } else {
@@ -142,6 +149,12 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     // Masked D rows are g * max_m + m: with max_m == 1 the row stride is the group stride.
     o.ldd = p.m > 1 ? p.d.stride[id] : masked and p.groups > 1 ? p.d.stride[0] : align_up(p.n, 8);
     o.sfa_stride = sfa_stride;
+    if (spec.op == GemmOp::kFp8NtSkipHeadMid) {  // validated: (left, mid, right), d [M, num_heads * (left + mid + right)]
+        q.head_left = static_cast<int>(call.head_splits[0]);
+        q.head_mid = static_cast<int>(call.head_splits[1]);
+        q.head_right = static_cast<int>(call.head_splits[2]);
+        if (p.m <= 1) o.ldd = align_up(p.d.size[1], 8);
+    }
     // c (dense only): the epilogue reads it and stores d = c + A @ B; a bfloat16 or float32 c is read as is.
     at::Tensor c_converted;
     if (p.has_c) {
@@ -207,7 +220,8 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
 }
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
-// [N, K_g] K-major, stored back to back in a and b; sfa [sum(K_g)/128, M] and sfb [sum(K_g)/128, N].
+// [N, K_g] K-major, stored back to back in a and b; sfa [M, sum(K_g)/128] and sfb [N, sum(K_g)/128] (DeepGEMM's form)
+// or their transposes.
 // One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (the K_g are on
 // the host, so this is exact and needs nothing device-side); empty groups get d[g] = c[g] or zeros. Cost:
 // G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and the tail wave of
@@ -225,9 +239,10 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
         holder.narrow(1, 0, mn).copy_(sf);  // the padding columns are never read (TMA bounds are M / N)
         return {holder.const_data_ptr<float>(), padded};
     };
+    // validate() made p.sfa / p.sfb [sum(ks)/128, MN] views; a transposed one was given in DeepGEMM's [MN, sum(ks)/128] form.
     at::Tensor sfa_holder, sfb_holder;
-    const auto [sfa, sfa_stride] = scales(*call.sfa, m, sfa_holder);
-    const auto [sfb, sfb_stride] = scales(*call.sfb, n, sfb_holder);
+    const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
+    const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);
 
     const auto* a = static_cast<const uint8_t*>(call.a->const_data_ptr());
     const auto* b = static_cast<const uint8_t*>(call.b->const_data_ptr());

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "runtime.hpp"
 
 namespace deep_gemm::api {
 
@@ -133,6 +136,26 @@ void check_compiled_dims(const Checker& check, std::string_view dims) {
     }
 }
 
+// fp8_gemm_nt_skip_head_mid: head_splits = (left, mid, right), N = num_heads * (left + right) computed
+// columns, d [M, num_heads * (left + mid + right)].
+void check_head_splits(const Checker& check, const Problem& p, c10::ArrayRef<int64_t> hs) {
+    if (hs.size() != 3)
+        check.value_error(fmt::format("head_splits must be 3 ints (left, mid, right); got {} values", hs.size()));
+    const int64_t left = hs[0], mid = hs[1], right = hs[2];
+    if (left < 0 or mid < 0 or right < 0 or left + right == 0 or left + mid + right > (int64_t(1) << 20))
+        check.value_error(fmt::format("head_splits (left, mid, right) must be non-negative with left + right > 0 (and each head at most "
+                                      "2^20 columns); got ({}, {}, {})", left, mid, right));
+    if (not known(p.n)) return;
+    if (p.n % (left + right) != 0)
+        check.value_error(fmt::format("N (b.shape[0] = {}) must be a multiple of left + right = {} (num_heads * (left + right) "
+                                      "computed columns); got head_splits ({}, {}, {})", p.n, left + right, left, mid, right));
+    const int64_t width = p.n / (left + right) * (left + mid + right);
+    if (known(p.d.size[1]) and p.d.size[1] != width)
+        check.value_error(fmt::format("d.shape[1] must be num_heads * (left + mid + right) = {} * {} = {} for head_splits ({}, {}, {}) "
+                                      "and N = {}; got {} (d has shape {})", p.n / (left + right), left + mid + right, width, left, mid,
+                                      right, p.n, p.d.size[1], p.d.shape_str()));
+}
+
 bool same_memory(const View& x, const View& y, CheckMode mode) {
     if (mode != CheckMode::kReal) return x.tensor->is_same(*y.tensor);
     if (x.tensor->const_data_ptr() != y.tensor->const_data_ptr() or x.dim != y.dim) return false;
@@ -175,6 +198,9 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         if (not is_1d1d)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
         p.kernel = *is_1d1d ? Kernel::kFp8_1D1D : Kernel::kFp8_1D2D;
+        if (spec.op == GemmOp::kFp8NtSkipHeadMid and *is_1d1d)
+            check.value_error(fmt::format("recipe must be (1, 128, 128) on SM90 (the 1D2D kernel's head-split epilogue); got {}",
+                                          recipe_str(p.recipe)));
     } else {
         p.kernel = Kernel::kBf16;
     }
@@ -197,7 +223,9 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         if (call.d->scalar_type() != at::kBFloat16)
             check.type_error(fmt::format("d must have dtype bfloat16 with recipe {} (the 1D2D kernel writes BF16); got {}{}",
                                          recipe_str(p.recipe), dtype_name(call.d->scalar_type()),
-                                         spec.grouping == G::kNone ? "; use recipe (1, 1, 128) for an FP32 output" : ""));
+                                         spec.grouping == G::kNone and spec.op != GemmOp::kFp8NtSkipHeadMid
+                                             ? "; use recipe (1, 1, 128) for an FP32 output"
+                                             : ""));
     } else if (spec.grouping == G::kNone) {
         check.dtype_in(*call.d, "d", {at::kBFloat16, at::kFloat});
         d_dtype = call.d->scalar_type();
@@ -225,7 +253,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             p.m = p.a.size[0], p.k = p.a.size[1], p.n = p.b.size[0];
             check_same(check, p.b, 1, p.a, 1, "K");
             check_same(check, p.d, 0, p.a, 0, "M");
-            check_same(check, p.d, 1, p.b, 0, "N");
+            if (spec.op == GemmOp::kFp8NtSkipHeadMid)
+                check_head_splits(check, p, call.head_splits);
+            else
+                check_same(check, p.d, 1, p.b, 0, "N");
             break;
         case G::kMContiguous:
             if (call.expected_m_for_psum_layout and *call.expected_m_for_psum_layout <= 0)
@@ -238,6 +269,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             check_same(check, p.d, 0, p.a, 0, "M");
             check_same(check, p.d, 1, p.b, 1, "N");
             check_rank(check, p.layout, 1, {call.use_psum_layout ? "G" : "M"});
+            if (const int align = get_mk_alignment_for_contiguous_layout(); align % get_theoretical_mk_alignment_for_contiguous_layout() != 0)
+                check.not_implemented(fmt::format("the SM90 grouped kernels need groups aligned to a multiple of {} rows (their BLOCK_M); "
+                                                  "get_mk_alignment_for_contiguous_layout() is {}",
+                                                  get_theoretical_mk_alignment_for_contiguous_layout(), align));
             if (call.use_psum_layout)
                 check_same(check, p.layout, 0, p.b, 0, "G");
             else
@@ -347,8 +382,23 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 check_sf_shape(check, p.sfb, {p.groups, ceil_div(p.n, gn), ceil_div(p.k, gk)}, {"G", "ceil(N/128)", "ceil(K/128)"});
                 break;
             case G::kKContiguous:
-                check_sf_shape(check, p.sfa, {p.k / gk, p.m}, {"sum(ks)/128", "M"});
-                check_sf_shape(check, p.sfb, {p.k / gk, p.n}, {"sum(ks)/128", "N"});
+                // DeepGEMM's form, sfa [M, sum(ks)/128] and sfb [N, sum(ks)/128] (its test passes the .T view of a
+                // [sum(ks)/128, M] buffer), or the transposes (deep_gemm's earlier form). A square scale tensor
+                // (M or N == sum(ks)/128) reads as DeepGEMM's form. p.sfa / p.sfb become [sum(ks)/128, MN] views.
+                for (auto [v, t, mn, mn_name] : {std::tuple{&p.sfa, call.sfa, p.m, "M"}, std::tuple{&p.sfb, call.sfb, p.n, "N"}}) {
+                    const View given = *v;
+                    const bool deepgemm_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == mn and
+                                               given.size[1] == p.k / gk;
+                    const bool our_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == p.k / gk and
+                                          given.size[1] == mn;
+                    if (deepgemm_form) {
+                        *v = make_view(*t, given.name, true);
+                    } else if (not our_form and not (given.dim == 2 and not known(given.size[0], given.size[1]))) {
+                        check.value_error(fmt::format("{} must have shape [{}, sum(ks)/128] = [{}, {}] (DeepGEMM's form) or its transpose "
+                                                      "[{}, {}]; got {}", given.name, mn_name, mn, p.k / gk, p.k / gk, mn,
+                                                      given.shape_str()));
+                    }
+                }
                 break;
         }
     }

@@ -100,11 +100,12 @@ bool get_ignore_compile_dims() { return g_ignore_compile_dims.load(std::memory_o
 // segment (a tile never straddles two groups), so 128 is the smallest alignment they accept.
 int get_theoretical_mk_alignment_for_contiguous_layout() { return 128; }
 
+// Stores any positive value, as DeepGEMM does (engines set a value, run, and restore the old one). The
+// M-grouped contiguous ops reject a stored value their kernels cannot honour (not a multiple of 128) when
+// called (check_mk_alignment_supported), so setting and restoring never fails.
 void set_mk_alignment_for_contiguous_layout(int alignment) {
-    const int base = get_theoretical_mk_alignment_for_contiguous_layout();
-    if (alignment <= 0 or alignment % base != 0)
-        throw_value_error(fmt::format("set_mk_alignment_for_contiguous_layout: the alignment must be a positive multiple of {}; got {}",
-                                      base, alignment));
+    if (alignment <= 0)
+        throw_value_error(fmt::format("set_mk_alignment_for_contiguous_layout: the alignment must be positive; got {}", alignment));
     g_mk_alignment.store(alignment);
 }
 int get_mk_alignment_for_contiguous_layout() { return g_mk_alignment.load(std::memory_order_relaxed); }

@@ -40,8 +40,8 @@ bool get_pdl();
 void set_ignore_compile_dims(bool ignore);
 bool get_ignore_compile_dims();
 
-// Row alignment of each group in the M-grouped contiguous layout (and K alignment of the K-grouped
-// one). Default 128; must be a positive multiple of the theoretical alignment.
+// Row alignment of each group in the M-grouped contiguous layout. Default 128; any positive value is
+// stored; the contiguous ops need a multiple of the theoretical alignment (NotImplementedError otherwise).
 void set_mk_alignment_for_contiguous_layout(int alignment);
 int get_mk_alignment_for_contiguous_layout();
 // The smallest alignment the SM90 kernels can work with (the BLOCK_M of the grouped kernels: 128).

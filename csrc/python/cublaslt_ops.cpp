@@ -3,6 +3,7 @@
 #include "python/cublaslt_ops.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <fmt/format.h>
 #include <torch/library.h>
 
 #include <optional>
@@ -46,6 +47,30 @@ void entry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const 
     op.call(a, b, d, c);
 }
 
+// d = c + alpha * (a @ b) for the bf16_gemm_* ops called with an alpha other than 1 (deep_gemm/_compat28.py);
+// `layout` is the CublasLtLayout (0 nt, 1 nn, 2 tn, 3 tt). Not a public name.
+CublasLtLayout layout_of(int64_t layout) {
+    if (layout < 0 or layout > 3) api::throw_value_error(fmt::format("_cublaslt_gemm_scaled: layout must be 0..3; got {}", layout));
+    return static_cast<CublasLtLayout>(layout);
+}
+
+template <bool kFake>
+void scaled_kernel(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c, double alpha) {
+    api::cublaslt_gemm(layout_of(layout), a, b, d, c, kFake, static_cast<float>(alpha));
+}
+
+void scaled_entry(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c, double alpha) {
+    if (plain({&a, &b, &d, c.has_value() ? &*c : nullptr})) {
+        py::gil_scoped_release no_gil;
+        scaled_kernel<false>(layout, a, b, d, c, alpha);
+        return;
+    }
+    static const auto op = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("deep_gemm::_cublaslt_gemm_scaled", "")
+                               .typed<void(int64_t, const at::Tensor&, const at::Tensor&, const at::Tensor&, const Opt&, double)>();
+    op.call(layout, a, b, d, c, alpha);
+}
+
 py::dict library_info() {
     const api::CublasLtInfo info = api::cublaslt_library_info();
     py::dict result;
@@ -66,6 +91,10 @@ void register_cublaslt_entries(py::module_& m) {
     def_entry<CublasLtLayout::kNn>(m, "d = c + a @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_nn.");
     def_entry<CublasLtLayout::kTn>(m, "d = c + a.T @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tn.");
     def_entry<CublasLtLayout::kTt>(m, "d = c + a.T @ b.T (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tt.");
+    m.def("_cublaslt_gemm_scaled", &scaled_entry, py::arg("layout"), py::arg("a"), py::arg("b"), py::arg("d"), py::arg("c"),
+          py::arg("alpha"), "d = c + alpha * (a @ b) through cuBLASLt (the bf16_gemm_* ops with alpha != 1).");
+    m.def("_cublaslt_shutdown", &api::cublaslt_shutdown,
+          "Releases the cuBLASLt handles, workspaces and plans (deep_gemm.shutdown); later calls create them again.");
     m.def("_cublaslt_library", &library_info,
           "Loads cuBLASLt (no GPU needed) and returns {'path', 'version'}; RuntimeError when it cannot be found.");
 }
@@ -75,6 +104,7 @@ void register_cublaslt_entries(py::module_& m) {
 namespace {
 using deep_gemm::api::CublasLtLayout;
 using deep_gemm::python::kernel;
+using deep_gemm::python::scaled_kernel;
 }  // namespace
 
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
@@ -82,13 +112,15 @@ TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     m.def("cublaslt_gemm_nn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
     m.def("cublaslt_gemm_tn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
     m.def("cublaslt_gemm_tt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
+    m.def("_cublaslt_gemm_scaled(int layout, Tensor a, Tensor b, Tensor(a!) d, Tensor? c, float alpha) -> ()");
 }
 
 #define DG_CUBLASLT_IMPLS(fake)                                                      \
     m.impl("cublaslt_gemm_nt", TORCH_FN((kernel<CublasLtLayout::kNt, fake>)));       \
     m.impl("cublaslt_gemm_nn", TORCH_FN((kernel<CublasLtLayout::kNn, fake>)));       \
     m.impl("cublaslt_gemm_tn", TORCH_FN((kernel<CublasLtLayout::kTn, fake>)));       \
-    m.impl("cublaslt_gemm_tt", TORCH_FN((kernel<CublasLtLayout::kTt, fake>)));
+    m.impl("cublaslt_gemm_tt", TORCH_FN((kernel<CublasLtLayout::kTt, fake>)));       \
+    m.impl("_cublaslt_gemm_scaled", TORCH_FN((scaled_kernel<fake>)));
 
 // CUDA runs cuBLASLt; CPU gets the same validation and then "requires CUDA tensors".
 TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) { DG_CUBLASLT_IMPLS(false) }

@@ -68,6 +68,7 @@ void call_op(GemmOp op, const GemmCall& call) {
             case Slot::kLayout: stack.emplace_back(*call.layout); break;
             case Slot::kExpectedM: stack.emplace_back(call.expected_m); break;
             case Slot::kKs: stack.push_back(int_list(call.ks)); break;
+            case Slot::kHeadSplits: stack.push_back(int_list(call.head_splits)); break;
             case Slot::kRecipe:
                 if (call.recipe) stack.push_back(int_list(*call.recipe));
                 // A schema int-list recipe (K-grouped) has a default value: the op's default recipe.
@@ -130,6 +131,9 @@ void bind_arg(const char* op, const FastArgs& args, GemmCall& call, std::vector<
     } else if constexpr (slot == Slot::kKs) {
         ks = int_list_arg(op, arg.name, o);
         call.ks = ks;
+    } else if constexpr (slot == Slot::kHeadSplits) {  // no op has both: `ks` owns these
+        ks = int_list_arg(op, arg.name, o);
+        call.head_splits = ks;
     } else if constexpr (slot == Slot::kRecipe or slot == Slot::kRecipeA or slot == Slot::kRecipeB) {
         // recipe, recipe_a and recipe_b are resolved together, at the last of them that the op has
         constexpr size_t kRecipeB = slot_index(row, Slot::kRecipeB);

@@ -34,7 +34,7 @@ enum class ArgKind {
 // Where a parameter's value goes in api::GemmCall.
 enum class Slot {
     kA, kB, kD, kC, kLayout, kExpectedM, kKs, kRecipe, kRecipeA, kRecipeB, kCompiledDims, kDisableUe8m0Cast, kUsePsumLayout,
-    kEnsureZeroPadding, kExpectedMForPsumLayout,
+    kEnsureZeroPadding, kExpectedMForPsumLayout, kHeadSplits,
 };
 
 struct OpArg {
@@ -70,6 +70,7 @@ inline constexpr OpArg kKGroupedRecipe{"recipe", K::kIntList, S::kRecipe, "1, 1,
 inline constexpr OpArg kUe8m0{"disable_ue8m0_cast", K::kBool, S::kDisableUe8m0Cast, "False"};
 inline constexpr OpArg kPsum{"use_psum_layout", K::kBool, S::kUsePsumLayout, "False"};
 inline constexpr OpArg kZeroPadding{"ensure_zero_padding", K::kBool, S::kEnsureZeroPadding, "True"};
+inline constexpr OpArg kHeadSplits{"head_splits", K::kIntList, S::kHeadSplits};
 inline constexpr OpArg kExpectedMPsum{"expected_m_for_psum_layout", K::kOptInt, S::kExpectedMForPsumLayout, "None"};
 
 constexpr OpArg dims(const char* default_dims) { return {"compiled_dims", K::kStr, S::kCompiledDims, default_dims}; }
@@ -87,6 +88,7 @@ inline constexpr auto kBf16DenseNk = bf16_dense("nk"), kBf16DenseMn = bf16_dense
 inline constexpr std::array kBf16MContiguous{kA16, kB16, kD, kGroupedLayout, dims("nk"), kPsum, kZeroPadding, kExpectedMPsum};
 inline constexpr std::array kBf16Masked{kA16, kB16, kD, kMaskedM, kExpectedM, dims("nk")};
 inline constexpr std::array kBf16KGrouped{kA16, kB16, kD, kKs, kGroupedLayout, kC, dims("mn"), kPsum};
+inline constexpr std::array kFp8SkipHeadMid{kA8, kB8, kD, kHeadSplits, kRecipe, dims("nk"), kUe8m0};
 
 using api::GemmOp;
 
@@ -106,6 +108,7 @@ inline constexpr std::array<OpRow, static_cast<int>(GemmOp::kCount)> kRows{{
     {GemmOp::kMGroupedBf16NtContiguous, kBf16MContiguous},
     {GemmOp::kMGroupedBf16NtMasked, kBf16Masked},
     {GemmOp::kKGroupedBf16TnContiguous, kBf16KGrouped},
+    {GemmOp::kFp8NtSkipHeadMid, kFp8SkipHeadMid},
 }};
 
 constexpr bool rows_in_op_order() {

@@ -54,7 +54,7 @@ std::vector<PlannedKernel> plan_gemm_call_entry(
     const std::string& op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>& ks,
     const std::optional<std::vector<int64_t>>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
     bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
-    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major) {
+    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major, const std::vector<int>& head_splits) {
     const api::GemmOpSpec* spec = api::find_op_spec(op);
     if (spec == nullptr) api::throw_value_error(fmt::format("_plan_gemm_call: unknown GEMM op \"{}\"; known: {}", op, op_names()));
     // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
@@ -79,6 +79,7 @@ std::vector<PlannedKernel> plan_gemm_call_entry(
     call.num_groups = num_groups;
     call.expected_m = expected_m;
     call.ks = ks;
+    call.head_splits = head_splits;
     call.fp8_recipe_1d1d = wants_1d1d(*spec, recipe);
     call.d_fp32 = d_fp32;
     call.with_c = with_c;
@@ -110,6 +111,7 @@ void register_plan_tools(py::module_& m) {
           py::arg("use_psum_layout") = false, py::arg("ensure_zero_padding") = true, py::arg("mk_alignment") = py::none(),
           py::arg("block_size_multiple_of") = py::none(), py::arg("compiled_dims") = py::none(),
           py::arg("num_sms") = 132, py::arg("smem_optin") = 232448, py::arg("cc_major") = 9,
+          py::arg("head_splits") = std::vector<int>{},
           "The kernels a GEMM op call would compile, as [(name, symbol, code)], planned without tensors or a GPU for "
           "a device with num_sms SMs and smem_optin bytes of shared memory per block. m/n/k as the op sees them "
           "(masked: max_m; M-contiguous: the sum of M; K-grouped: the sum of K). Knobs left None take this "

@@ -54,6 +54,10 @@ GemmCall call_from_stack(const OpRow& row, c10::ArrayRef<c10::IValue> args, std:
                 ks = args[i++].toIntVector();
                 call.ks = ks;
                 break;
+            case Slot::kHeadSplits:  // no op has both: `ks` owns these
+                ks = args[i++].toIntVector();
+                call.head_splits = ks;
+                break;
             case Slot::kRecipe: {
                 const c10::IValue& v = args[i++];
                 if (not v.isNone()) call.recipe = api::parse_recipe(op, v.toIntVector());

@@ -3,9 +3,9 @@
 utilities (:func:`get_arch_major`, :func:`test_filter`, :func:`ignore_env`, :func:`assert_bitwise_equal`).
 Submodules as in DeepGEMM: ``bench``, ``numeric``, ``utils``."""
 
-from .bench import bench, bench_kineto, flush_l2
-from .numeric import calc_diff, count_bytes
-from .utils import assert_bitwise_equal, get_arch_major, ignore_env, test_filter
+from .bench import bench, bench_kineto, empty_suppress, flush_l2, suppress_stdout_stderr
+from .numeric import assert_bitwise_equal, calc_diff, count_bytes
+from .utils import get_arch_major, ignore_env, test_filter
 
-__all__ = ['bench', 'bench_kineto', 'calc_diff', 'count_bytes', 'flush_l2', 'assert_bitwise_equal', 'get_arch_major',
+__all__ = ['bench', 'bench_kineto', 'calc_diff', 'count_bytes', 'flush_l2', 'empty_suppress', 'suppress_stdout_stderr', 'assert_bitwise_equal', 'get_arch_major',
            'ignore_env', 'test_filter']

@@ -54,8 +54,9 @@ def bench(fn: Callable[[], object], num_warmups: int = 5, num_tests: int = 10, h
     return (median, times) if return_all else median
 
 
-class _SuppressStdoutStderr:
-    """Silences the profiler's own prints at the file-descriptor level (they bypass sys.stdout)."""
+class suppress_stdout_stderr:
+    """Context manager that silences stdout and stderr at the file-descriptor level (the profiler's own
+    prints and those of C++ code bypass ``sys.stdout``); both are restored on exit. DeepGEMM's name."""
 
     def __enter__(self):
         self._saved = [os.dup(1), os.dup(2)]
@@ -97,7 +98,7 @@ def bench_kineto(fn: Callable[[], object], kernel_names: Union[str, Sequence[str
     torch.cuda.synchronize()
 
     schedule = torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=1)
-    context = _SuppressStdoutStderr() if suppress_kineto_output else _NullContext()
+    context = suppress_stdout_stderr() if suppress_kineto_output else empty_suppress()
     with context:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA], schedule=schedule) as prof:
             for _ in range(2):
@@ -127,7 +128,9 @@ def bench_kineto(fn: Callable[[], object], kernel_names: Union[str, Sequence[str
     return results[0] if single else tuple(results)
 
 
-class _NullContext:
+class empty_suppress:
+    """A context manager that does nothing: the stand-in for :class:`suppress_stdout_stderr` (DeepGEMM's name)."""
+
     def __enter__(self):
         return self
 

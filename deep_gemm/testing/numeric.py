@@ -32,3 +32,16 @@ def count_bytes(*tensors: Union[torch.Tensor, Iterable, None]) -> int:
         else:
             raise TypeError(f'count_bytes: expected tensors (or tuples/lists of them); got {type(t).__name__}')
     return total
+
+
+def assert_bitwise_equal(x: torch.Tensor, y: torch.Tensor, label: str = '') -> None:
+    """Raises AssertionError unless ``x`` and ``y`` have the same shape, dtype and bytes (NaNs with the
+    same bits compare equal)."""
+    prefix = f'{label}: ' if label else ''
+    assert x.shape == y.shape, f'{prefix}shapes differ: {list(x.shape)} vs {list(y.shape)}'
+    assert x.dtype == y.dtype, f'{prefix}dtypes differ: {x.dtype} vs {y.dtype}'
+    xb = x.contiguous().view(torch.uint8) if x.numel() else x
+    yb = y.contiguous().view(torch.uint8).to(xb.device) if y.numel() else y
+    if x.numel() and not torch.equal(xb, yb):
+        bad = int((xb != yb).sum())
+        raise AssertionError(f'{prefix}{bad} of {xb.numel()} bytes differ')

@@ -7,6 +7,8 @@ from typing import Callable
 
 import torch
 
+from .numeric import assert_bitwise_equal  # noqa: F401  (defined in numeric, as in DeepGEMM; kept importable here)
+
 
 def get_arch_major() -> int:
     """The compute-capability major of the current CUDA device (9 on Hopper)."""
@@ -43,16 +45,3 @@ def ignore_env(name: str, condition: Callable[[], bool]):
                 os.environ[name] = saved
         return wrapper
     return decorator
-
-
-def assert_bitwise_equal(x: torch.Tensor, y: torch.Tensor, label: str = '') -> None:
-    """Raises AssertionError unless ``x`` and ``y`` have the same shape, dtype and bytes (NaNs with the
-    same bits compare equal)."""
-    prefix = f'{label}: ' if label else ''
-    assert x.shape == y.shape, f'{prefix}shapes differ: {list(x.shape)} vs {list(y.shape)}'
-    assert x.dtype == y.dtype, f'{prefix}dtypes differ: {x.dtype} vs {y.dtype}'
-    xb = x.contiguous().view(torch.uint8) if x.numel() else x
-    yb = y.contiguous().view(torch.uint8).to(xb.device) if y.numel() else y
-    if x.numel() and not torch.equal(xb, yb):
-        bad = int((xb != yb).sum())
-        raise AssertionError(f'{prefix}{bad} of {xb.numel()} bytes differ')

@@ -1,9 +1,11 @@
 """Helpers for preparing inputs: integer rounding, FP8/FP4 quantization and UE8M0 packing (pure PyTorch,
 any device), scale layouts and contiguous-layout alignment, ``torch.distributed`` helpers.
 
-Submodules as in DeepGEMM: ``math``, ``layout`` (both re-exported here) and ``dist``."""
+Submodules as in DeepGEMM: ``math``, ``layout`` (both re-exported here) and ``dist`` (``init_dist`` and
+``uneven_all_gather`` re-exported here and at ``deep_gemm``; ``dist_print`` stays in ``dist``)."""
 
 from . import dist, layout, math  # noqa: F401
+from .dist import init_dist, uneven_all_gather
 from .layout import (
     get_k_alignment_for_contiguous_layout,
     get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor,
@@ -40,4 +42,5 @@ __all__ = [
     'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor', 'get_mk_alignment_for_contiguous_layout',
     'get_theoretical_mk_alignment_for_contiguous_layout', 'set_mk_alignment_for_contiguous_layout',
     'get_m_alignment_for_contiguous_layout', 'get_k_alignment_for_contiguous_layout',
+    'init_dist', 'uneven_all_gather',
 ]

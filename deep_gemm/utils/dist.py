@@ -6,6 +6,9 @@ from typing import Optional, Tuple
 import torch
 import torch.distributed as dist
 
+# This process's rank inside its node, set by init_dist (dist_print's once_in_node needs it).
+_local_rank: Optional[int] = None
+
 
 def init_dist(local_rank: int, num_local_ranks: int) -> Tuple[int, int, 'dist.ProcessGroup']:
     """Joins the NCCL process group of ``num_local_ranks`` processes per node and selects this process's GPU.
@@ -18,6 +21,8 @@ def init_dist(local_rank: int, num_local_ranks: int) -> Tuple[int, int, 'dist.Pr
     addr = os.getenv('MASTER_ADDR', '127.0.0.1')
     port = int(os.getenv('MASTER_PORT', '8361'))
     num_nodes, node_rank = int(os.getenv('WORLD_SIZE', '1')), int(os.getenv('RANK', '0'))
+    global _local_rank
+    _local_rank = local_rank
     dist.init_process_group(backend='nccl', init_method=f'tcp://{addr}:{port}', world_size=num_nodes * num_local_ranks,
                             rank=node_rank * num_local_ranks + local_rank)
     torch.set_default_device('cuda')
@@ -40,3 +45,13 @@ def uneven_all_gather(tensor: torch.Tensor, dim: int = 0, group: Optional['dist.
     gathered = [torch.empty_like(padded) for _ in range(world)]
     dist.all_gather(gathered, padded, group=group)
     return torch.cat([g.narrow(dim, 0, s) for g, s in zip(gathered, sizes)], dim=dim)
+
+
+def dist_print(s: str = '', once_in_node: bool = False) -> None:
+    """Prints ``s`` (flushed) on every rank, or only on each node's local rank 0 with ``once_in_node``, then
+    waits at a barrier of the default group so that ranks print in step. Needs :func:`init_dist` first."""
+    if _local_rank is None:
+        raise RuntimeError('dist_print: call deep_gemm.utils.dist.init_dist first (the local rank is not known)')
+    if not once_in_node or _local_rank == 0:
+        print(s, flush=True)
+    dist.barrier()

@@ -187,10 +187,28 @@ def _k_grouped_bf16() -> Case:
                 dict(a=[BF16], b=[BF16], d=[F32], grouped_layout=[I32]))
 
 
+def _skip_head_mid() -> Case:
+    """fp8_gemm_nt_skip_head_mid: N = 2 heads of (left + right) = 128 columns, d 2 heads of 192."""
+    def make(device, d):
+        M, N, K = d['M'], d['N'], d['K']
+        head_splits = (96, 64, 32)
+        width = N // 128 * 192
+        return dict(a=operand(M, K, FP8, device, False), sfa=scales(M, ceil_div(K, 128), device, False),
+                    b=operand(N, K, FP8, device, False), sfb=scales(ceil_div(N, 128), ceil_div(K, 128), device, False),
+                    d=torch.empty(M, width, dtype=BF16, device=device), head_splits=head_splits, recipe=None, compiled_dims='nk')
+
+    def assemble(t):
+        return ((t['a'], t['sfa']), (t['b'], t['sfb']), t['d'], t['head_splits']), dict(recipe=t['recipe'],
+                                                                                     compiled_dims=t['compiled_dims'])
+
+    return Case('fp8_gemm_nt_skip_head_mid', deep_gemm.fp8_gemm_nt_skip_head_mid, make, assemble,
+                dict(a=[FP8], b=[FP8], sfa=[F32], sfb=[F32], d=[BF16]))
+
+
 CASES = ([_fp8_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(True), _m_grouped_masked(True), _k_grouped()]
          + [_bf16_normal(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_m_grouped_contiguous(False), _m_grouped_masked(False),
                                                                   _k_grouped_bf16()]
-         + [_cublaslt(x) for x in ('nt', 'nn', 'tn', 'tt')])
+         + [_cublaslt(x) for x in ('nt', 'nn', 'tn', 'tt')] + [_skip_head_mid()])
 CASES_BY_NAME = {c.name: c for c in CASES}
 
 

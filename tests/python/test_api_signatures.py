@@ -27,9 +27,9 @@ EXPECTED = {
     'set_pdl': 'new_enable_pdl', 'get_pdl': '',
     'set_ignore_compile_dims': 'new_value',
     'set_block_size_multiple_of': None,
-    'set_mk_alignment_for_contiguous_layout': 'expected_m=None',
+    'set_mk_alignment_for_contiguous_layout': 'new_value',
     'get_mk_alignment_for_contiguous_layout': '',
-    'get_theoretical_mk_alignment_for_contiguous_layout': 'expected_m=None',
+    'get_theoretical_mk_alignment_for_contiguous_layout': 'expected_m=None, num_groups=None',
     'get_m_alignment_for_contiguous_layout': '', 'get_k_alignment_for_contiguous_layout': '',
     # GEMMs
     **{f'fp8_gemm_{lay}': FP8_DENSE.format(dims) for lay, dims in (('nt', 'nk'), ('nn', 'nk'), ('tn', 'mn'), ('tt', 'mn'))},
@@ -114,7 +114,7 @@ ALIASES = {
 EXTRA_DEFAULTS = {('per_token_cast_to_fp8', 'use_ue8m0'), ('per_block_cast_to_fp8', 'use_ue8m0'),
                   ('per_channel_cast_to_fp8', 'use_ue8m0'), ('per_custom_dims_cast_to_fp8', 'use_ue8m0')}
 
-SM100_ONLY = {'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid'}
+SM100_ONLY = {'k_grouped_fp8_gemm_tn_contiguous'}
 NOT_ON_SM90 = {'einsum', 'fp8_einsum',
                'get_paged_mqa_logits_metadata',
                'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits'}
@@ -259,3 +259,24 @@ def test_unimplemented_names_say_so(name):
     fn = getattr(deep_gemm, name)
     with pytest.raises(NotImplementedError, match=rf'^{name}: is not implemented on SM90 in deep_gemm'):
         fn(*_dummy_args(fn))
+
+
+# DeepGEMM 2.8.1's Python forms (vLLM 0.34 calls these): the 2.6.1 parameters first, so positional calls of
+# either version bind the same way, then the 2.8 keywords (docs/compat_2_8.md).
+V281 = {
+    **{f'fp8_gemm_{lay}': FP8_DENSE.format(dims) + ', alpha=None, epilogue=None'
+       for lay, dims in (('nt', 'nk'), ('nn', 'nk'), ('tn', 'mn'), ('tt', 'mn'))},
+    **{f'bf16_gemm_{lay}': f"a, b, d, c=None, compiled_dims='{dims}', alpha=None, epilogue=None"
+       for lay, dims in (('nt', 'nk'), ('nn', 'nk'), ('tn', 'mn'), ('tt', 'mn'))},
+    'm_grouped_fp8_gemm_nt_contiguous': M_CONTIG_FP8 + ', expected_m_for_psum_layout=None, epilogue=None',
+    'm_grouped_fp8_gemm_nt_masked': MASKED_FP8 + ', epilogue=None',
+    'use_deterministic_algorithms': 'enabled',
+    'shutdown': '',
+}
+
+
+@pytest.mark.parametrize('name', sorted(V281))
+def test_deep_gemm_281_signature(name):
+    fn = getattr(deep_gemm, name)
+    check(name, fn, V281[name])
+    assert [n for n, _ in actual(fn, name)] == [n for n, _ in parse(V281[name])], f'{name}: nothing after the 2.8.1 parameters'

@@ -35,31 +35,25 @@ def test_mk_alignment():
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 128
     base = deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout()
     assert base > 0 and 128 % base == 0
-    # An explicit larger alignment (the private form; DeepGEMM's setter takes an expected M).
+    # DeepGEMM's setter stores its value (more in test_compat28.py); _set_mk_alignment_value is the same entry.
     deep_gemm._C._set_mk_alignment_value(256)
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 256
-    for bad in (0, -128, base + 1):
-        with pytest.raises(ValueError, match='positive multiple'):
+    for bad in (0, -128):
+        with pytest.raises(ValueError, match='must be positive'):
             deep_gemm._C._set_mk_alignment_value(bad)
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == 256
 
 
-def test_mk_alignment_from_expected_m():
+def test_theoretical_mk_alignment():
     # SM90: the grouped kernels' BLOCK_M does not depend on the expected M, so neither does the alignment.
     base = deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout()
     for expected_m in (None, 1, 100, 4096):
         assert deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout(expected_m) == base
-    deep_gemm._C._set_mk_alignment_value(256)
-    deep_gemm.set_mk_alignment_for_contiguous_layout()  # back to the theoretical alignment
-    assert deep_gemm.get_mk_alignment_for_contiguous_layout() == base
-    deep_gemm._C._set_mk_alignment_value(256)
-    deep_gemm.set_mk_alignment_for_contiguous_layout(expected_m=512)
+    deep_gemm.set_mk_alignment_for_contiguous_layout(deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout(512))
     assert deep_gemm.get_mk_alignment_for_contiguous_layout() == base
     for bad in (0, -4):
         with pytest.raises(ValueError, match='expected_m must be positive'):
             deep_gemm.get_theoretical_mk_alignment_for_contiguous_layout(bad)
-        with pytest.raises(ValueError, match='expected_m must be positive'):
-            deep_gemm.set_mk_alignment_for_contiguous_layout(bad)
     assert deep_gemm.utils.get_m_alignment_for_contiguous_layout is deep_gemm.get_mk_alignment_for_contiguous_layout
     assert deep_gemm.get_k_alignment_for_contiguous_layout() == base
 

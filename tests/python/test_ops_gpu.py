@@ -32,7 +32,12 @@ def call_or_xfail_if_not_available(name, fn):
 
 
 def written_rows(t):
-    """Index of the output elements an op must write (masked ops: the first masked_m[g] rows of group g)."""
+    """Index of the output elements an op must write (masked ops: the first masked_m[g] rows of group g;
+    fp8_gemm_nt_skip_head_mid: every head's left and right columns, not its mid ones)."""
+    if 'head_splits' in t:
+        from skip_head_mid_reference import head_split_columns
+        left, _, right = t['head_splits']
+        return (slice(None), head_split_columns(t['b'].shape[0] // (left + right), t['head_splits']).to(t['d'].device))
     if 'masked_m' not in t:
         return (Ellipsis,)
     rows = torch.arange(t['d'].shape[1], device=t['d'].device)

@@ -33,12 +33,21 @@ constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
 [[noreturn]] void fail(const std::string& what) { throw jit::Error(std::string(kOpName) + ": " + what); }
 [[noreturn]] void fail_op(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
+bool head_split(const GemmKernelKey& key) { return key.head_left + key.head_right != 0; }
+bool head_split(const GemmProblem& p) { return p.head_left + p.head_right != 0; }
+
+// "_hs<left>_<mid>_<right>" for the head-split epilogue (fp8_gemm_nt_skip_head_mid), else "".
+std::string head_split_suffix(const GemmKernelKey& key) {
+    if (!head_split(key)) return "";
+    return "_hs" + std::to_string(key.head_left) + "_" + std::to_string(key.head_mid) + "_" + std::to_string(key.head_right);
+}
+
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
            (key.split_k > 1 ? "_sk" + std::to_string(key.split_k) : "") + grouped_symbol_suffix(key) +
-           padding_symbol_suffix(key);
+           padding_symbol_suffix(key) + head_split_suffix(key);
 }
 
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
@@ -124,7 +133,7 @@ const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
         case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_fp8_gemm_nt_contiguous";
         case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_fp8_gemm_nt_contiguous (psum layout)";
         case GemmGroupedMode::kMGroupedMasked: return "m_grouped_fp8_gemm_nt_masked";
-        case GemmGroupedMode::kNone: return kOpName;
+        case GemmGroupedMode::kNone: return head_split(p) ? "fp8_gemm_nt_skip_head_mid" : kOpName;
         default: return "m_grouped_fp8_gemm";
     }
 }
@@ -271,6 +280,14 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     key.with_c = p.with_c;
     key.c_fp32 = p.c_fp32;
     key.epilogue = uint8_t(p.with_c ? Epilogue::kAccumDirect : p.d_tma_ok ? Epilogue::kBf16Tma : Epilogue::kBf16Direct);
+    if (head_split(p)) {
+        // The head-split D is written from registers (HeadSplitStoreEpilogue); dense, no C.
+        if (p.mode != GemmGroupedMode::kNone || p.with_c) fail_op(op, "the head-split epilogue is for the dense GEMM without C");
+        if (p.head_left < 0 || p.head_mid < 0 || p.head_right < 0 || p.n % (p.head_left + p.head_right) != 0)
+            fail_op(op, "head splits must be non-negative with N a multiple of left + right");
+        key.epilogue = uint8_t(Epilogue::kBf16Direct);
+        key.head_left = uint32_t(p.head_left), key.head_mid = uint32_t(p.head_mid), key.head_right = uint32_t(p.head_right);
+    }
     set_grouped_layout(op, p, key);
     return key;
 }
@@ -293,12 +310,18 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                                     : key.multicast == 2 ? "ClusterPairNScheduler"
                                                          : "GroupedOrderScheduler");
     const std::string epilogue =
-        key.epilogue == int(Epilogue::kAccumDirect)
+        head_split(key)
+            ? "HeadSplitStoreEpilogue<" + bm + ", " + bn + ", " + std::to_string(key.head_left) + "u, " +
+                  std::to_string(key.head_mid) + "u, " + std::to_string(key.head_right) + "u" + epilogue_rows + ">"
+        : key.epilogue == int(Epilogue::kAccumDirect)
             ? "AccumDirectStoreEpilogue<" + bm + ", " + bn + ", false, true, " + (key.block_m == 256 ? "128u" : "64u") +
                   ", " + (key.c_fp32 ? "true" : "false") + ">"
             : std::string(key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
                   "<" + bm + ", " + bn + epilogue_rows + ">";
-    src.code = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
+    // The head-split epilogue's header only where it is used, so every other key's source stays as it was.
+    src.code = wgmma_selection(key.block_n, 0) +
+               (head_split(key) ? "#include <deep_gemm/epilogue/head_split_store.cuh>\n" : "") +
+               "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
                "extern \"C\" __global__ void __launch_bounds__(" +
                std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
                " tmap_b, " + tmap + " tmap_sfa, " + tmap +

@@ -52,6 +52,9 @@ struct GemmProblem {
     int num_sms = 0;                        // SMs the persistent grid may use (<= 0 or more than the device: all)
     bool pdl = false;                       // programmatic dependent launch
     int device = 0;
+    // FP8 1D2D dense, fp8_gemm_nt_skip_head_mid: D is head-split (left, mid, right); n counts the computed
+    // columns, num_heads * (left + right); D has num_heads * (left + mid + right). All 0: a plain D.
+    int head_left = 0, head_mid = 0, head_right = 0;
 };
 
 // The tensors of a call (unused ones null / 0). Strides are in elements.
@@ -102,6 +105,7 @@ struct GemmKernelKey {
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime
+    uint32_t head_left = 0, head_mid = 0, head_right = 0;  // FP8 1D2D head-split epilogue (GemmProblem); 0 = none
     bool operator==(const GemmKernelKey&) const = default;
 };
 static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");
