@@ -106,7 +106,8 @@ class _Progress:
 
 def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optional[int] = None,
            arch: Optional[str] = None, progress: bool = True, calls: Union[str, Iterable[Any], None] = None,
-           num_sms: Optional[int] = None, smem_optin: Optional[int] = None) -> WarmupResult:
+           num_sms: Optional[int] = None, smem_optin: Optional[int] = None,
+           preset: Union[str, Iterable[str], None] = None) -> WarmupResult:
     """Compiles kernels into the cache (``DG_JIT_CACHE_DIR``), ``jobs`` at a time (default: the number of
     CPUs). Needs no GPU. Failures are collected in the result, not raised.
 
@@ -120,7 +121,19 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
     toolkit, compiler kind (NVCC / NVRTC), headers, SM count, shared memory, DG_FP8_GEMM_CONFIG /
     DG_BF16_GEMM_CONFIG and the knobs set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of and
     set_ignore_compile_dims.
+
+    ``preset``: a model preset name (or several), e.g. ``'deepseek-v3-tp8'``: its GEMM calls are added to
+    ``calls`` (deep_gemm/_warmup_presets.py, docs/warmup_presets.md). An unknown name raises ValueError.
     """
+    if preset is not None:
+        from ._warmup_presets import preset_calls
+        names = [preset] if isinstance(preset, str) else list(preset)
+        preset_list = [call for name in names for call in preset_calls(name)]  # ValueError before any compile
+        if calls is None:
+            calls = preset_list
+        else:
+            from ._warmup_calls import read_calls
+            calls = (read_calls(calls) if isinstance(calls, (str, os.PathLike)) else list(calls)) + preset_list
     records: List[KernelRecord] = []
     result = WarmupResult()
     if kernels is not None:
