@@ -24,7 +24,6 @@ mode they call the C++ entry directly (no dispatcher). CUDA graphs: run each sha
 
 import atexit as _atexit
 import os as _os
-import re as _re
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -128,8 +127,9 @@ def _nn_call(op: str, nt_op, *args) -> None:
         message = str(e)
         if not message.startswith(nt_name + ':'):
             raise
+        import re
         # b and sfb reached the nt op transposed: their shapes in the message are those of the [G, N, K] views
-        note = ' (b and sfb as the nt op sees them: b.transpose(1, 2))' if _re.search(r'\b(sf)?b\b', message) else ''
+        note = ' (b and sfb as the nt op sees them: b.transpose(1, 2))' if re.search(r'\b(sf)?b\b', message) else ''
         raise type(e)(op + message[len(nt_name):] + note) from None
 
 
