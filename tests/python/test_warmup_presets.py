@@ -166,3 +166,26 @@ def test_data_errors_name_the_file_and_the_gemm(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         presets._models.cache_clear()
+
+
+@pytest.fixture
+def nvrtc_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv('DG_JIT_CACHE_DIR', str(tmp_path / 'warm'))
+    monkeypatch.setenv('DG_JIT_USE_NVRTC', '1')
+    monkeypatch.delenv('DG_JIT_RECORD', raising=False)
+    _C.reload_settings()
+    yield tmp_path / 'warm'
+    monkeypatch.undo()
+    _C.reload_settings()
+
+
+def test_two_small_preset_calls_compile(nvrtc_cache):
+    # The smallest dense and masked calls of a preset compile (NVRTC, sm_90a: a few seconds); the rest is planned only.
+    calls = [next(c for g, c in presets.expand('deepseek-v3-ep32') if g == gemm)
+             for gemm in ('attn.kv_a_proj_with_mqa', 'experts.down_proj (masked)')]
+    assert calls == [{'op': 'fp8_gemm_nt', 'n': 576, 'k': 7168, 'm': 1},
+                     {'op': 'm_grouped_fp8_gemm_nt_masked', 'n': 7168, 'k': 2048, 'max_m': 512, 'num_groups': 8, 'expected_m': 16}]
+    result = deep_gemm.warmup(calls=calls, arch='sm_90a', num_sms=132, smem_optin=232448, progress=False)
+    assert (result.kernels, result.compiled, result.failed) == (3, 3, [])
+    names = sorted(e['name'] for e in _C.cache_list(str(nvrtc_cache)))
+    assert names == ['layout_transpose_sf', 'sm90_fp8_gemm_1d2d', 'sm90_fp8_gemm_1d2d']
