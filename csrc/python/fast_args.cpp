@@ -80,6 +80,17 @@ void int_range_error(const char* op, const char* name, PyObject* o, int64_t lo, 
     api::throw_value_error(fmt::format("{}: {} must be in [{}, {}]; got {}", op, name, lo, hi, value));
 }
 
+int64_t index_arg(const char* op, const char* name, const py::handle& o, int64_t lo, int64_t hi) {
+    PyObject* p = o.ptr();
+    if (p == nullptr or PyLong_Check(p) or PyFloat_Check(p) or not PyIndex_Check(p)) return int_arg(op, name, p, lo, hi);
+    const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(p));
+    if (not index) {
+        PyErr_Clear();
+        api::throw_type_error(fmt::format("{}: {} must be an int; got {}", op, name, type_name(p)));
+    }
+    return int_arg(op, name, index.ptr(), lo, hi);
+}
+
 std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o) {
     if (o == nullptr or not PySequence_Check(o) or PyUnicode_Check(o))
         api::throw_type_error(fmt::format("{}: {} must be a sequence of ints; got {}", op, name, o ? type_name(o) : "nothing"));

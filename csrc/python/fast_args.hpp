@@ -148,11 +148,15 @@ inline int64_t int_arg(const char* op, const char* name, PyObject* o, int64_t lo
 
 // The int parameters of the pybind11 functions are taken as Python objects and converted here: pybind11's
 // own conversion rejects an int too large for the C++ type with a message that names neither the op nor the
-// argument ("incompatible function arguments", "C++ type '?'").
+// argument ("incompatible function arguments", "C++ type '?'"). Like pybind11, these accept any object with
+// __index__ (numpy ints), but not bool or float.
+int64_t index_arg(const char* op, const char* name, const py::handle& o, int64_t lo, int64_t hi);
 inline int int32_arg(const char* op, const char* name, const py::handle& o) {
-    return static_cast<int>(int_arg(op, name, o.ptr(), std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+    return static_cast<int>(index_arg(op, name, o, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
 }
-inline int64_t int64_arg(const char* op, const char* name, const py::handle& o) { return int_arg(op, name, o.ptr()); }
+inline int64_t int64_arg(const char* op, const char* name, const py::handle& o) {
+    return index_arg(op, name, o, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+}
 
 std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o);
 
@@ -173,7 +177,8 @@ inline std::optional<int64_t> opt_int_arg(const char* op, const char* name, PyOb
     return int_arg(op, name, o);
 }
 inline std::optional<int64_t> opt_int64_arg(const char* op, const char* name, const py::handle& o) {
-    return opt_int_arg(op, name, o.ptr());
+    if (o.is_none()) return std::nullopt;
+    return int64_arg(op, name, o);
 }
 inline std::optional<int> opt_int32_arg(const char* op, const char* name, const py::handle& o) {
     if (o.is_none()) return std::nullopt;

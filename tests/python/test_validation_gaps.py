@@ -82,6 +82,12 @@ def test_int_arguments_keep_their_type_errors():
     with pytest.raises(TypeError, match=r'^swiglu_apply_weight_to_fp8: num_sms must be an int; got str'):
         deep_gemm.swiglu_apply_weight_to_fp8(_quant_x(), None, None, 128, True, False, False, num_sms='8')
     assert _C.get_tma_aligned_size(5, 4) == 8
+    np = pytest.importorskip('numpy')  # objects with __index__ are ints here, as pybind11 took them
+    assert _C.get_tma_aligned_size(np.int64(5), np.int32(4)) == 8
+    with pytest.raises(ValueError, match=r'^get_tma_aligned_size: x must fit in a signed 64-bit integer'):
+        _C.get_tma_aligned_size(np.uint64(2**64 - 1), 4)
+    with pytest.raises(TypeError, match=r'^set_tc_util: new_tc_util must be an int; got bool'):
+        deep_gemm.set_tc_util(True)
 
 
 def test_warmup_call_ints_beyond_int32_are_value_errors():
