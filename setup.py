@@ -102,7 +102,7 @@ setup(
     packages=find_packages(include=['deep_gemm', 'deep_gemm.*'])
              + find_packages(include=['third_party', 'third_party.*']),  # tilelang_ops import path
     package_data={
-        'deep_gemm': ['include/**/*.cuh', 'include/**/*.h', 'include/**/*.hpp', '_C.pyi', 'py.typed'],
+        'deep_gemm': ['include/**/*.cuh', 'include/**/*.h', 'include/**/*.hpp', '_C.pyi', 'py.typed', 'presets/*.json'],
     },
     include_package_data=True,
     ext_modules=[_extension()],

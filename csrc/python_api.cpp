@@ -54,15 +54,16 @@ namespace {
 
 // set_block_size_multiple_of(int) or ((block_m_multiple, block_n_multiple)).
 void set_block_size_multiple_of_entry(const py::object& value) {
+    const char* op = "set_block_size_multiple_of";
     if (py::isinstance<py::int_>(value) and not py::isinstance<py::bool_>(value)) {
-        const int v = value.cast<int>();
+        const int v = python::int32_arg(op, "new_value", value);
         api::set_block_size_multiple_of(v, v);
         return;
     }
     if (py::isinstance<py::tuple>(value) or py::isinstance<py::list>(value)) {
         const auto seq = value.cast<py::sequence>();
         if (seq.size() == 2 and py::isinstance<py::int_>(seq[0]) and py::isinstance<py::int_>(seq[1])) {
-            api::set_block_size_multiple_of(seq[0].cast<int>(), seq[1].cast<int>());
+            api::set_block_size_multiple_of(python::int32_arg(op, "new_value[0]", seq[0]), python::int32_arg(op, "new_value[1]", seq[1]));
             return;
         }
     }
@@ -72,7 +73,10 @@ void set_block_size_multiple_of_entry(const py::object& value) {
 
 // On SM90 the grouped kernels' BLOCK_M (and so the alignment) depends neither on the expected M nor on the
 // number of groups: both are checked (positive) and otherwise unused.
-int theoretical_mk_alignment_entry(std::optional<int> expected_m, std::optional<int> num_groups) {
+int theoretical_mk_alignment_entry(const py::object& expected_m_obj, const py::object& num_groups_obj) {
+    const char* op = "get_theoretical_mk_alignment_for_contiguous_layout";
+    const std::optional<int> expected_m = python::opt_int32_arg(op, "expected_m", expected_m_obj);
+    const std::optional<int> num_groups = python::opt_int32_arg(op, "num_groups", num_groups_obj);
     if (expected_m and *expected_m <= 0)
         api::throw_value_error(
             fmt::format("get_theoretical_mk_alignment_for_contiguous_layout: expected_m must be positive or None; got {}", *expected_m));
@@ -85,9 +89,12 @@ int theoretical_mk_alignment_entry(std::optional<int> expected_m, std::optional<
 // DeepGEMM's transform_sf_into_required_layout: `recipe` may also be (mn_gran, k_gran) for the operand
 // named by is_sfa (None = B); psum_layout only changes the packed UE8M0 layouts of SM100 (the SM90 FP32
 // layouts pack all groups the same way), so it is accepted and unused.
-at::Tensor transform_sf_compat_entry(const at::Tensor& sf, int64_t mn, int64_t k, const py::object& recipe,
-                                     std::optional<int64_t> num_groups, std::optional<bool> is_sfa, bool disable_ue8m0_cast,
+at::Tensor transform_sf_compat_entry(const at::Tensor& sf, const py::object& mn_obj, const py::object& k_obj, const py::object& recipe,
+                                     const py::object& num_groups_obj, std::optional<bool> is_sfa, bool disable_ue8m0_cast,
                                      const py::object& /*psum_layout*/) {
+    const char* op = "transform_sf_into_required_layout";
+    const int64_t mn = python::int64_arg(op, "mn", mn_obj), k = python::int64_arg(op, "k", k_obj);
+    const std::optional<int64_t> num_groups = python::opt_int64_arg(op, "num_groups", num_groups_obj);
     const bool sfa = is_sfa.value_or(false);
     py::object r = recipe;
     if ((py::isinstance<py::tuple>(recipe) or py::isinstance<py::list>(recipe)) and py::len(recipe) == 2) {
@@ -132,25 +139,39 @@ PYBIND11_MODULE(_C, m) {
           "Send one record through the C++ log path without holding the GIL (tests).");
 
     // ---- runtime knobs ----
-    m.def("set_num_sms", &api::set_num_sms, py::arg("new_num_sms"));
+    // (int parameters are converted by python::int32_arg: a clear error for ints beyond the C++ type)
+    m.def("set_num_sms", [](const py::object& n) { api::set_num_sms(python::int32_arg("set_num_sms", "new_num_sms", n)); },
+          py::arg("new_num_sms"));
     m.def("get_num_sms", &api::get_num_sms);
     m.def("set_pdl", &api::set_pdl, py::arg("new_enable_pdl"));
     m.def("get_pdl", &api::get_pdl);
     m.def("set_ignore_compile_dims", &api::set_ignore_compile_dims, py::arg("new_value"));
     m.def("get_ignore_compile_dims", &api::get_ignore_compile_dims);
-    m.def("set_tc_util", &api::set_tc_util, py::arg("new_tc_util"));
+    m.def("set_tc_util", [](const py::object& v) { api::set_tc_util(python::int32_arg("set_tc_util", "new_tc_util", v)); },
+          py::arg("new_tc_util"));
     m.def("get_tc_util", &api::get_tc_util);
     m.def("set_block_size_multiple_of", &set_block_size_multiple_of_entry, py::arg("new_value"));
     m.def("get_block_size_multiple_of", &api::get_block_size_multiple_of);
     // DeepGEMM's form: stores the value (any positive int; the contiguous ops reject what they cannot honour).
-    m.def("set_mk_alignment_for_contiguous_layout", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
-    m.def("_set_mk_alignment_value", &api::set_mk_alignment_for_contiguous_layout, py::arg("new_value"));
+    m.def("set_mk_alignment_for_contiguous_layout",
+          [](const py::object& v) {
+              api::set_mk_alignment_for_contiguous_layout(python::int32_arg("set_mk_alignment_for_contiguous_layout", "new_value", v));
+          },
+          py::arg("new_value"));
+    m.def("_set_mk_alignment_value",
+          [](const py::object& v) { api::set_mk_alignment_for_contiguous_layout(python::int32_arg("_set_mk_alignment_value", "new_value", v)); },
+          py::arg("new_value"));
     m.def("get_mk_alignment_for_contiguous_layout", &api::get_mk_alignment_for_contiguous_layout);
     m.def("get_theoretical_mk_alignment_for_contiguous_layout", &theoretical_mk_alignment_entry, py::arg("expected_m") = py::none(),
           py::arg("num_groups") = py::none());
 
     // ---- layout ----
-    m.def("get_tma_aligned_size", &api::get_tma_aligned_size, py::arg("x"), py::arg("element_size"));
+    m.def("get_tma_aligned_size",
+          [](const py::object& x, const py::object& element_size) {
+              const char* op = "get_tma_aligned_size";
+              return api::get_tma_aligned_size(python::int64_arg(op, "x", x), python::int64_arg(op, "element_size", element_size));
+          },
+          py::arg("x"), py::arg("element_size"));
     m.def("get_mn_major_tma_aligned_tensor", &mn_major_entry, py::arg("sf"));
     m.def("transform_sf_into_required_layout", &transform_sf_compat_entry, py::arg("sf"), py::arg("mn"), py::arg("k"), py::arg("recipe"),
           py::arg("num_groups") = py::none(), py::arg("is_sfa") = py::none(), py::arg("disable_ue8m0_cast") = false,

@@ -110,6 +110,29 @@ def transform_sf_into_required_layout(sf: Tensor, mn: int, k: int, recipe: Seque
 
 
 # ---- the "nn" M-grouped GEMMs: the "nt" ops on a transposed view of B -------------------------------------
+# The nn wrapper checks what it touches itself (b's type and rank) before transposing, and the nt op's
+# validation errors are raised again under the nn name, so every error names the op the caller called.
+
+def _nn_tensor_3d(op: str, name: str, t, dims: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f'{op}: {name} must be a torch.Tensor; got {type(t).__name__}')
+    if t.dim() != 3:
+        raise ValueError(f'{op}: {name} must be a 3-D tensor {dims}; got {t.dim()}-D with shape {list(t.shape)}')
+
+
+def _nn_call(op: str, nt_op, *args) -> None:
+    nt_name = nt_op.__name__
+    try:
+        nt_op(*args)
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+        message = str(e)
+        if not message.startswith(nt_name + ':'):
+            raise
+        import re
+        # b and sfb reached the nt op transposed: their shapes in the message are those of the [G, N, K] views
+        note = ' (b and sfb as the nt op sees them: b.transpose(1, 2))' if re.search(r'\b(sf)?b\b', message) else ''
+        raise type(e)(op + message[len(nt_name):] + note) from None
+
 
 def m_grouped_fp8_gemm_nn_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, grouped_layout: Tensor, recipe: Recipe = None,
                                      recipe_a: Recipe = None, recipe_b: Recipe = None, compiled_dims: str = 'nk',
@@ -119,10 +142,17 @@ def m_grouped_fp8_gemm_nn_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
     ``d[rows of g] = a[rows of g] @ b[g]``. On SM90 the FP8 kernel reads B K-major, so ``B`` must have
     ``stride(1) == 1`` (e.g. the ``.transpose(1, 2)`` view of a ``[G, N, K]`` tensor); the call runs the
     "nt" kernel on the transposed views (no copy)."""
+    op = 'm_grouped_fp8_gemm_nn_contiguous'
     if not (isinstance(b, (tuple, list)) and len(b) == 2):
-        raise TypeError(f'm_grouped_fp8_gemm_nn_contiguous: b must be a (tensor, scales) pair; got {type(b).__name__}')
-    m_grouped_fp8_gemm_nt_contiguous(a, (b[0].transpose(-2, -1), b[1].transpose(-2, -1)), d, grouped_layout, recipe, recipe_a,
-                                     recipe_b, compiled_dims, disable_ue8m0_cast, use_psum_layout, ensure_zero_padding)
+        raise TypeError(f'{op}: b must be a (tensor, scales) pair; got {type(b).__name__}')
+    _nn_tensor_3d(op, 'b', b[0], '[G, K, N]')
+    _nn_tensor_3d(op, 'sfb', b[1], '[G, ceil(K/128), ceil(N/128)]')
+    b_nt = (b[0].transpose(-2, -1), b[1].transpose(-2, -1))
+    if _tracing():
+        return m_grouped_fp8_gemm_nt_contiguous(a, b_nt, d, grouped_layout, recipe, recipe_a, recipe_b, compiled_dims,
+                                                disable_ue8m0_cast, use_psum_layout, ensure_zero_padding)
+    _nn_call(op, m_grouped_fp8_gemm_nt_contiguous, a, b_nt, d, grouped_layout, recipe, recipe_a, recipe_b, compiled_dims,
+             disable_ue8m0_cast, use_psum_layout, ensure_zero_padding)
 
 
 def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_layout: Tensor, compiled_dims: str = 'nk',
@@ -130,9 +160,13 @@ def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_l
     """:func:`m_grouped_bf16_gemm_nt_contiguous` with ``b`` stored ``[G, K, N]``: ``d[rows of g] = a[rows of g] @ b[g]``.
     ``b`` may be N-major (contiguous ``[G, K, N]``) or K-major; the call runs the "nt" kernel on
     ``b.transpose(1, 2)`` (no copy)."""
-    if not isinstance(b, torch.Tensor):
-        raise TypeError(f'm_grouped_bf16_gemm_nn_contiguous: b must be a tensor; got {type(b).__name__}')
-    m_grouped_bf16_gemm_nt_contiguous(a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout, ensure_zero_padding)
+    op = 'm_grouped_bf16_gemm_nn_contiguous'
+    _nn_tensor_3d(op, 'b', b, '[G, K, N]')
+    if _tracing():
+        return m_grouped_bf16_gemm_nt_contiguous(a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout,
+                                                 ensure_zero_padding)
+    _nn_call(op, m_grouped_bf16_gemm_nt_contiguous, a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout,
+             ensure_zero_padding)
 
 
 # ---- BF16 GEMMs through cuBLASLt ----------------------------------------------------------------------

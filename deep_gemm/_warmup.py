@@ -104,6 +104,20 @@ class _Progress:
             print(text, file=sys.stderr, flush=True)
 
 
+def _with_preset(calls, preset):
+    """``calls`` plus the calls of the model preset(s) ``preset`` (ValueError for an unknown name, before any
+    compile)."""
+    if preset is None:
+        return calls
+    from ._warmup_presets import preset_calls
+    names = [preset] if isinstance(preset, str) else list(preset)
+    preset_list = [call for name in names for call in preset_calls(name)]
+    if calls is None:
+        return preset_list
+    from ._warmup_calls import read_calls
+    return (read_calls(calls) if isinstance(calls, (str, os.PathLike)) else list(calls)) + preset_list
+
+
 def _plan(kernels, arch, calls, num_sms, smem_optin, result: WarmupResult) -> List[KernelRecord]:
     """The distinct kernels of a record and of planned calls; calls that cannot be planned go to ``result``."""
     records: List[KernelRecord] = []
@@ -135,11 +149,11 @@ class CheckResult:
 
 def check(kernels: Union[str, Iterable[KernelRecord], None] = None, arch: Optional[str] = None,
           calls: Union[str, Iterable[Any], None] = None, num_sms: Optional[int] = None,
-          smem_optin: Optional[int] = None) -> CheckResult:
+          smem_optin: Optional[int] = None, preset: Union[str, Iterable[str], None] = None) -> CheckResult:
     """Which of the kernels a warm-up would build are already in the cache (``DG_JIT_CACHE_DIR``); compiles and
     writes nothing. Same arguments as :func:`warmup`."""
     planned = WarmupResult()
-    records = _plan(kernels, arch, calls, num_sms, smem_optin, planned)
+    records = _plan(kernels, arch, _with_preset(calls, preset), num_sms, smem_optin, planned)
     result = CheckResult(failed=planned.failed, target=planned.target)
     for record in records:
         target_arch = arch or record.arch
@@ -151,7 +165,8 @@ def check(kernels: Union[str, Iterable[KernelRecord], None] = None, arch: Option
 
 def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optional[int] = None,
            arch: Optional[str] = None, progress: bool = True, calls: Union[str, Iterable[Any], None] = None,
-           num_sms: Optional[int] = None, smem_optin: Optional[int] = None) -> WarmupResult:
+           num_sms: Optional[int] = None, smem_optin: Optional[int] = None,
+           preset: Union[str, Iterable[str], None] = None) -> WarmupResult:
     """Compiles kernels into the cache (``DG_JIT_CACHE_DIR``), ``jobs`` at a time (default: the number of
     CPUs). Needs no GPU. Failures are collected in the result, not raised.
 
@@ -165,7 +180,11 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
     toolkit, compiler kind (NVCC / NVRTC), headers, SM count, shared memory, DG_FP8_GEMM_CONFIG /
     DG_BF16_GEMM_CONFIG and the knobs set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of and
     set_ignore_compile_dims.
+
+    ``preset``: a model preset name (or several), e.g. ``'deepseek-v3-tp8'``: its GEMM calls are added to
+    ``calls`` (deep_gemm/_warmup_presets.py, docs/warmup_presets.md). An unknown name raises ValueError.
     """
+    calls = _with_preset(calls, preset)
     result = WarmupResult()
     records = _plan(kernels, arch, calls, num_sms, smem_optin, result)
     jobs = max(1, jobs or os.cpu_count() or 1)

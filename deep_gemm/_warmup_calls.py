@@ -35,6 +35,7 @@ _DTYPES = ('bfloat16', 'float32')
 _FIELDS = {'op', 'm', 'max_m', 'n', 'k', 'num_groups', 'expected_m', 'ks', 'recipe', 'd_dtype', 'c_dtype',
            'use_psum_layout', 'ensure_zero_padding', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of', 'head_splits'}
 _SCALE_LAYOUT_KERNEL = 'layout_transpose_sf'
+_INT32_MAX = 2**31 - 1
 
 # What an H100/H200 SXM offers (the default without a GPU to ask).
 _DEFAULT_NUM_SMS = 132
@@ -121,6 +122,8 @@ def _int(call: Call, name: str, default: Optional[int] = None) -> int:
         raise ValueError(f"missing field {name!r}")
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f'field {name!r} must be an int; got {value!r}')
+    if not 0 <= value <= _INT32_MAX:  # the planner (and the kernels) take these as 32-bit ints
+        raise ValueError(f'field {name!r} must be in [0, {_INT32_MAX}]; got {value}')
     return value
 
 
@@ -142,6 +145,8 @@ def _optional(call: Call, name: str, kind: type) -> Any:
     value = call.get(name)
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
         raise TypeError(f'field {name!r} must be {kind.__name__}; got {value!r}')
+    if kind is int and value is not None:
+        return _int(call, name)
     return value
 
 
@@ -175,6 +180,8 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
     ks = [ks] if isinstance(ks, int) and not isinstance(ks, bool) else ks  # one group (text form 'ks=512')
     if not isinstance(ks, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in ks):
         raise TypeError(f"field 'ks' must be a list of ints; got {ks!r}")
+    if not all(0 <= v <= _INT32_MAX for v in ks) or sum(ks) > _INT32_MAX:
+        raise ValueError(f"field 'ks' must hold ints in [0, {_INT32_MAX}] with a sum of at most that; got {ks}")
     d_dtype, c_dtype = _dtype(call, 'd_dtype'), _dtype(call, 'c_dtype')
     recipe = call.get('recipe')
     fp8 = op.startswith(('fp8_', 'm_grouped_fp8_', 'k_grouped_fp8_'))
@@ -184,6 +191,8 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
         raise ValueError(f"d_dtype must be {'float32' if fp8_1d1d else 'bfloat16'} with this recipe; got {d_dtype}")
     multiple = call.get('block_size_multiple_of')
     multiple = (multiple, multiple) if isinstance(multiple, int) else multiple  # as set_block_size_multiple_of
+    if multiple:
+        multiple = tuple(_int({'block_size_multiple_of': v}, 'block_size_multiple_of') for v in multiple)
     sources = _C._plan_gemm_call(
         op, _int(call, 'max_m' if 'max_m' in call else 'm'), _int(call, 'n'), _int(call, 'k', sum(ks) if ks else None),
         num_groups=_int(call, 'num_groups', len(ks) or 1), expected_m=_int(call, 'expected_m', 0), ks=ks,

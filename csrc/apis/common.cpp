@@ -67,7 +67,10 @@ View make_view(const at::Tensor& t, const char* name, bool transpose_last2) {
     v.dim = static_cast<int>(t.dim());
     if (v.dim > 4) throw_value_error(fmt::format("{}: tensors of more than 4 dims are not supported; got {}-D", name, v.dim));
     const auto* impl = t.unsafeGetTensorImpl();
-    if (C10_LIKELY(not impl->has_symbolic_sizes_strides())) {
+    if (C10_UNLIKELY(t.layout() != c10::kStrided)) {
+        // No strides to read (sparse, mkldnn): sizes only; Checker::strided rejects the tensor.
+        for (int i = 0; i < v.dim; ++i) v.size[i] = t.sizes()[i], v.stride[i] = kUnknown;
+    } else if (C10_LIKELY(not impl->has_symbolic_sizes_strides())) {
         const auto sizes = t.sizes();
         const auto strides = t.strides();
         for (int i = 0; i < v.dim; ++i) v.size[i] = sizes[i], v.stride[i] = strides[i];
@@ -109,6 +112,25 @@ void Checker::rank_fail(const View& v, int expected, const char* dims) const {
 void Checker::size_fail(const View& v, int i, int64_t expected, const char* what, const char* from) const {
     value_error(fmt::format("{}.shape[{}] ({}) must equal {} = {}; got {} (shape {})", v.name, i, what, from, expected,
                             v.size[i], v.shape_str()));
+}
+
+void Checker::int32_fail(int64_t value, const char* what) const {
+    value_error(fmt::format("{} must be at most {} (the kernels take it as a 32-bit int); got {}", what, kMaxInt32, value));
+}
+
+void Checker::layout_fail(const at::Tensor& t, const char* name) const {
+    const char* layout = "a non-strided layout";
+    switch (t.layout()) {  // the Python names
+        case c10::kSparse: layout = "torch.sparse_coo"; break;
+        case c10::kSparseCsr: layout = "torch.sparse_csr"; break;
+        case c10::kSparseCsc: layout = "torch.sparse_csc"; break;
+        case c10::kSparseBsr: layout = "torch.sparse_bsr"; break;
+        case c10::kSparseBsc: layout = "torch.sparse_bsc"; break;
+        case c10::kMkldnn: layout = "torch._mkldnn"; break;
+        case c10::kJagged: layout = "torch.jagged"; break;
+        default: break;
+    }
+    value_error(fmt::format("{} must be a strided (dense) tensor; got layout {}", name, layout));
 }
 
 void Checker::value_positive(int64_t value, const char* name) const {

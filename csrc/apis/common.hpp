@@ -121,6 +121,19 @@ public:
         if (known(v.size[i], expected) and v.size[i] != expected) size_fail(v, i, expected, what, from);
     }
     void value_positive(int64_t value, const char* name) const;
+    // A size the kernels take as a 32-bit int (M, N, K, groups, ...) must be at most INT32_MAX
+    // (a larger one would be truncated by the cast). `what` names it: "M (a.shape[0])".
+    void fits_int32(int64_t value, const char* what) const {
+        if (known(value) and value > kMaxInt32) int32_fail(value, what);
+    }
+    static constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+    // ---- tensor kind (ValueError) ----
+    // Every tensor argument must be strided (dense): sparse / mkldnn tensors have no strides or data
+    // pointer the kernels could use.
+    void strided(const at::Tensor& t, const char* name) const {
+        if (C10_UNLIKELY(t.defined() and t.layout() != c10::kStrided)) layout_fail(t, name);
+    }
 
     // ---- memory layout (ValueError) ----
     // Dim `inner` must have stride 1 (or size <= 1); used for "K-major" / "N-major" rules.
@@ -148,6 +161,8 @@ private:
     [[noreturn]] void dtype_fail(const at::Tensor& t, const char* name, std::initializer_list<at::ScalarType> accepted) const;
     [[noreturn]] void rank_fail(const View& v, int expected, const char* dims) const;
     [[noreturn]] void size_fail(const View& v, int i, int64_t expected, const char* what, const char* from) const;
+    [[noreturn]] void int32_fail(int64_t value, const char* what) const;
+    [[noreturn]] void layout_fail(const at::Tensor& t, const char* name) const;
 
     const char* op_;
     CheckMode mode_;

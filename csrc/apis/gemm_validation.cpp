@@ -172,6 +172,17 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     const at::ScalarType ab_dtype = fp8 ? at::kFloat8_e4m3fn : at::kBFloat16;
     const CheckMode mode = check.mode();
 
+    // ---- tensor kinds: every tensor argument strided, before anything reads its strides ----
+    check.strided(*call.a, "a");
+    check.strided(*call.b, "b");
+    check.strided(*call.d, "d");
+    if (fp8) {
+        check.strided(*call.sfa, "sfa");
+        check.strided(*call.sfb, "sfb");
+    }
+    if (call.c != nullptr) check.strided(*call.c, "c");
+    if (call.layout != nullptr) check.strided(*call.layout, spec.grouping == G::kMMasked ? "masked_m" : "grouped_layout");
+
     // ---- views (in the kernel's "nt" orientation) ----
     p.a = make_view(*call.a, "a", spec.trans_a);
     p.b = make_view(*call.b, "b", spec.trans_b);
@@ -304,15 +315,22 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                                                   "pass grouped_layout as the K of each group", spec.name));
             check_rank(check, p.d, 3, {"G", "M", "N"});
             p.groups = p.d.size[0], p.m = p.d.size[1], p.n = p.d.size[2];
+            check.fits_int32(p.m, "M");  // before sum(ks) * M below
+            check.fits_int32(p.n, "N");
             check_rank(check, p.layout, 1, {"G"});
             check_same(check, p.layout, 0, p.d, 0, "G");
             if (known(p.groups) and static_cast<int64_t>(call.ks.size()) != p.groups)
                 check.value_error(fmt::format("ks_cpu must have one K per group (G = d.shape[0] = {}); got {} values", p.groups, call.ks.size()));
+            // sum(ks) is the K extent of a and b, which the kernels index with 32-bit ints: bounding the
+            // running sum also keeps it (and sum(ks) * M below) from overflowing int64.
             int64_t sum_k = 0;
             for (size_t i = 0; i < call.ks.size(); ++i) {
                 const int64_t ki = call.ks[i];
                 if (ki < 0 or ki % kKGroupAlignment != 0)
                     check.value_error(fmt::format("ks_cpu[{}] must be a non-negative multiple of {}; got {}", i, kKGroupAlignment, ki));
+                if (ki > Checker::kMaxInt32 - sum_k)
+                    check.value_error(fmt::format("sum(ks_cpu) must be at most {} (the kernels take K as a 32-bit int); got "
+                                                  "ks_cpu[{}] = {} after a sum of {}", Checker::kMaxInt32, i, ki, sum_k));
                 sum_k += ki;
             }
             p.k = sum_k;
@@ -357,6 +375,11 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
             break;
         }
     }
+    // The kernels take these as 32-bit ints (kernels::GemmProblem).
+    check.fits_int32(p.m, "M");
+    check.fits_int32(p.n, "N");
+    check.fits_int32(p.k, "K");
+    check.fits_int32(p.groups, "the group count G");
     if (p.has_c) {
         check_rank(check, p.c, p.d.dim, {"M", "N"});
         for (int i = 0; i < p.d.dim; ++i) check_same(check, p.c, i, p.d, i, i == p.d.dim - 1 ? "N" : i == p.d.dim - 2 ? "M" : "G");

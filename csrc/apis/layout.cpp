@@ -38,6 +38,7 @@ struct SfShape {
 };
 
 SfShape check_sf_tensor(const Checker& check, const View& v) {
+    check.strided(*v.tensor, v.name);
     check.dtype(*v.tensor, v.name, at::kFloat);
     if (v.dim != 2 and v.dim != 3)
         check.value_error(fmt::format("{} must be a 2-D [M, K'] or 3-D [G, M, K'] tensor; got {}-D with shape {}", v.name, v.dim,
@@ -127,6 +128,7 @@ int64_t check_sf_for_transform(const Checker& check, const View& v, int64_t mn, 
                                std::optional<int64_t> num_groups, bool is_sfa) {
     const int64_t gran_mn = is_sfa ? recipe[0] : recipe[1];
     const int64_t gran_k = recipe[2];
+    check.strided(*v.tensor, v.name);
     check.dtype(*v.tensor, v.name, at::kFloat);
     const int expected_dim = num_groups ? 3 : 2;
     if (v.dim != expected_dim)

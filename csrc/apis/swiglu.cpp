@@ -65,6 +65,9 @@ struct Plan {
 // Everything both ops check; `x_cols_per_h` is 2 for SwiGLU ([T, 2H]), 1 otherwise.
 Plan check_common(const Checker& check, const at::Tensor& x, const at::Tensor* weights, const at::Tensor* avail,
                   const QuantOptions& o, bool swiglu) {
+    check.strided(x, "x");
+    if (weights != nullptr) check.strided(*weights, "topk_weights");
+    if (avail != nullptr) check.strided(*avail, "avail_tokens");
     check.dtype_in(x, "x", {at::kBFloat16, at::kHalf, at::kFloat});
     if (x.dim() != 2) check.value_error(fmt::format("x must be 2-D [T, {}]; got {}-D", swiglu ? "2H" : "H", x.dim()));
     const std::string x_shape = make_view(x, "x").shape_str();
@@ -79,6 +82,7 @@ Plan check_common(const Checker& check, const at::Tensor& x, const at::Tensor* w
     if (o.clamp_value and not(*o.clamp_value > 0.0 and std::isfinite(*o.clamp_value)))
         check.value_error(fmt::format("clamp_value must be a positive finite number; got {}", *o.clamp_value));
     if (o.num_sms and *o.num_sms <= 0) check.value_error(fmt::format("num_sms must be positive; got {}", *o.num_sms));
+    if (o.num_sms) check.fits_int32(*o.num_sms, "num_sms");  // launch() casts it to int
 
     Plan plan;
     plan.tokens = x.sym_size(0);
@@ -207,6 +211,7 @@ at::Tensor apply_weight_to_fp8(const at::Tensor& x, const at::Tensor& out, const
                                const std::optional<at::Tensor>& avail_tokens, const QuantOptions& o, bool fake) {
     const Checker check("apply_weight_to_fp8", fake ? CheckMode::kFake : CheckMode::kReal);
     const Plan plan = check_common(check, x, opt(topk_weights), opt(avail_tokens), o, /*swiglu=*/false);
+    check.strided(out, "out");
     check.dtype(out, "out", at::kFloat8_e4m3fn);
     const int64_t tokens = concrete(plan.tokens);
     const bool rows_differ = out.dim() == 2 and known(tokens, concrete(out.sym_size(0))) and concrete(out.sym_size(0)) != tokens;

@@ -67,6 +67,30 @@ void translate_exceptions() {
 
 std::string type_name(PyObject* o) { return Py_TYPE(o)->tp_name; }
 
+void int_range_error(const char* op, const char* name, PyObject* o, int64_t lo, int64_t hi) {
+    PyErr_Clear();
+    std::string value = "?";
+    if (PyObject* repr = PyObject_Repr(o)) {
+        if (const char* text = PyUnicode_AsUTF8(repr)) value = text;
+        Py_DECREF(repr);
+    }
+    PyErr_Clear();
+    const bool full = lo == std::numeric_limits<int64_t>::min() and hi == std::numeric_limits<int64_t>::max();
+    if (full) api::throw_value_error(fmt::format("{}: {} must fit in a signed 64-bit integer; got {}", op, name, value));
+    api::throw_value_error(fmt::format("{}: {} must be in [{}, {}]; got {}", op, name, lo, hi, value));
+}
+
+int64_t index_arg(const char* op, const char* name, const py::handle& o, int64_t lo, int64_t hi) {
+    PyObject* p = o.ptr();
+    if (p == nullptr or PyLong_Check(p) or PyFloat_Check(p) or not PyIndex_Check(p)) return int_arg(op, name, p, lo, hi);
+    const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(p));
+    if (not index) {
+        PyErr_Clear();
+        api::throw_type_error(fmt::format("{}: {} must be an int; got {}", op, name, type_name(p)));
+    }
+    return int_arg(op, name, index.ptr(), lo, hi);
+}
+
 std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o) {
     if (o == nullptr or not PySequence_Check(o) or PyUnicode_Check(o))
         api::throw_type_error(fmt::format("{}: {} must be a sequence of ints; got {}", op, name, o ? type_name(o) : "nothing"));
@@ -87,7 +111,7 @@ std::optional<api::Recipe> parse_recipe_object(const char* op, const py::handle&
     for (auto item : seq) {
         if (not py::isinstance<py::int_>(item))
             api::throw_type_error(fmt::format("{}: recipe must hold ints; got {}", op, std::string(py::repr(obj))));
-        values.push_back(item.cast<int64_t>());
+        values.push_back(int64_arg(op, "recipe", item));
     }
     return api::parse_recipe(op, values);
 }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <span>
 #include <optional>
 #include <string>
@@ -131,15 +132,30 @@ inline bool bool_arg(const char* op, const char* name, PyObject* o, bool fallbac
     return v != 0;
 }
 
-inline int64_t int_arg(const char* op, const char* name, PyObject* o) {
+// ValueError for an int argument outside [lo, hi] (also one beyond 64 bits), naming the op, the argument and
+// the value.
+[[noreturn]] void int_range_error(const char* op, const char* name, PyObject* o, int64_t lo, int64_t hi);
+
+inline int64_t int_arg(const char* op, const char* name, PyObject* o, int64_t lo = std::numeric_limits<int64_t>::min(),
+                       int64_t hi = std::numeric_limits<int64_t>::max()) {
     if (o == nullptr or not PyLong_Check(o) or PyBool_Check(o))
         api::throw_type_error(fmt::format("{}: {} must be an int; got {}", op, name, o ? type_name(o) : "nothing"));
-    const long long v = PyLong_AsLongLong(o);
-    if (v == -1 and PyErr_Occurred()) {
-        PyErr_Clear();
-        api::throw_value_error(fmt::format("{}: {} does not fit in 64 bits", op, name));
-    }
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (C10_UNLIKELY(overflow != 0 or v < lo or v > hi)) int_range_error(op, name, o, lo, hi);
     return v;
+}
+
+// The int parameters of the pybind11 functions are taken as Python objects and converted here: pybind11's
+// own conversion rejects an int too large for the C++ type with a message that names neither the op nor the
+// argument ("incompatible function arguments", "C++ type '?'"). Like pybind11, these accept any object with
+// __index__ (numpy ints), but not bool or float.
+int64_t index_arg(const char* op, const char* name, const py::handle& o, int64_t lo, int64_t hi);
+inline int int32_arg(const char* op, const char* name, const py::handle& o) {
+    return static_cast<int>(index_arg(op, name, o, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+}
+inline int64_t int64_arg(const char* op, const char* name, const py::handle& o) {
+    return index_arg(op, name, o, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
 }
 
 std::vector<int64_t> int_list_arg(const char* op, const char* name, PyObject* o);
@@ -159,6 +175,14 @@ std::optional<api::Recipe> resolve_recipe_objects(const char* op, PyObject* reci
 inline std::optional<int64_t> opt_int_arg(const char* op, const char* name, PyObject* o) {
     if (o == nullptr or o == Py_None) return std::nullopt;
     return int_arg(op, name, o);
+}
+inline std::optional<int64_t> opt_int64_arg(const char* op, const char* name, const py::handle& o) {
+    if (o.is_none()) return std::nullopt;
+    return int64_arg(op, name, o);
+}
+inline std::optional<int> opt_int32_arg(const char* op, const char* name, const py::handle& o) {
+    if (o.is_none()) return std::nullopt;
+    return int32_arg(op, name, o);
 }
 
 }  // namespace deep_gemm::python

@@ -11,6 +11,7 @@
 
 #include "apis/common.hpp"
 #include "apis/swiglu.hpp"
+#include "python/fast_args.hpp"
 #include "jit_kernels/impls/swiglu_fp8_quant.hpp"
 
 namespace py = pybind11;
@@ -60,9 +61,12 @@ bool plain(std::initializer_list<const at::Tensor*> tensors) {
 const at::Tensor* ptr(const Opt& t) { return t.has_value() ? &*t : nullptr; }
 
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
-Triple swiglu_entry(const at::Tensor& x, const Opt& w, const Opt& avail, int64_t npc, bool col_major, bool round_scale, bool ue8m0,
-                    std::optional<double> clamp, const std::string& fmt, std::optional<int64_t> num_sms, bool output_bf16,
+Triple swiglu_entry(const at::Tensor& x, const Opt& w, const Opt& avail, const py::object& npc_obj, bool col_major, bool round_scale,
+                    bool ue8m0, std::optional<double> clamp, const std::string& fmt, const py::object& num_sms_obj, bool output_bf16,
                     bool fast_math) {
+    const char* name = "swiglu_apply_weight_to_fp8";
+    const int64_t npc = int64_arg(name, "num_per_channels", npc_obj);
+    const std::optional<int64_t> num_sms = opt_int64_arg(name, "num_sms", num_sms_obj);
     if (plain({&x, ptr(w), ptr(avail)})) {
         py::gil_scoped_release no_gil;
         return swiglu_kernel<false>(x, w, avail, npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, output_bf16, fast_math);
@@ -74,9 +78,12 @@ Triple swiglu_entry(const at::Tensor& x, const Opt& w, const Opt& avail, int64_t
     return op.call(x, w, avail, npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, output_bf16, fast_math);
 }
 
-at::Tensor apply_entry(const at::Tensor& x, const at::Tensor& out, const Opt& w, const Opt& avail, int64_t npc, bool col_major,
-                       bool round_scale, bool ue8m0, std::optional<double> clamp, const std::string& fmt, std::optional<int64_t> num_sms,
-                       bool fast_math) {
+at::Tensor apply_entry(const at::Tensor& x, const at::Tensor& out, const Opt& w, const Opt& avail, const py::object& npc_obj,
+                       bool col_major, bool round_scale, bool ue8m0, std::optional<double> clamp, const std::string& fmt,
+                       const py::object& num_sms_obj, bool fast_math) {
+    const char* name = "apply_weight_to_fp8";
+    const int64_t npc = int64_arg(name, "num_per_channels", npc_obj);
+    const std::optional<int64_t> num_sms = opt_int64_arg(name, "num_sms", num_sms_obj);
     if (plain({&x, &out, ptr(w), ptr(avail)})) {
         py::gil_scoped_release no_gil;
         return apply_kernel<false>(x, out, w, avail, npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, fast_math);

@@ -1,5 +1,6 @@
 """``python -m deep_gemm warmup``: compile the kernels a DG_JIT_RECORD file lists, or those a list of op calls
-needs (--calls FILE.json, --call 'op:m=..,n=..,k=..'), into the cache (see deep_gemm/_warmup.py)."""
+needs (--calls FILE.json, --call 'op:m=..,n=..,k=..', --preset MODEL-tpT), into the cache (see
+deep_gemm/_warmup.py and deep_gemm/_warmup_presets.py)."""
 import json
 import sys
 
@@ -15,6 +16,10 @@ def add_parser(commands):
                         '"n": 7168, "k": 2048}] (fields: deep_gemm/_warmup_calls.py)')
     parser.add_argument('--call', action='append', default=[], metavar='SPEC',
                         help="one call as op:field=value,... e.g. 'fp8_gemm_nt:m=4096,n=7168,k=2048' (repeatable)")
+    parser.add_argument('--preset', action='append', default=[], metavar='NAME',
+                        help="the GEMM calls of a model preset, e.g. deepseek-v3-tp8 or deepseek-v3-ep32 (repeatable; "
+                        "'--preset list' shows them; docs/warmup_presets.md)")
+    parser.add_argument('--list-presets', action='store_true', help='list the model presets and exit')
     parser.add_argument('--jobs', '-j', type=int, default=None, help='parallel compiles (default: CPU count)')
     parser.add_argument('--arch', default=None, help='target arch (e.g. sm_90a): replaces the recorded one; calls '
                         "are planned for it (default: this GPU's, else sm_90a)")
@@ -32,12 +37,21 @@ def add_parser(commands):
 def run(args) -> int:
     from .._warmup import warmup
     from .._warmup_calls import read_calls
+    from .._warmup_presets import describe_presets, preset_calls
     from .. import _C
-    if args.record is None and args.calls is None and not args.call:
-        print('python -m deep_gemm warmup: nothing to warm: give a DG_JIT_RECORD file, --calls FILE or --call SPEC',
-              file=sys.stderr)
+    if args.list_presets or 'list' in args.preset:
+        print(describe_presets())
+        return 0
+    if args.record is None and args.calls is None and not args.call and not args.preset:
+        print('python -m deep_gemm warmup: nothing to warm: give a DG_JIT_RECORD file, --calls FILE, --call SPEC or '
+              '--preset NAME', file=sys.stderr)
         return 2
-    calls = (read_calls(args.calls) if args.calls else []) + args.call
+    try:
+        preset = [call for name in args.preset for call in preset_calls(name)]
+    except ValueError as e:
+        print(f'python -m deep_gemm {e}', file=sys.stderr)
+        return 2
+    calls = (read_calls(args.calls) if args.calls else []) + args.call + preset
     if args.check:
         return _run_check(args, calls)
     result = warmup(args.record, jobs=args.jobs, arch=args.arch, progress=not args.quiet and not args.json,

@@ -93,6 +93,8 @@ def dtype_name(dtype: torch.dtype) -> str:
 def check_tensor(op: str, name: str, t) -> None:
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"{op}: {name} must be a torch.Tensor; got {type(t).__name__}")
+    if t.layout != torch.strided:  # sparse / mkldnn: no strides or data pointer for the kernels
+        raise ValueError(f"{op}: {name} must be a strided (dense) tensor; got layout {t.layout}")
 
 
 def check_dtype(op: str, name: str, t: torch.Tensor, allowed: Sequence[torch.dtype]) -> None:
@@ -144,11 +146,19 @@ def check_no_overlap(op: str, out_name: str, out: torch.Tensor, others) -> None:
 
 
 def check_no_internal_overlap(op: str, name: str, t: torch.Tensor) -> None:
-    """A written tensor must not map two indices onto one element (e.g. an ``expand``-ed view)."""
-    for size, stride in zip(t.shape, t.stride()):
-        if size > 1 and stride == 0:
-            raise ValueError(f"{op}: {name} must not have zero strides (broadcast views cannot be written); "
-                             f"got strides {tuple(t.stride())}")
+    """A written tensor must not map two indices onto one element (an ``expand``-ed view, or rows that
+    overlap through ``as_strided``): the kernels' tiles would then race on, and overwrite, shared elements.
+    The test is the sufficient one: with the dims sorted by stride, each stride must step past everything
+    the smaller-stride dims span. (It rejects a few exotic interleaved layouts that do not overlap.)"""
+    dims = sorted((stride, size) for size, stride in zip(t.shape, t.stride()) if size > 1)
+    if t.numel() == 0:
+        return
+    span = 0  # elements covered by the dims seen so far, minus one
+    for stride, size in dims:
+        if stride <= span:
+            what = "zero strides (broadcast views cannot be written)" if stride == 0 else "elements that overlap in memory"
+            raise ValueError(f"{op}: {name} must not have {what}; got shape {tuple(t.shape)} with strides {tuple(t.stride())}")
+        span += (size - 1) * stride
 
 
 def check_devices(op: str, tensors) -> torch.device:

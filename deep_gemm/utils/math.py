@@ -105,7 +105,12 @@ def per_custom_dims_cast_to_fp8(x: torch.Tensor, dims: Sequence[int], use_ue8m0:
     """Quantizes ``x`` with one scale per index of the dimensions ``dims`` (the amax runs over all other
     dimensions). Returns ``(x_fp8 (x's shape), sf float32 [x.shape[d] for d in dims])``."""
     op = 'per_custom_dims_cast_to_fp8'
-    dims = [d % x.dim() for d in dims] if x.dim() else []
+    dims = list(dims)
+    n = x.dim()
+    # Checked before any normalisation: `d % n` would quietly turn an out-of-range dim into another one.
+    if any(isinstance(d, bool) or not isinstance(d, int) or not -n <= d < n for d in dims):
+        raise ValueError(f'{op}: dims must be dimensions of x, ints in [{-n}, {n}) (x has shape {list(x.shape)}); got {dims}')
+    dims = [d % n for d in dims]
     if len(set(dims)) != len(dims):
         raise ValueError(f'{op}: dims must be distinct dimensions of x (shape {list(x.shape)}); got {list(dims)}')
     reduce = [d for d in range(x.dim()) if d not in dims]

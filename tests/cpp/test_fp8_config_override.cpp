@@ -61,6 +61,16 @@ TEST(Fp8ConfigOverride, AcceptsTiles) {
     EXPECT_EQ(parse_sm90_fp8_config_override("64,32,0,1,0,0,16").split_k, 16);
 }
 
+// The field syntax of DG_BF16_GEMM_CONFIG (config_fields.hpp): blanks around the value and the fields are ignored.
+TEST(Fp8ConfigOverride, IgnoresBlanksAsTheBf16VariableDoes) {
+    const Sm90Fp8ConfigOverride plain = parse_sm90_fp8_config_override("128,112,0,0,1,8");
+    for (const char* text : {" 128,112,0,0,1,8", "128 , 112 , 0 , 0 , 1 , 8 ", "\t128,\t112,0,0,1,8\t"})
+        EXPECT_EQ(parse_sm90_fp8_config_override(text), plain) << "'" << text << "'";
+    EXPECT_FALSE(parse_sm90_fp8_config_override("  \t ").active());
+    EXPECT_EQ(parse_sm90_fp8_config_override(" rules ").chooser(), Sm90Fp8Chooser::kRules);
+    EXPECT_EQ(parse_sm90_fp8_config_override("legacy\t").chooser(), Sm90Fp8Chooser::kLegacy);
+}
+
 TEST(Fp8ConfigOverride, RejectsMalformed) {
     const std::pair<const char*, const char*> cases[] = {
         {"128", "expected"},
@@ -72,6 +82,8 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
         {"128,64,0,0,1,8,2", "split_k needs block_m 64 or 128 and multicast 0"},
         {"128,128,0,1,0,1025", "group_n must be 0 (default) or in [1, 1024]"},
         {"128;128;0", "separated by ','"},
+        {"128 128 0", "separated by ','"},
+        {"128,,0", "non-negative integers"},
         {"x,128,0", "non-negative integers"},
         {"96,128,0", "block_m must be 64, 128, 192 or 256"},
         {"192,144,0", "block_m 192 needs block_n <= 128"},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../../jit/errors.hpp"
+#include "config_fields.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -16,14 +17,11 @@ using heuristics::kSm90Bf16MaxBlockN;
 using heuristics::kSm90Bf16MaxStages;
 using heuristics::kSm90Bf16MinStages;
 using heuristics::Sm90Bf16Epilogue;
+using config_fields::parse_unsigned;
+using config_fields::split_commas;
+using config_fields::trim_blanks;
 
 constexpr const char* kFieldNames[] = {"block_m", "block_n", "stages", "multicast"};
-
-std::string_view trim_blanks(std::string_view s) {
-    const size_t begin = s.find_first_not_of(" \t");
-    if (begin == std::string_view::npos) return {};
-    return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
-}
 
 // Every error repeats the accepted form, so one message is enough to fix the value.
 std::string accepted_form() {
@@ -36,27 +34,6 @@ std::string accepted_form() {
 [[noreturn]] void reject(std::string_view text, const std::string& problem) {
     throw jit::ConfigError(std::string(kBf16ConfigEnv) + "='" + std::string(text) + "': " + problem + "; " +
                            accepted_form());
-}
-
-std::vector<std::string_view> split_commas(std::string_view s) {
-    std::vector<std::string_view> fields;
-    while (true) {
-        const size_t comma = s.find(',');
-        fields.push_back(trim_blanks(s.substr(0, comma)));
-        if (comma == std::string_view::npos) return fields;
-        s.remove_prefix(comma + 1);
-    }
-}
-
-// Decimal digits only (no sign, no hex, no exponent); at most 6 of them, so the value cannot overflow.
-std::optional<int> parse_unsigned(std::string_view field) {
-    if (field.empty() || field.size() > 6) return std::nullopt;
-    int value = 0;
-    for (char c : field) {
-        if (c < '0' || c > '9') return std::nullopt;
-        value = value * 10 + (c - '0');
-    }
-    return value;
 }
 
 void check_ranges(std::string_view text, int block_m, int block_n, int stages, std::optional<int> multicast) {

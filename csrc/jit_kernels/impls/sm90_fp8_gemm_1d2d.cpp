@@ -9,9 +9,12 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "../../jit/driver_api.hpp"
 #include "../../jit/errors.hpp"
@@ -19,6 +22,7 @@
 #include "split_k_workspace.hpp"
 #include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "../../jit/settings.hpp"
+#include "config_fields.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -58,33 +62,39 @@ bool is_contiguous(const GemmProblem& p) {
 }  // namespace
 
 Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
-    const char* v = text.c_str();
+    // The field syntax of DG_BF16_GEMM_CONFIG (config_fields.hpp): blanks around the value and its fields
+    // are ignored, and a blank value means no override.
+    const std::string_view body = config_fields::trim_blanks(text);
+    const std::string v = text;
     ConfigOverride ov;
-    if (v == nullptr || *v == '\0') return ov;
-    if (std::strcmp(v, "legacy") == 0) {
+    if (body.empty()) return ov;
+    if (body == "legacy") {
         ov.block_m = -1;
         return ov;
     }
-    if (std::strcmp(v, "rules") == 0) {
+    if (body == "rules") {
         ov.block_m = -2;
         return ov;
     }
+    const char* form = "\"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\"";
+    const std::vector<std::string_view> fields = config_fields::split_commas(body);
     int vals[7] = {0, 0, 0, 0, 0, 0, 0};
-    int count = 0;
-    const char* p = v;
-    while (true) {
-        if (count == 7) fail(std::string(kConfigEnv) + "='" + v + "': at most 7 fields");
-        char* end = nullptr;
-        const long x = std::strtol(p, &end, 10);
-        if (end == p || x < 0 || x > 100000) fail(std::string(kConfigEnv) + "='" + v + "': expected "
-                                                  "\"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" (non-negative integers), \"rules\" or \"legacy\"");
-        vals[count++] = int(x);
-        if (*end == '\0') break;
-        if (*end != ',') fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','");
-        p = end + 1;
+    for (size_t i = 0; i < fields.size(); ++i) {
+        const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
+        if (!value) {
+            const std::string field(fields[i]);
+            // "128;128;0", "128 128 0": digits, then another separator
+            const size_t stop = field.find_first_not_of("0123456789");
+            if (stop != 0 && stop != std::string::npos && std::strchr(";: \t", field[stop]) != nullptr)
+                fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','; got field '" + field + "'");
+            fail(std::string(kConfigEnv) + "='" + v + "': expected " + form + " (non-negative integers), \"rules\" or \"legacy\"; got field '" +
+                 field + "'");
+        }
+        if (i < 7) vals[i] = *value;
     }
-    if (count < 3)
-        fail(std::string(kConfigEnv) + "='" + v + "': expected \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\"");
+    if (fields.size() > 7) fail(std::string(kConfigEnv) + "='" + v + "': at most 7 fields; got " + std::to_string(fields.size()));
+    if (fields.size() < 3) fail(std::string(kConfigEnv) + "='" + v + "': expected " + form + "; got " + std::to_string(fields.size()) + " field" +
+                                (fields.size() == 1 ? "" : "s"));
     ov.block_m = vals[0];
     ov.block_n = vals[1];
     ov.num_stages = vals[2];

@@ -27,6 +27,7 @@ namespace deep_gemm::kernels {
 //                row over all M blocks before the next group; 0 = the default (8)
 //     split_k    0 or 1 = off; 2..16 = each tile's K blocks split over that many units (dense fp8_gemm_nt
 //                only; block_m 64 or 128, no multicast, no C; at most one split per 128-K block)
+//   Blanks around the value and its fields are ignored (the syntax of DG_BF16_GEMM_CONFIG, config_fields.hpp).
 //   "rules": the fixed rules that preceded the config model (a tuning tool for A/B runs); "legacy": the first version's
 //   choice. Unset or empty = the config model. Part of the config memo key, so a changed value (after
 //   reload_settings) takes effect.

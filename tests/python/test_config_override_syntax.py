@@ -1,0 +1,59 @@
+"""DG_FP8_GEMM_CONFIG and DG_BF16_GEMM_CONFIG share one field syntax (csrc/jit_kernels/impls/config_fields.hpp):
+blanks around the value and around each field are ignored, so a value spelled with spaces forces the same config
+as without them. Checked through the CPU planner (_plan_gemm_call applies the forced config as the op does)."""
+import pytest
+
+import deep_gemm
+from deep_gemm import _C
+
+SPELLINGS = ['128,112,0', ' 128 , 112 , 0 ', '\t128,\t112 ,0\t', '128, 112, 0']
+
+
+@pytest.fixture
+def env(monkeypatch):
+    def set_(name, value):
+        monkeypatch.setenv(name, value)
+        deep_gemm.reload_settings()
+    yield set_
+    monkeypatch.undo()
+    deep_gemm.reload_settings()
+
+
+def planned(op):
+    return [symbol for _, symbol, _ in _C._plan_gemm_call(op, 256, 1024, 512)]
+
+
+@pytest.mark.parametrize('name,op', [('DG_FP8_GEMM_CONFIG', 'fp8_gemm_nt'), ('DG_BF16_GEMM_CONFIG', 'bf16_gemm_nt')])
+def test_blanks_are_ignored_by_both_variables(env, name, op):
+    results = []
+    for value in SPELLINGS:
+        env(name, value)
+        results.append(planned(op))
+    assert all(r == results[0] for r in results), results
+    assert '_bm128_bn112_' in results[0][0]  # the forced tile, not the heuristic's
+
+
+def test_fp8_choosers_and_blank_values(env):
+    env('DG_FP8_GEMM_CONFIG', '')
+    model = planned('fp8_gemm_nt')
+    env('DG_FP8_GEMM_CONFIG', '   ')  # blank: no override, as for DG_BF16_GEMM_CONFIG
+    assert planned('fp8_gemm_nt') == model
+    env('DG_FP8_GEMM_CONFIG', 'rules')
+    rules = planned('fp8_gemm_nt')
+    env('DG_FP8_GEMM_CONFIG', ' rules\t')
+    assert planned('fp8_gemm_nt') == rules
+
+
+@pytest.mark.parametrize('value,error', [
+    ('128;112;0', "fields are separated by ','; got field '128;112;0'"),
+    ('128 112 0', "fields are separated by ','; got field '128 112 0'"),
+    ('128,,0', "expected \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" (non-negative integers), \"rules\" or \"legacy\"; got field ''"),
+    ('128,-112,0', "got field '-112'"),
+    ('128,112', 'got 2 fields'),
+    ('96, 112, 0', 'block_m must be 64, 128, 192 or 256'),
+])
+def test_fp8_errors_name_the_value(env, value, error):
+    env('DG_FP8_GEMM_CONFIG', value)
+    with pytest.raises(RuntimeError) as info:
+        planned('fp8_gemm_nt')
+    assert f"DG_FP8_GEMM_CONFIG='{value}'" in str(info.value) and error in str(info.value)
