@@ -1,0 +1,250 @@
+// Paged MQA logits (the sparse-attention indexer of DeepSeek V3.2), one fused kernel on sm_90a:
+//
+//   logits[b * kNextN + t, p] = sum_h w[b * kNextN + t, h] * relu(q[b, t, h, :] . kv(p)) * s(p)    for p < len(b, t)
+//
+// kv(p) / s(p) are the FP8 row and FP32 scale of token p of batch b: page block_table[b, p / 64], row p % 64.
+// A page of the kv cache is 64 * D FP8 bytes (row-major [64, D]) followed by 64 FP32 scales; pages are
+// page_stride bytes apart. len(b, t) is the row's context length (see row_len), clamped on the device to
+// [0, min(max_context_len, 64 * table_width)] so no length read from memory can address past the logits row
+// or the block table; page indices are clamped to [0, num_pages).
+//
+// Work unit = (batch b, page j): one kv tile of 64 rows (wgmma M side, operand A) against the kNextN * H query
+// heads of batch b (N side, operand B). schedule_meta (get_paged_mqa_logits_metadata) holds, for SM i, the
+// first unit (batch, page) of its share; the units of batch b are j < ceil(max_t len(b, t) / 64), walked in
+// order b-major. CTA i takes the units from entry i up to (excluding) entry i + 1.
+//
+// Warp roles (kThreads = 160): warps 0-3 are the math warpgroup, warp 4 lane 0 issues the TMA loads:
+// kv pages into a kStages ring, the query tile of a batch into one of two q slots when the batch changes.
+// With clean logits, after its units each CTA writes -inf to positions [len, max_context_len) of a strided
+// share of the rows (disjoint from what the units write, so no ordering between CTAs is needed).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include "../common/pipeline.cuh"
+#include "../common/types.cuh"
+#include "../ptx/mbarrier.cuh"
+#include "../ptx/sync.cuh"
+#include "../ptx/tma.cuh"
+#include "../ptx/wgmma.cuh"
+
+namespace deep_gemm::paged_mqa {
+
+constexpr u32 kPageRows = 64;   // block_kv: kv rows per page = wgmma M
+constexpr u32 kHeadDim = 128;   // FP8 bytes per kv / q row = one 128-byte swizzle row
+constexpr u32 kMathThreads = 128;
+constexpr u32 kThreads = kMathThreads + 32;
+
+template <u32 kNumHeads, u32 kNextN, u32 kStages>
+struct Layout {
+    static constexpr u32 kN = kNumHeads * kNextN;
+    static constexpr u32 kKvTileBytes = kPageRows * kHeadDim;  // 8 KB, 1024-byte multiple
+    static constexpr u32 kQTileBytes = kN * kHeadDim;          // N rows of 128 B, 1024-byte multiple (N % 8 == 0)
+    static constexpr u32 kQOffset = kStages * kKvTileBytes;
+    static constexpr u32 kBarOffset = kQOffset + 2 * kQTileBytes;
+    static constexpr u32 kNumBarriers = 2 * kStages + 4;
+    static constexpr u32 kSmemBytes = kBarOffset + kNumBarriers * 8;
+    static_assert(kN % 8 == 0 && kN <= 256, "N = next_n * heads: a multiple of 8, at most 256");
+};
+
+template <typename OutT>
+__device__ __forceinline__ OutT to_logit(float v);
+template <>
+__device__ __forceinline__ float to_logit<float>(float v) { return v; }
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_logit<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Runtime arguments shared by both roles.
+struct Args {
+    const int* context_lens;   // [B] (1-D) or [B, kNextN] contiguous (2-D)
+    const int* block_table;    // [B, table_width], row stride table_stride
+    const int* schedule;       // [grid + 1, 2] int32: (batch, page) of each SM's first unit
+    const float* weights;      // [B * kNextN, H], row stride weights_stride
+    const u8* kv_cache;        // page p at kv_cache + p * page_stride
+    void* logits;              // [B * kNextN, max_context_len], row stride logits_stride
+    long long page_stride, logits_stride, weights_stride;
+    int batch, num_pages, table_width, table_stride, max_context_len;
+};
+
+// Context length of row (b, t): 2-D lens give it per row; 1-D lens give the batch's length L, and row t
+// (the t-th of the batch's kNextN draft tokens) sees positions p <= L - kNextN + t.
+template <u32 kNextN, bool kLens2d>
+__device__ __forceinline__ int row_len(const Args& a, int b, u32 t) {
+    const long long raw = kLens2d ? (long long)__ldg(a.context_lens + (long long)b * kNextN + t)
+                                  : (long long)__ldg(a.context_lens + b) - (long long)kNextN + t + 1;
+    const long long cap = min((long long)a.max_context_len, (long long)a.table_width * kPageRows);
+    return (int)max(0ll, min(raw, cap));
+}
+
+template <u32 kNextN, bool kLens2d>
+__device__ __forceinline__ int batch_pages(const Args& a, int b) {
+    int longest = 0;
+#pragma unroll
+    for (u32 t = 0; t < kNextN; ++t) longest = max(longest, row_len<kNextN, kLens2d>(a, b, t));
+    return (longest + (int)kPageRows - 1) / (int)kPageRows;
+}
+
+// Calls f(b, page) for this CTA's units in order. Every value read from schedule is clamped and the walk
+// only moves forward, so any schedule ends after at most all units.
+template <u32 kNextN, bool kLens2d, typename F>
+__device__ __forceinline__ void for_each_unit(const Args& a, F&& f) {
+    const int* s = a.schedule + 2 * blockIdx.x;
+    int b = min(max(__ldg(s), 0), a.batch), page = max(__ldg(s + 1), 0);
+    const int end_b = min(max(__ldg(s + 2), 0), a.batch), end_page = max(__ldg(s + 3), 0);
+    int pages = b < a.batch ? batch_pages<kNextN, kLens2d>(a, b) : 0;
+    while (b < a.batch and (b < end_b or (b == end_b and page < end_page))) {
+        if (page >= pages) {
+            ++b, page = 0;
+            pages = b < a.batch ? batch_pages<kNextN, kLens2d>(a, b) : 0;
+            continue;
+        }
+        f(b, page);
+        ++page;
+    }
+}
+
+template <u32 kNumHeads, u32 kNextN, u32 kStages, bool kLens2d, bool kClean, typename OutT>
+__device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_q, const TmaDescriptor& tmap_kv,
+                                                      const Args& a) {
+    using L = Layout<kNumHeads, kNextN, kStages>;
+    constexpr u32 kN = L::kN;
+    using Wgmma = ptx::WgmmaFp8<kN>;
+    constexpr u32 kHeadsPerLane = kNumHeads / 4;  // per row and query: columns 8 i + 2 (lane % 4) + e
+
+    extern __shared__ __align__(1024) u8 smem[];
+    u8* kv_smem = smem;
+    u8* q_smem = smem + L::kQOffset;
+    u64* bars = reinterpret_cast<u64*>(smem + L::kBarOffset);
+    const PipelineBarriers<kStages> kv_bars{bars, bars + kStages};
+    const PipelineBarriers<2> q_bars{bars + 2 * kStages, bars + 2 * kStages + 2};
+
+    const u32 thread = threadIdx.x, warp = thread / 32, lane = thread % 32;
+    if (thread == kMathThreads) {
+        ptx::tma_prefetch_descriptor(tmap_q);
+        ptx::tma_prefetch_descriptor(tmap_kv);
+        kv_bars.init(4);  // one arrival per math warp
+        q_bars.init(4);
+    }
+    __syncthreads();
+    ptx::grid_dependency_wait();
+
+    if (warp == 4) {
+        // Producer: one lane walks the units and issues the loads.
+        if (lane == 0) {
+            PipelineState<kStages> ks;
+            PipelineState<2> qs;
+            int prev_b = -1;
+            for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
+                if (b != prev_b) {
+                    if (prev_b >= 0) qs.advance();
+                    prev_b = b;
+                    q_bars.producer_acquire(qs);
+                    q_bars.producer_commit(qs, L::kQTileBytes);
+                    ptx::tma_load_2d(q_smem + qs.stage * L::kQTileBytes, tmap_q, &q_bars.full[qs.stage], 0, b * (int)kN);
+                }
+                int block = __ldg(a.block_table + (long long)b * a.table_stride + page);
+                block = min(max(block, 0), a.num_pages - 1);
+                kv_bars.producer_acquire(ks);
+                kv_bars.producer_commit(ks, L::kKvTileBytes);
+                ptx::tma_load_3d(kv_smem + ks.stage * L::kKvTileBytes, tmap_kv, &kv_bars.full[ks.stage], 0, 0, block);
+                ks.advance();
+            });
+        }
+    } else {
+        // Math warpgroup. Accumulator of m64nNk32 (PTX ISA wgmma register fragments):
+        //   acc[4 i + 2 r + e] = kv row 16 warp + lane / 4 + 8 r, column n = 8 i + 2 (lane % 4) + e,
+        // column n = query n / H, head n % H.
+        PipelineState<kStages> ks;
+        PipelineState<2> qs;
+        int prev_b = -1;
+        float w[kNextN][kHeadsPerLane];
+        int len[kNextN];
+        float acc[kN / 2];
+        OutT* logits = static_cast<OutT*>(a.logits);
+        const u32 row0 = 16 * warp + lane / 4;
+        for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
+            if (b != prev_b) {
+                if (prev_b >= 0) {
+                    q_bars.consumer_release_warp(qs, lane);
+                    qs.advance();
+                }
+                prev_b = b;
+#pragma unroll
+                for (u32 t = 0; t < kNextN; ++t) {
+                    len[t] = row_len<kNextN, kLens2d>(a, b, t);
+                    const float* wr = a.weights + (long long)(b * (int)kNextN + (int)t) * a.weights_stride + 2 * (lane % 4);
+#pragma unroll
+                    for (u32 i = 0; i < kNumHeads / 8; ++i) {
+                        w[t][2 * i] = __ldg(wr + 8 * i);
+                        w[t][2 * i + 1] = __ldg(wr + 8 * i + 1);
+                    }
+                }
+                q_bars.consumer_wait(qs);
+            }
+            // The page's scales: plain loads issued before the wgmma so their latency overlaps it.
+            int block = __ldg(a.block_table + (long long)b * a.table_stride + page);
+            block = min(max(block, 0), a.num_pages - 1);
+            const float* scales =
+                reinterpret_cast<const float*>(a.kv_cache + (long long)block * a.page_stride + L::kKvTileBytes);
+            const float s0 = __ldg(scales + row0), s1 = __ldg(scales + row0 + 8);
+
+            kv_bars.consumer_wait(ks);
+            const u32 a_addr = smem_addr(kv_smem + ks.stage * L::kKvTileBytes);
+            const u32 b_addr = smem_addr(q_smem + qs.stage * L::kQTileBytes);
+            ptx::wgmma_fence();
+#pragma unroll
+            for (u32 k = 0; k < kHeadDim / 32; ++k)
+                Wgmma::mma(ptx::make_smem_desc_kmajor_sw128(a_addr + 32 * k), ptx::make_smem_desc_kmajor_sw128(b_addr + 32 * k),
+                           acc, k > 0);
+            ptx::wgmma_commit_group();
+            ptx::wgmma_wait_group<0>();
+#pragma unroll
+            for (u32 i = 0; i < kN / 2; ++i) ptx::fence_operand(acc[i]);
+            kv_bars.consumer_release_warp(ks, lane);
+            ks.advance();
+
+            // relu * w over this lane's heads, then the sum over the quad (xor 1, 2): every lane holds the
+            // full sums; lane % 4 == t % 4 writes query t's two rows.
+            const int p0 = page * (int)kPageRows + (int)row0;
+#pragma unroll
+            for (u32 t = 0; t < kNextN; ++t) {
+                float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (u32 i = 0; i < kNumHeads / 8; ++i) {
+                    const u32 j = t * (kNumHeads / 8) + i;
+#pragma unroll
+                    for (u32 r = 0; r < 2; ++r) {
+                        sum[r] = fmaf(fmaxf(acc[4 * j + 2 * r], 0.0f), w[t][2 * i], sum[r]);
+                        sum[r] = fmaf(fmaxf(acc[4 * j + 2 * r + 1], 0.0f), w[t][2 * i + 1], sum[r]);
+                    }
+                }
+#pragma unroll
+                for (u32 r = 0; r < 2; ++r) {
+                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+                }
+                if (lane % 4 == t % 4) {
+                    OutT* out = logits + (long long)(b * (int)kNextN + (int)t) * a.logits_stride;
+                    if (p0 < len[t]) out[p0] = to_logit<OutT>(sum[0] * s0);
+                    if (p0 + 8 < len[t]) out[p0 + 8] = to_logit<OutT>(sum[1] * s1);
+                }
+            }
+        });
+    }
+
+    if constexpr (kClean) {
+        // -inf at [len, max_context_len) of rows blockIdx.x, blockIdx.x + gridDim.x, ...
+        const OutT neg_inf = to_logit<OutT>(-__int_as_float(0x7f800000));
+        OutT* logits = static_cast<OutT*>(a.logits);
+        const int rows = a.batch * (int)kNextN;
+        for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+            const int b = row / (int)kNextN;
+            const int begin = row_len<kNextN, kLens2d>(a, b, (u32)(row % (int)kNextN));
+            OutT* out = logits + (long long)row * a.logits_stride;
+            for (int p = begin + (int)thread; p < a.max_context_len; p += (int)kThreads) out[p] = neg_inf;
+        }
+    }
+    ptx::grid_dependency_launch_dependents();
+}
+
+}  // namespace deep_gemm::paged_mqa
