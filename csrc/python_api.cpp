@@ -21,6 +21,7 @@
 #include "python/logging_bridge.hpp"
 #include "python/plan_tools.hpp"
 #include "python/swiglu_ops.hpp"
+#include "python/paged_mqa_ops.hpp"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -160,6 +161,9 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- fused FP8 quantisation (swiglu_ops.cpp) ----
     python::register_quant_entries(m);
+
+    // ---- paged MQA logits (paged_mqa_ops.cpp) ----
+    python::register_paged_mqa_entries(m);
 
     // ---- BF16 GEMMs through cuBLASLt (cublaslt_ops.cpp) ----
     python::register_cublaslt_entries(m);
