@@ -74,7 +74,7 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     check.dtype(q, "q", at::kFloat8_e4m3fn);
     const View qv = make_view(q, "q");
     check.rank(qv, 4, "[B, next_n, H, D]");
-    if (qv.size[3] != kPagedMqaHeadDim)
+    if (q.sym_size(3).guard_int(__FILE__, __LINE__) != kPagedMqaHeadDim)
         check.value_error(fmt::format("q head dim D must be {} on SM90; got shape {}", kPagedMqaHeadDim, qv.shape_str()));
     const int64_t heads = q.sym_size(2).guard_int(__FILE__, __LINE__);
     const int64_t next_n = q.sym_size(1).guard_int(__FILE__, __LINE__);
