@@ -21,6 +21,7 @@
 #include "python/logging_bridge.hpp"
 #include "python/plan_tools.hpp"
 #include "python/swiglu_ops.hpp"
+#include "python/attention_ops.hpp"
 #include "python/paged_mqa_ops.hpp"
 
 #ifndef DG_VERSION
@@ -167,4 +168,7 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- BF16 GEMMs through cuBLASLt (cublaslt_ops.cpp) ----
     python::register_cublaslt_entries(m);
+
+    // ---- MQA logits of the sparse-attention indexer (attention_ops.cpp) ----
+    python::register_attention_entries(m);
 }

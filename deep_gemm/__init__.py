@@ -44,6 +44,7 @@ from ._compat import (  # noqa: E402,F401
     _resolve_recipe,
     einsum, fp8_einsum, fp8_fp4_mqa_logits, fp8_fp4_paged_mqa_logits, fp8_gemm_nt_skip_head_mid, fp8_mqa_logits,
     fp8_paged_mqa_logits, get_paged_mqa_logits_metadata, k_grouped_fp8_gemm_tn_contiguous, tf32_hc_prenorm_gemm,
+    get_mqa_logits_metadata,
 )
 
 # Runtime knobs and JIT tools (plain C++ functions)
@@ -304,3 +305,4 @@ __all__ = [
     'utils', 'testing',
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
 __all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
+__all__ += ['get_mqa_logits_metadata']  # DeepGEMM 2.8.1's MQA-logits schedule (fp8_mqa_logits & co. are listed above)

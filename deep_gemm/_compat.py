@@ -66,15 +66,8 @@ def tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits=None):
 
 # ---- attention indexer (DeepSeek-V3.2) ------------------------------------------------------------------
 
-def fp8_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits=True, max_seqlen_k=0):
-    """Not implemented here."""
-    _unavailable('fp8_mqa_logits', _NOT_ON_SM90)
-
-
-def fp8_fp4_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits=True, max_seqlen_k=0,
-                       logits_dtype=torch.float32):
-    """Not implemented here."""
-    _unavailable('fp8_fp4_mqa_logits', _NOT_ON_SM90)
+# The dense MQA logits are real (the fused SM90 kernel, deep_gemm/_mqa_logits.py).
+from ._mqa_logits import fp8_fp4_mqa_logits, fp8_mqa_logits, get_mqa_logits_metadata  # noqa: E402,F401
 
 
 # Paged MQA logits: real SM90 kernels (deep_gemm/_paged_mqa.py).
