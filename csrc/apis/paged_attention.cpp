@@ -16,7 +16,6 @@ namespace {
 
 using kernels::kPagedMqaBlockKv;
 using kernels::kPagedMqaHeadDim;
-using kernels::kPagedMqaMaxN;
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
@@ -79,9 +78,8 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     const int64_t heads = q.sym_size(2).guard_int(__FILE__, __LINE__);
     const int64_t next_n = q.sym_size(1).guard_int(__FILE__, __LINE__);
     if (heads != 32 and heads != 64) check.value_error(fmt::format("q must have 32 or 64 heads on SM90; got shape {}", qv.shape_str()));
-    if (next_n < 1 or next_n * heads > kPagedMqaMaxN)
-        check.value_error(fmt::format("next_n * H must be at most {} (next_n <= {} for H = {}); got shape {}", kPagedMqaMaxN,
-                                      kPagedMqaMaxN / heads, heads, qv.shape_str()));
+    if (next_n != 1 and next_n != 2 and next_n != 4)
+        check.value_error(fmt::format("next_n = q.shape[1] must be 1, 2 or 4 on SM90; got shape {}", qv.shape_str()));
     check.contiguous(qv, " (TMA reads its [B * next_n * H, D] view)");
     check.tma_base(qv);
     const int64_t batch = qv.size[0];
@@ -105,14 +103,13 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     check.tma_outer_stride(kv, 0, kPagedMqaBlockKv * row_bytes);
     check.tma_base(kv);
 
-    // weights [B * next_n, H] float32, unit stride along H.
+    // weights [B * next_n, H] float32, contiguous (the kernel reads a batch's weights as one run of floats).
     check.dtype(weights, "weights", at::kFloat);
     const View wv = make_view(weights, "weights");
     check.rank(wv, 2, "[B * next_n, H]");
     check.size_eq(wv, 0, known(batch) ? batch * next_n : kUnknown, "B * next_n", "q.shape[0] * q.shape[1]");
     check.size_eq(wv, 1, heads, "H", "q.shape[2]");
-    if (not check.has_unit_stride(wv, 1))
-        check.value_error(fmt::format("weights must have unit stride along H; got strides {}", wv.stride_str()));
+    check.contiguous(wv, "");
 
     // context_lens [B] or [B, next_n]; block_table [B, max_blocks] with unit inner stride.
     const View lv = check_context_lens(check, context_lens);
@@ -164,7 +161,6 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     a.page_stride = kv_cache.stride(0);
     a.num_pages = int(kv_cache.size(0));
     a.weights = weights.const_data_ptr<float>();
-    a.weights_stride = weights.stride(0);
     a.context_lens = context_lens.const_data_ptr<int>();
     a.block_table = block_table.const_data_ptr<int>();
     a.table_width = int(block_table.size(1));

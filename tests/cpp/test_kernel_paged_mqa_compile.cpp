@@ -50,7 +50,8 @@ TEST_F(PagedMqaCompile, EveryDispatchedShapeNvcc) {
     for (int heads : {32, 64})
         for (int next_n : {1, 2})
             for (bool lens_2d : {false, true}) build_and_check(config(heads, next_n, lens_2d, /*clean=*/lens_2d, /*bf16=*/!lens_2d));
-    build_and_check(config(32, 4, true, true, false));  // the widest N (128) with 32 heads
+    build_and_check(config(32, 4, true, true, false));
+    build_and_check(config(64, 4, false, false, true));  // the widest N (256)
 }
 
 TEST_F(PagedMqaCompile, Nvrtc) {

@@ -18,9 +18,8 @@ const char* b(bool v) { return v ? "true" : "false"; }
 void check_config(const PagedMqaConfig& c) {
     if (c.num_heads != 32 and c.num_heads != 64)
         throw jit::Error("sm90_fp8_paged_mqa_logits: num_heads must be 32 or 64; got " + std::to_string(c.num_heads));
-    if (c.next_n < 1 or c.next_n * c.num_heads > kPagedMqaMaxN)
-        throw jit::Error("sm90_fp8_paged_mqa_logits: next_n * num_heads must be in [num_heads, " + std::to_string(kPagedMqaMaxN) +
-                         "]; got next_n = " + std::to_string(c.next_n));
+    if (c.next_n != 1 and c.next_n != 2 and c.next_n != 4)
+        throw jit::Error("sm90_fp8_paged_mqa_logits: next_n must be 1, 2 or 4; got " + std::to_string(c.next_n));
 }
 
 }  // namespace
@@ -66,7 +65,7 @@ struct PagedMqaDeviceArgs {
     const float* weights;
     const void* kv_cache;
     void* logits;
-    long long page_stride, logits_stride, weights_stride;
+    long long page_stride, logits_stride;
     int batch, num_pages, table_width, table_stride, max_context_len;
 };
 
@@ -89,7 +88,7 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
                                              uint64_t(a.num_pages), kPagedMqaHeadDim, uint64_t(a.page_stride), kPagedMqaHeadDim,
                                              kPagedMqaBlockKv, CU_TENSOR_MAP_SWIZZLE_128B, "kv_cache");
     PagedMqaDeviceArgs args{a.context_lens, a.block_table, a.schedule, a.weights, a.kv_cache, a.logits,
-                            (long long)a.page_stride, (long long)a.logits_stride, (long long)a.weights_stride,
+                            (long long)a.page_stride, (long long)a.logits_stride,
                             a.batch, a.num_pages, a.table_width, a.table_stride, a.max_context_len};
 
     jit::LaunchConfig config;

@@ -15,7 +15,7 @@ namespace deep_gemm::kernels {
 // What selects a compiled kernel (everything else is a runtime argument).
 struct PagedMqaConfig {
     int num_heads = 64;      // 32 or 64
-    int next_n = 1;          // queries per batch; next_n * num_heads <= kPagedMqaMaxN
+    int next_n = 1;          // queries per batch: 1, 2 or 4 (the shared tile reads next_n * H columns as 4 pseudo-queries)
     bool lens_2d = false;    // context_lens [B, next_n] (per row) instead of [B]
     bool clean = false;      // write -inf outside each row's context
     bool bf16_logits = false;
@@ -30,7 +30,6 @@ struct PagedMqaConfigHash {
 
 inline constexpr int kPagedMqaBlockKv = 64;   // kv rows per page
 inline constexpr int kPagedMqaHeadDim = 128;  // FP8 bytes per q / kv row
-inline constexpr int kPagedMqaMaxN = 128;     // next_n * num_heads: the wgmma N (accumulator registers)
 inline constexpr int kPagedMqaStages = 8;     // kv pages in flight per SM (8 KB each)
 inline constexpr int kPagedMqaThreads = 160;  // one math warpgroup + one TMA warp
 
@@ -40,8 +39,7 @@ struct PagedMqaArgs {
     const void* kv_cache = nullptr;      // num_pages pages of page_stride bytes: 64 x 128 e4m3, then 64 fp32
     int64_t page_stride = 0;
     int num_pages = 0;
-    const float* weights = nullptr;      // [B * next_n, H], row stride weights_stride
-    int64_t weights_stride = 0;
+    const float* weights = nullptr;      // [B * next_n, H] contiguous
     const int* context_lens = nullptr;   // [B] or [B, next_n] contiguous
     const int* block_table = nullptr;    // [B, table_width], row stride table_stride
     int table_width = 0, table_stride = 0;

@@ -13,13 +13,14 @@
 // first unit (batch, page) of its share; the units of batch b are j < ceil(max_t len(b, t) / 64), walked in
 // order b-major. CTA i takes the units from entry i up to (excluding) entry i + 1.
 //
+// The per-tile math (QGMMA m64nNk32 of the kv tile against the batch's kNextN * H query rows, relu * w and the
+// sum over heads in registers) is the shared MQA tile of the dense kernel (mqa_logits_tile.cuh).
+//
 // Warp roles (kThreads = 160): warps 0-3 are the math warpgroup, warp 4 lane 0 issues the TMA loads:
 // kv pages into a kStages ring, the query tile of a batch into one of two q slots when the batch changes.
 // With clean logits, after its units each CTA writes -inf to positions [len, max_context_len) of a strided
 // share of the rows (disjoint from what the units write, so no ordering between CTAs is needed).
 #pragma once
-
-#include <cuda_bf16.h>
 
 #include "../common/pipeline.cuh"
 #include "../common/types.cuh"
@@ -27,6 +28,7 @@
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
+#include "mqa_logits_tile.cuh"
 
 namespace deep_gemm::paged_mqa {
 
@@ -44,25 +46,18 @@ struct Layout {
     static constexpr u32 kBarOffset = kQOffset + 2 * kQTileBytes;
     static constexpr u32 kNumBarriers = 2 * kStages + 4;
     static constexpr u32 kSmemBytes = kBarOffset + kNumBarriers * 8;
-    static_assert(kN % 8 == 0 && kN <= 256, "N = next_n * heads: a multiple of 8, at most 256");
+    static_assert(kN % 32 == 0 && kN <= 256, "N = next_n * heads: a multiple of 32, at most 256");
 };
-
-template <typename OutT>
-__device__ __forceinline__ OutT to_logit(float v);
-template <>
-__device__ __forceinline__ float to_logit<float>(float v) { return v; }
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_logit<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // Runtime arguments shared by both roles.
 struct Args {
     const int* context_lens;   // [B] (1-D) or [B, kNextN] contiguous (2-D)
     const int* block_table;    // [B, table_width], row stride table_stride
     const int* schedule;       // [grid + 1, 2] int32: (batch, page) of each SM's first unit
-    const float* weights;      // [B * kNextN, H], row stride weights_stride
+    const float* weights;      // [B * kNextN, H] contiguous
     const u8* kv_cache;        // page p at kv_cache + p * page_stride
     void* logits;              // [B * kNextN, max_context_len], row stride logits_stride
-    long long page_stride, logits_stride, weights_stride;
+    long long page_stride, logits_stride;
     int batch, num_pages, table_width, table_stride, max_context_len;
 };
 
@@ -108,8 +103,14 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
                                                       const Args& a) {
     using L = Layout<kNumHeads, kNextN, kStages>;
     constexpr u32 kN = L::kN;
-    using Wgmma = ptx::WgmmaFp8<kN>;
-    constexpr u32 kHeadsPerLane = kNumHeads / 4;  // per row and query: columns 8 i + 2 (lane % 4) + e
+    // The shared tile takes 4 queries per tile: the kN = kNextN * H columns of a batch are read as 4
+    // pseudo-queries of kN / 4 heads (query t = pseudo-queries t * kSpan .. t * kSpan + kSpan - 1).
+    static_assert(4 % kNextN == 0, "next_n must be 1, 2 or 4");
+    constexpr u32 kSpan = 4 / kNextN;
+    using Tile = mqa::MqaTile<kN / 4, kHeadDim, 4>;
+    static_assert(Tile::kN == kN && Tile::kKvTileBytes == L::kKvTileBytes && Tile::kQTileBytes == L::kQTileBytes,
+                  "paged layout and tile disagree");
+    static_assert(Tile::kQueriesPerLane == 1, "one pseudo-query per lane");
 
     extern __shared__ __align__(1024) u8 smem[];
     u8* kv_smem = smem;
@@ -151,17 +152,17 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
             });
         }
     } else {
-        // Math warpgroup. Accumulator of m64nNk32 (PTX ISA wgmma register fragments):
-        //   acc[4 i + 2 r + e] = kv row 16 warp + lane / 4 + 8 r, column n = 8 i + 2 (lane % 4) + e,
-        // column n = query n / H, head n % H.
+        // Math warpgroup: the shared MQA tile (mqa_logits_tile.cuh) does the QGMMAs and relu * w over the heads.
         PipelineState<kStages> ks;
         PipelineState<2> qs;
-        int prev_b = -1;
-        float w[kNextN][kHeadsPerLane];
-        int len[kNextN];
-        float acc[kN / 2];
+        int prev_b = -1, my_len = 0;
+        float w[Tile::kNumWeights];
+        float acc[Tile::kNumAccum];
         OutT* logits = static_cast<OutT*>(a.logits);
-        const u32 row0 = 16 * warp + lane / 4;
+        // After Tile::reduce this lane holds pseudo-query lane % 4, i.e. part (lane % 4) % kSpan of query my_t.
+        const u32 my_t = (lane % 4) / kSpan;
+        const bool writer = lane % kSpan == 0;
+        const u32 row0 = Tile::row_of(0, warp, lane);
         for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
             if (b != prev_b) {
                 if (prev_b >= 0) {
@@ -169,16 +170,9 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
                     qs.advance();
                 }
                 prev_b = b;
-#pragma unroll
-                for (u32 t = 0; t < kNextN; ++t) {
-                    len[t] = row_len<kNextN, kLens2d>(a, b, t);
-                    const float* wr = a.weights + (long long)(b * (int)kNextN + (int)t) * a.weights_stride + 2 * (lane % 4);
-#pragma unroll
-                    for (u32 i = 0; i < kNumHeads / 8; ++i) {
-                        w[t][2 * i] = __ldg(wr + 8 * i);
-                        w[t][2 * i + 1] = __ldg(wr + 8 * i + 1);
-                    }
-                }
+                my_len = row_len<kNextN, kLens2d>(a, b, my_t);
+                // Batch b's weights are the 4 pseudo-rows 4b .. 4b + 3 of kN / 4 floats (weights contiguous).
+                Tile::load_weights(w, a.weights, kN / 4, 4u * (u32)b, 4u, lane);
                 q_bars.consumer_wait(qs);
             }
             // The page's scales: plain loads issued before the wgmma so their latency overlaps it.
@@ -189,52 +183,33 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
             const float s0 = __ldg(scales + row0), s1 = __ldg(scales + row0 + 8);
 
             kv_bars.consumer_wait(ks);
-            const u32 a_addr = smem_addr(kv_smem + ks.stage * L::kKvTileBytes);
-            const u32 b_addr = smem_addr(q_smem + qs.stage * L::kQTileBytes);
             ptx::wgmma_fence();
-#pragma unroll
-            for (u32 k = 0; k < kHeadDim / 32; ++k)
-                Wgmma::mma(ptx::make_smem_desc_kmajor_sw128(a_addr + 32 * k), ptx::make_smem_desc_kmajor_sw128(b_addr + 32 * k),
-                           acc, k > 0);
-            ptx::wgmma_commit_group();
+            Tile::mma(kv_smem + ks.stage * L::kKvTileBytes, q_smem + qs.stage * L::kQTileBytes, acc);
             ptx::wgmma_wait_group<0>();
 #pragma unroll
-            for (u32 i = 0; i < kN / 2; ++i) ptx::fence_operand(acc[i]);
+            for (u32 i = 0; i < Tile::kNumAccum; ++i) ptx::fence_operand(acc[i]);
             kv_bars.consumer_release_warp(ks, lane);
             ks.advance();
 
-            // relu * w over this lane's heads, then the sum over the quad (xor 1, 2): every lane holds the
-            // full sums; lane % 4 == t % 4 writes query t's two rows.
-            const int p0 = page * (int)kPageRows + (int)row0;
+            float out[2][Tile::kQueriesPerLane];
+            Tile::reduce(acc, w, out, lane);
 #pragma unroll
-            for (u32 t = 0; t < kNextN; ++t) {
-                float sum[2] = {0.0f, 0.0f};
+            for (u32 r = 0; r < 2; ++r) {
 #pragma unroll
-                for (u32 i = 0; i < kNumHeads / 8; ++i) {
-                    const u32 j = t * (kNumHeads / 8) + i;
-#pragma unroll
-                    for (u32 r = 0; r < 2; ++r) {
-                        sum[r] = fmaf(fmaxf(acc[4 * j + 2 * r], 0.0f), w[t][2 * i], sum[r]);
-                        sum[r] = fmaf(fmaxf(acc[4 * j + 2 * r + 1], 0.0f), w[t][2 * i + 1], sum[r]);
-                    }
-                }
-#pragma unroll
-                for (u32 r = 0; r < 2; ++r) {
-                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
-                    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
-                }
-                if (lane % 4 == t % 4) {
-                    OutT* out = logits + (long long)(b * (int)kNextN + (int)t) * a.logits_stride;
-                    if (p0 < len[t]) out[p0] = to_logit<OutT>(sum[0] * s0);
-                    if (p0 + 8 < len[t]) out[p0 + 8] = to_logit<OutT>(sum[1] * s1);
-                }
+                for (u32 m = 1; m < kSpan; m <<= 1) out[r][0] += __shfl_xor_sync(0xffffffffu, out[r][0], m);
+            }
+            if (writer) {
+                const int p0 = page * (int)kPageRows + (int)row0;
+                OutT* row = logits + (long long)(b * (int)kNextN + (int)my_t) * a.logits_stride;
+                if (p0 < my_len) row[p0] = mqa::to_logit<OutT>(out[0][0] * s0);
+                if (p0 + 8 < my_len) row[p0 + 8] = mqa::to_logit<OutT>(out[1][0] * s1);
             }
         });
     }
 
     if constexpr (kClean) {
         // -inf at [len, max_context_len) of rows blockIdx.x, blockIdx.x + gridDim.x, ...
-        const OutT neg_inf = to_logit<OutT>(-__int_as_float(0x7f800000));
+        const OutT neg_inf = mqa::to_logit<OutT>(-__int_as_float(0x7f800000));
         OutT* logits = static_cast<OutT*>(a.logits);
         const int rows = a.batch * (int)kNextN;
         for (int row = blockIdx.x; row < rows; row += gridDim.x) {
