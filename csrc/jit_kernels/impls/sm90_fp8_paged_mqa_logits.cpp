@@ -32,7 +32,8 @@ uint32_t PagedMqaConfig::key() const {
 
 int paged_mqa_smem_bytes(const PagedMqaConfig& c) {
     const int n = c.num_heads * c.next_n;
-    return kPagedMqaStages * kPagedMqaBlockKv * kPagedMqaHeadDim + 2 * n * kPagedMqaHeadDim + (2 * kPagedMqaStages + 4) * 8;
+    return kPagedMqaStages * (kPagedMqaBlockKv * kPagedMqaHeadDim + kPagedMqaBlockKv * 4) + 2 * n * kPagedMqaHeadDim +
+           (2 * kPagedMqaStages + 4) * 8;
 }
 
 jit::KernelSource paged_mqa_logits_source(const PagedMqaConfig& c) {
@@ -47,9 +48,9 @@ jit::KernelSource paged_mqa_logits_source(const PagedMqaConfig& c) {
         "#include <deep_gemm/impls/sm90_fp8_paged_mqa_logits.cuh>\n"
         "\n"
         "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kPagedMqaThreads) + ", 1)\n" +
-        symbol + "(" + tmap + " tmap_q, " + tmap + " tmap_kv, const deep_gemm::paged_mqa::Args args) {\n"
+        symbol + "(" + tmap + " tmap_q, " + tmap + " tmap_kv, " + tmap + " tmap_sf, const deep_gemm::paged_mqa::Args args) {\n"
         "    deep_gemm::paged_mqa::paged_mqa_logits_impl<" + tparams + ", " + b(c.lens_2d) + ", " + b(c.clean) + ", " +
-        (c.bf16_logits ? "__nv_bfloat16" : "float") + ">(tmap_q, tmap_kv, args);\n"
+        (c.bf16_logits ? "__nv_bfloat16" : "float") + ">(tmap_q, tmap_kv, tmap_sf, args);\n"
         "}\n"
         "static_assert(deep_gemm::paged_mqa::kThreads == " + std::to_string(kPagedMqaThreads) + ", \"host/device thread count\");\n"
         "static_assert(deep_gemm::paged_mqa::Layout<" + tparams + ">::kSmemBytes == " + std::to_string(paged_mqa_smem_bytes(c)) +
@@ -87,6 +88,12 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
     const CUtensorMap tmap_kv = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, a.kv_cache, kPagedMqaHeadDim, kPagedMqaBlockKv,
                                              uint64_t(a.num_pages), kPagedMqaHeadDim, uint64_t(a.page_stride), kPagedMqaHeadDim,
                                              kPagedMqaBlockKv, CU_TENSOR_MAP_SWIZZLE_128B, "kv_cache");
+    // The scales: 64 float32 after each page's FP8 rows, one box per page (any valid stride for a single page).
+    const uint64_t sf_stride = a.num_pages > 1 ? uint64_t(a.page_stride) : uint64_t(kPagedMqaBlockKv) * (kPagedMqaHeadDim + 4);
+    const CUtensorMap tmap_sf = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                             static_cast<const uint8_t*>(a.kv_cache) + kPagedMqaBlockKv * kPagedMqaHeadDim,
+                                             kPagedMqaBlockKv, uint64_t(a.num_pages), sf_stride, kPagedMqaBlockKv, 1,
+                                             CU_TENSOR_MAP_SWIZZLE_NONE, "kv_cache scales");
     PagedMqaDeviceArgs args{a.context_lens, a.block_table, a.schedule, a.weights, a.kv_cache, a.logits,
                             (long long)a.page_stride, (long long)a.logits_stride,
                             a.batch, a.num_pages, a.table_width, a.table_stride, a.max_context_len};
@@ -96,8 +103,8 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
     config.block[0] = kPagedMqaThreads;
     config.smem_bytes = unsigned(smem);
     config.stream = a.stream;
-    CUtensorMap q_map = tmap_q, kv_map = tmap_kv;
-    void* params[] = {&q_map, &kv_map, &args};
+    CUtensorMap q_map = tmap_q, kv_map = tmap_kv, sf_map = tmap_sf;
+    void* params[] = {&q_map, &kv_map, &sf_map, &args};
     kernel.launch(config, params);
 }
 

@@ -17,7 +17,8 @@
 // sum over heads in registers) is the shared MQA tile of the dense kernel (mqa_logits_tile.cuh).
 //
 // Warp roles (kThreads = 160): warps 0-3 are the math warpgroup, warp 4 lane 0 issues the TMA loads:
-// kv pages into a kStages ring, the query tile of a batch into one of two q slots when the batch changes.
+// kv pages (the 64 x 128 FP8 rows and, through a second tensor map, the 64 scales) into a kStages ring, the
+// query tile of a batch into one of two q slots when the batch changes.
 // With clean logits, after its units each CTA writes -inf to positions [len, max_context_len) of a strided
 // share of the rows (disjoint from what the units write, so no ordering between CTAs is needed).
 #pragma once
@@ -42,8 +43,10 @@ struct Layout {
     static constexpr u32 kN = kNumHeads * kNextN;
     static constexpr u32 kKvTileBytes = kPageRows * kHeadDim;  // 8 KB, 1024-byte multiple
     static constexpr u32 kQTileBytes = kN * kHeadDim;          // N rows of 128 B, 1024-byte multiple (N % 8 == 0)
+    static constexpr u32 kScaleBytes = kPageRows * 4;          // the page's 64 float32 scales
     static constexpr u32 kQOffset = kStages * kKvTileBytes;
-    static constexpr u32 kBarOffset = kQOffset + 2 * kQTileBytes;
+    static constexpr u32 kScaleOffset = kQOffset + 2 * kQTileBytes;
+    static constexpr u32 kBarOffset = kScaleOffset + kStages * kScaleBytes;
     static constexpr u32 kNumBarriers = 2 * kStages + 4;
     static constexpr u32 kSmemBytes = kBarOffset + kNumBarriers * 8;
     static_assert(kN % 32 == 0 && kN <= 256, "N = next_n * heads: a multiple of 32, at most 256");
@@ -100,7 +103,7 @@ __device__ __forceinline__ void for_each_unit(const Args& a, F&& f) {
 
 template <u32 kNumHeads, u32 kNextN, u32 kStages, bool kLens2d, bool kClean, typename OutT>
 __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_q, const TmaDescriptor& tmap_kv,
-                                                      const Args& a) {
+                                                      const TmaDescriptor& tmap_sf, const Args& a) {
     using L = Layout<kNumHeads, kNextN, kStages>;
     constexpr u32 kN = L::kN;
     // The shared tile takes 4 queries per tile: the kN = kNextN * H columns of a batch are read as 4
@@ -115,6 +118,7 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
     extern __shared__ __align__(1024) u8 smem[];
     u8* kv_smem = smem;
     u8* q_smem = smem + L::kQOffset;
+    const float* sf_smem = reinterpret_cast<const float*>(smem + L::kScaleOffset);
     u64* bars = reinterpret_cast<u64*>(smem + L::kBarOffset);
     const PipelineBarriers<kStages> kv_bars{bars, bars + kStages};
     const PipelineBarriers<2> q_bars{bars + 2 * kStages, bars + 2 * kStages + 2};
@@ -123,6 +127,7 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
     if (thread == kMathThreads) {
         ptx::tma_prefetch_descriptor(tmap_q);
         ptx::tma_prefetch_descriptor(tmap_kv);
+        ptx::tma_prefetch_descriptor(tmap_sf);
         kv_bars.init(4);  // one arrival per math warp
         q_bars.init(4);
     }
@@ -130,27 +135,38 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
     ptx::grid_dependency_wait();
 
     if (warp == 4) {
-        // Producer: one lane walks the units and issues the loads.
-        if (lane == 0) {
-            PipelineState<kStages> ks;
-            PipelineState<2> qs;
-            int prev_b = -1;
-            for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
-                if (b != prev_b) {
-                    if (prev_b >= 0) qs.advance();
-                    prev_b = b;
+        // Producer warp: every lane walks the units (the same data, so the same path); the block indices of up
+        // to 32 pages of a batch are loaded at once, one per lane, and lane 0 issues the barriers and TMA loads.
+        PipelineState<kStages> ks;
+        PipelineState<2> qs;
+        int prev_b = -1, chunk_first = 0, chunk_block = 0;
+        for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
+            const bool new_batch = b != prev_b;
+            if (new_batch) {
+                if (prev_b >= 0) qs.advance();
+                prev_b = b;
+                if (lane == 0) {
                     q_bars.producer_acquire(qs);
                     q_bars.producer_commit(qs, L::kQTileBytes);
                     ptx::tma_load_2d(q_smem + qs.stage * L::kQTileBytes, tmap_q, &q_bars.full[qs.stage], 0, b * (int)kN);
                 }
-                int block = __ldg(a.block_table + (long long)b * a.table_stride + page);
-                block = min(max(block, 0), a.num_pages - 1);
+            }
+            if (new_batch or page - chunk_first >= 32) {
+                chunk_first = page;
+                const int p = page + (int)lane;  // entries past the batch's pages are read but not used
+                const int raw = p < a.table_width ? __ldg(a.block_table + (long long)b * a.table_stride + p) : 0;
+                chunk_block = min(max(raw, 0), a.num_pages - 1);
+            }
+            const int block = __shfl_sync(0xffffffffu, chunk_block, page - chunk_first);
+            if (lane == 0) {
                 kv_bars.producer_acquire(ks);
-                kv_bars.producer_commit(ks, L::kKvTileBytes);
+                kv_bars.producer_commit(ks, L::kKvTileBytes + L::kScaleBytes);
                 ptx::tma_load_3d(kv_smem + ks.stage * L::kKvTileBytes, tmap_kv, &kv_bars.full[ks.stage], 0, 0, block);
-                ks.advance();
-            });
-        }
+                ptx::tma_load_2d(const_cast<float*>(sf_smem) + ks.stage * kPageRows, tmap_sf, &kv_bars.full[ks.stage], 0, block);
+            }
+            __syncwarp();
+            ks.advance();
+        });
     } else {
         // Math warpgroup: the shared MQA tile (mqa_logits_tile.cuh) does the QGMMAs and relu * w over the heads.
         PipelineState<kStages> ks;
@@ -175,14 +191,8 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
                 Tile::load_weights(w, a.weights, kN / 4, 4u * (u32)b, 4u, lane);
                 q_bars.consumer_wait(qs);
             }
-            // The page's scales: plain loads issued before the wgmma so their latency overlaps it.
-            int block = __ldg(a.block_table + (long long)b * a.table_stride + page);
-            block = min(max(block, 0), a.num_pages - 1);
-            const float* scales =
-                reinterpret_cast<const float*>(a.kv_cache + (long long)block * a.page_stride + L::kKvTileBytes);
-            const float s0 = __ldg(scales + row0), s1 = __ldg(scales + row0 + 8);
-
             kv_bars.consumer_wait(ks);
+            const float s0 = sf_smem[ks.stage * kPageRows + row0], s1 = sf_smem[ks.stage * kPageRows + row0 + 8];
             ptx::wgmma_fence();
             Tile::mma(kv_smem + ks.stage * L::kKvTileBytes, q_smem + qs.stage * L::kQTileBytes, acc);
             ptx::wgmma_wait_group<0>();
