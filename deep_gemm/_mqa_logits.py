@@ -2,15 +2,21 @@
 ``fp8_fp4_mqa_logits`` (v2.6.1 and v2.8.1 call forms) and ``get_mqa_logits_metadata`` (v2.8.1), run by the
 fused SM90 kernel ``deep_gemm/include/deep_gemm/impls/sm90_fp8_mqa_logits.cuh``. See docs/mqa_logits.md."""
 
-from typing import Optional, Tuple
+import numbers
+from typing import Tuple
 
 import torch
 
 from . import _C
 
 _tracing = torch.compiler.is_dynamo_compiling
-_c_fp8_mqa_logits = _C.fp8_mqa_logits
+_c_fp8_mqa_logits = _C._fp8_mqa_logits_unpacked
 _c_get_mqa_logits_metadata = _C.get_mqa_logits_metadata
+
+
+def _is_int(value) -> bool:
+    """An integer that is not a bool (Python, NumPy or a symbolic int under torch.compile)."""
+    return isinstance(value, (numbers.Integral, torch.SymInt)) and not isinstance(value, bool)
 
 
 def _pair(op: str, value, name: str) -> Tuple:
@@ -58,9 +64,9 @@ def fp8_fp4_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, cle
     has no ``clean_logits``: it is True (``-inf`` outside the ranges, what v2.8.1 callers mask with).
     ``schedule_meta`` (from :func:`get_mqa_logits_metadata`) is accepted and not read."""
     op = 'fp8_fp4_mqa_logits'
-    if not isinstance(clean_logits, bool) and isinstance(clean_logits, int):
+    if _is_int(clean_logits):
         # v2.8.1 positional form: (..., max_seqlen_k, logits_dtype, schedule_meta) landed one slot to the left.
-        positional_max = int(clean_logits)
+        positional_max = clean_logits
         if isinstance(max_seqlen_k, torch.dtype):
             if logits_dtype is not torch.float32 and isinstance(logits_dtype, torch.dtype):
                 raise TypeError(f'{op}: logits_dtype given twice ({max_seqlen_k} and {logits_dtype})')
@@ -76,7 +82,7 @@ def fp8_fp4_mqa_logits(q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, cle
     if not isinstance(clean_logits, bool):
         raise TypeError(f'{op}: clean_logits must be a bool (or, in the v2.8.1 form, the 6th argument an int max_seqlen_k); '
                         f'got {type(clean_logits).__name__}')
-    if isinstance(max_seqlen_k, bool) or not isinstance(max_seqlen_k, int):
+    if not _is_int(max_seqlen_k):
         raise TypeError(f'{op}: max_seqlen_k must be an int; got {type(max_seqlen_k).__name__}')
     q_fp, q_sf = _pair(op, q, 'q')
     kv_fp, kv_sf = _pair(op, kv, 'kv')

@@ -98,7 +98,7 @@ py::dict compile_kernel(int num_heads, int head_dim, bool bf16_logits, bool comp
 void register_attention_entries(py::module_& m) {
     m.def("_compile_mqa_logits_kernel", &compile_kernel, py::arg("num_heads"), py::arg("head_dim"), py::arg("bf16_logits"),
           py::arg("compressed"), py::arg("clean"));
-    m.def("fp8_mqa_logits", &logits_entry, py::arg("q"), py::arg("q_sf"), py::arg("kv"), py::arg("kv_sf"), py::arg("weights"),
+    m.def("_fp8_mqa_logits_unpacked", &logits_entry, py::arg("q"), py::arg("q_sf"), py::arg("kv"), py::arg("kv_sf"), py::arg("weights"),
           py::arg("cu_seq_len_k_start"), py::arg("cu_seq_len_k_end"), py::arg("clean_logits"), py::arg("max_seqlen_k"),
           py::arg("logits_dtype"), py::arg("schedule_meta") = py::none(),
           "MQA logits with unpacked operands; see deep_gemm.fp8_fp4_mqa_logits.");

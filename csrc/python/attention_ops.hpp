@@ -6,7 +6,8 @@
 
 namespace deep_gemm::python {
 
-// Adds _C.fp8_mqa_logits, _C.get_mqa_logits_metadata and _C._compile_mqa_logits_kernel.
+// Adds _C._fp8_mqa_logits_unpacked (the public wrappers are in deep_gemm/_mqa_logits.py),
+// _C.get_mqa_logits_metadata and _C._compile_mqa_logits_kernel.
 void register_attention_entries(pybind11::module_& m);
 
 }  // namespace deep_gemm::python

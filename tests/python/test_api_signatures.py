@@ -53,6 +53,7 @@ EXPECTED = {
     'fp8_mqa_logits': 'q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits=True, max_seqlen_k=0',
     'fp8_fp4_mqa_logits': ('q, kv, weights, cu_seq_len_k_start, cu_seq_len_k_end, clean_logits=True, max_seqlen_k=0, '
                            'logits_dtype=torch.float32'),
+    'get_mqa_logits_metadata': 'cu_seq_len_k_start, cu_seq_len_k_end, num_kv_tokens, num_heads',  # v2.8.1
     'get_paged_mqa_logits_metadata': 'context_lens, block_kv, num_sms, indices=None',
     'fp8_paged_mqa_logits': ('q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False, '
                              'indices=None'),
@@ -115,7 +116,7 @@ EXTRA_DEFAULTS = {('per_token_cast_to_fp8', 'use_ue8m0'), ('per_block_cast_to_fp
 
 SM100_ONLY = {'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid'}
 NOT_ON_SM90 = {'einsum', 'fp8_einsum',
-               'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits'}
+               'tf32_hc_prenorm_gemm'}
 
 _MISSING = object()
 

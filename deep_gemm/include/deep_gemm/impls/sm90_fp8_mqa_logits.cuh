@@ -9,9 +9,9 @@
 // num_cols columns) is -inf; without it those are not written. No [S, H, S_kv] intermediate exists: the
 // head reduction happens in registers (mqa_logits_tile.cuh).
 //
-// One CTA per kQueries consecutive queries. Its kv range is the union of their [ks, ke) ranges (start
-// rounded down to 8 rows), walked in 64-row tiles, so causal / context-parallel ranges cost only what they
-// cover. Warpgroup 0 is the producer (one thread: the q tile once, then the kv tiles through a kNumStages
+// One CTA per kQueries consecutive queries (the last queries in the first CTAs). Its kv range is the
+// union of their [ks, ke) ranges (start rounded down to 8 rows), walked in 64-row tiles, so causal /
+// context-parallel ranges cost only what they cover. Warpgroup 0 is the producer (one thread: the q tile once, then the kv tiles through a kNumStages
 // ring, TMA with a D-byte swizzle); math warpgroups 1 and 2 take tiles alternately (tile t goes to
 // warpgroup t % 2), so one warpgroup's QGMMAs overlap the other's relu / reduction / stores. After the
 // tiles the math threads write the -inf of kClean (columns no tile writes), row by row, coalesced.
@@ -82,7 +82,9 @@ __device__ __forceinline__ void sm90_fp8_mqa_logits_impl(const TmaDescriptor& tm
     ptx::grid_dependency_wait();  // ks / ke / inputs may come from the previous kernel (PDL)
 
     // The CTA's kv range: the union of its queries' ranges (every thread computes it; a few cached loads).
-    const u32 first_query = blockIdx.x * kQueries;
+    // Last queries first: in causal and context-parallel layouts later queries have longer ranges, and
+    // starting the longest CTAs first shortens the tail of the last wave.
+    const u32 first_query = (gridDim.x - 1 - blockIdx.x) * kQueries;
     const u32 num_queries = min_of<u32>(kQueries, seq_len - first_query);
     u32 lo = seq_len_kv, hi = 0;
 #pragma unroll
