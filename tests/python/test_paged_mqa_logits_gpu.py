@@ -150,8 +150,9 @@ def test_device_data_out_of_range_is_clamped():
     assert torch.isneginf(got[2:4]).all()
     clamped = bad_table.clone()
     clamped[2, 0], clamped[3, 0] = 0, kv_cache.shape[0] - 1
-    clamped_lens = bad_lens.clamp(0, cap)
-    want = ref.ref_paged_mqa_logits(q, kv_cache, weights, clamped_lens, clamped, max_len)
+    # The kernel clamps each row's length (L - next_n + t + 1 for 1-D lengths), so the reference gets them per row.
+    row_lens = ref.row_lengths(bad_lens, q.shape[1]).clamp(0, cap).int().contiguous()
+    want = ref.ref_paged_mqa_logits(q, kv_cache, weights, row_lens, clamped, max_len)
     inside = torch.isfinite(want)
     assert torch.equal(inside, torch.isfinite(got)) and calc_diff(got[inside], want[inside]) < 5e-6
 
