@@ -43,16 +43,18 @@ jit::KernelSource paged_mqa_logits_source(const PagedMqaConfig& c) {
     const std::string n = std::to_string(c.num_heads * c.next_n);
     const std::string tparams = std::to_string(c.num_heads) + "u, " + std::to_string(c.next_n) + "u, " +
                                 std::to_string(kPagedMqaStages) + "u";
+    const std::string wgs = std::to_string(paged_mqa_math_warpgroups(c));
     const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
     std::string code = "#define DG_WGMMA_FP8_N " + n + "\n#define DG_WGMMA_BF16_N 0\n"
         "#include <deep_gemm/impls/sm90_fp8_paged_mqa_logits.cuh>\n"
         "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kPagedMqaThreads) + ", 1)\n" +
+        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(paged_mqa_threads(c)) + ", 1)\n" +
         symbol + "(" + tmap + " tmap_q, " + tmap + " tmap_kv, " + tmap + " tmap_sf, const deep_gemm::paged_mqa::Args args) {\n"
-        "    deep_gemm::paged_mqa::paged_mqa_logits_impl<" + tparams + ", " + b(c.lens_2d) + ", " + b(c.clean) + ", " +
+        "    deep_gemm::paged_mqa::paged_mqa_logits_impl<" + tparams + ", " + wgs + "u, " + b(c.lens_2d) + ", " + b(c.clean) + ", " +
         (c.bf16_logits ? "__nv_bfloat16" : "float") + ">(tmap_q, tmap_kv, tmap_sf, args);\n"
         "}\n"
-        "static_assert(deep_gemm::paged_mqa::kThreads == " + std::to_string(kPagedMqaThreads) + ", \"host/device thread count\");\n"
+        "static_assert(deep_gemm::paged_mqa::threads_of<" + wgs + "u> == " + std::to_string(paged_mqa_threads(c)) +
+        ", \"host/device thread count\");\n"
         "static_assert(deep_gemm::paged_mqa::Layout<" + tparams + ">::kSmemBytes == " + std::to_string(paged_mqa_smem_bytes(c)) +
         ", \"host/device shared memory size mismatch\");\n";
     return jit::KernelSource{"sm90_fp8_paged_mqa_logits", symbol, std::move(code)};
@@ -100,7 +102,7 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
 
     jit::LaunchConfig config;
     config.grid[0] = unsigned(a.schedule_sms);
-    config.block[0] = kPagedMqaThreads;
+    config.block[0] = unsigned(paged_mqa_threads(c));
     config.smem_bytes = unsigned(smem);
     config.stream = a.stream;
     CUtensorMap q_map = tmap_q, kv_map = tmap_kv, sf_map = tmap_sf;

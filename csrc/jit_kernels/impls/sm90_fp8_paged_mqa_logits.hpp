@@ -31,7 +31,11 @@ struct PagedMqaConfigHash {
 inline constexpr int kPagedMqaBlockKv = 64;   // kv rows per page
 inline constexpr int kPagedMqaHeadDim = 128;  // FP8 bytes per q / kv row
 inline constexpr int kPagedMqaStages = 8;     // kv pages in flight per SM (8 KB each)
-inline constexpr int kPagedMqaThreads = 160;  // one math warpgroup + one TMA warp
+
+// Math warpgroups of a config: two (taking pages in turns, one's QGMMAs overlapping the other's reduction) where
+// their accumulators fit beside each other (N = next_n * H <= 128), else one. Threads: 128 per warpgroup + a TMA warp.
+inline int paged_mqa_math_warpgroups(const PagedMqaConfig& c) { return c.next_n * c.num_heads <= 128 ? 2 : 1; }
+inline int paged_mqa_threads(const PagedMqaConfig& c) { return 128 * paged_mqa_math_warpgroups(c) + 32; }
 
 struct PagedMqaArgs {
     PagedMqaConfig config;

@@ -16,7 +16,8 @@
 // The per-tile math (QGMMA m64nNk32 of the kv tile against the batch's kNextN * H query rows, relu * w and the
 // sum over heads in registers) is the shared MQA tile of the dense kernel (mqa_logits_tile.cuh).
 //
-// Warp roles (kThreads = 160): warps 0-3 are the math warpgroup, warp 4 lane 0 issues the TMA loads:
+// Warp roles (threads_of<kMathWGs> = 128 * kMathWGs + 32): kMathWGs math warpgroups take the units of the CTA in
+// turns (unit i: warpgroup i % kMathWGs), so one's QGMMAs overlap another's reduction; the last warp issues the loads:
 // kv pages (the 64 x 128 FP8 rows and, through a second tensor map, the 64 scales) into a kStages ring, the
 // query tile of a batch into one of two q slots when the batch changes.
 // With clean logits, after its units each CTA writes -inf to positions [len, max_context_len) of a strided
@@ -35,8 +36,8 @@ namespace deep_gemm::paged_mqa {
 
 constexpr u32 kPageRows = 64;   // block_kv: kv rows per page = wgmma M
 constexpr u32 kHeadDim = 128;   // FP8 bytes per kv / q row = one 128-byte swizzle row
-constexpr u32 kMathThreads = 128;
-constexpr u32 kThreads = kMathThreads + 32;
+template <u32 kMathWGs>
+constexpr u32 threads_of = 128 * kMathWGs + 32;
 
 template <u32 kNumHeads, u32 kNextN, u32 kStages>
 struct Layout {
@@ -101,7 +102,7 @@ __device__ __forceinline__ void for_each_unit(const Args& a, F&& f) {
     }
 }
 
-template <u32 kNumHeads, u32 kNextN, u32 kStages, bool kLens2d, bool kClean, typename OutT>
+template <u32 kNumHeads, u32 kNextN, u32 kStages, u32 kMathWGs, bool kLens2d, bool kClean, typename OutT>
 __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_q, const TmaDescriptor& tmap_kv,
                                                       const TmaDescriptor& tmap_sf, const Args& a) {
     using L = Layout<kNumHeads, kNextN, kStages>;
@@ -123,18 +124,20 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
     const PipelineBarriers<kStages> kv_bars{bars, bars + kStages};
     const PipelineBarriers<2> q_bars{bars + 2 * kStages, bars + 2 * kStages + 2};
 
+    static_assert(kMathWGs == 1 || kMathWGs == 2, "one or two math warpgroups");
+    constexpr u32 kThreads = threads_of<kMathWGs>;
     const u32 thread = threadIdx.x, warp = thread / 32, lane = thread % 32;
-    if (thread == kMathThreads) {
+    if (thread == 128 * kMathWGs) {
         ptx::tma_prefetch_descriptor(tmap_q);
         ptx::tma_prefetch_descriptor(tmap_kv);
         ptx::tma_prefetch_descriptor(tmap_sf);
-        kv_bars.init(4);  // one arrival per math warp
-        q_bars.init(4);
+        kv_bars.init(4);             // a page is read by one warpgroup: one arrival per warp
+        q_bars.init(4 * kMathWGs);   // a batch's queries by all of them
     }
     __syncthreads();
     ptx::grid_dependency_wait();
 
-    if (warp == 4) {
+    if (warp == 4 * kMathWGs) {
         // Producer warp: every lane walks the units (the same data, so the same path); the block indices of up
         // to 32 pages of a batch are loaded at once, one per lane, and lane 0 issues the barriers and TMA loads.
         PipelineState<kStages> ks;
@@ -168,7 +171,11 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
             ks.advance();
         });
     } else {
-        // Math warpgroup: the shared MQA tile (mqa_logits_tile.cuh) does the QGMMAs and relu * w over the heads.
+        // Math warpgroups: the shared MQA tile (mqa_logits_tile.cuh) does the QGMMAs and relu * w over the heads.
+        // Every warpgroup walks all units (ring stages and q slots advance in step) and computes its own; each waits
+        // for and releases every batch's q slot, so a slot's release count is the same whoever computed its units.
+        const u32 wg = warp / 4;
+        u32 unit = 0;
         PipelineState<kStages> ks;
         PipelineState<2> qs;
         int prev_b = -1, my_len = 0;
@@ -178,7 +185,7 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
         // After Tile::reduce this lane holds pseudo-query lane % 4, i.e. part (lane % 4) % kSpan of query my_t.
         const u32 my_t = (lane % 4) / kSpan;
         const bool writer = lane % kSpan == 0;
-        const u32 row0 = Tile::row_of(0, warp, lane);
+        const u32 row0 = Tile::row_of(0, warp % 4, lane);
         for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
             if (b != prev_b) {
                 if (prev_b >= 0) {
@@ -190,6 +197,10 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
                 // Batch b's weights are the 4 pseudo-rows 4b .. 4b + 3 of kN / 4 floats (weights contiguous).
                 Tile::load_weights(w, a.weights, kN / 4, 4u * (u32)b, 4u, lane);
                 q_bars.consumer_wait(qs);
+            }
+            if (unit++ % kMathWGs != wg) {
+                ks.advance();
+                return;
             }
             kv_bars.consumer_wait(ks);
             const float s0 = sf_smem[ks.stage * kPageRows + row0], s1 = sf_smem[ks.stage * kPageRows + row0 + 8];
