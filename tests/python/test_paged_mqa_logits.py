@@ -349,3 +349,108 @@ def test_compile_fullgraph(dynamic):
     targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == 'call_function']
     assert any('deep_gemm.fp8_paged_mqa_logits' in t for t in targets), targets
     assert any('deep_gemm.get_paged_mqa_logits_metadata' in t for t in targets), targets
+
+
+# ---- a model of the kernel's barrier protocol --------------------------------------------------------------
+#
+# sm90_fp8_paged_mqa_logits.cuh in Python: the TMA warp and kMathWGs math warpgroups as generators that yield when
+# they wait on an mbarrier (phase k incomplete: a wait for parity P returns once P != k % 2), TMA copies landing at
+# once. Each slot records what was last loaded into it; a consumer checks it reads its own unit and batch (a
+# producer overwriting a slot too early would show), and the run must end with every unit computed once (no
+# deadlock) for any interleaving.
+
+class _Barrier:
+    def __init__(self, count):
+        self.count, self.arrived, self.phase = count, 0, 0
+
+    def arrive(self):
+        self.arrived += 1
+        if self.arrived == self.count:
+            self.arrived, self.phase = 0, self.phase + 1
+
+
+class _Ring:
+    def __init__(self, stages):
+        self.stages, self.stage, self.parity = stages, 0, 0
+
+    def advance(self):
+        self.stage += 1
+        if self.stage == self.stages:
+            self.stage, self.parity = 0, self.parity ^ 1
+
+
+def _wait(bar, parity):
+    while parity == bar.phase % 2:
+        yield
+
+
+def _protocol_run(units, stages, math_wgs, seed):
+    kv_full = [_Barrier(1) for _ in range(stages)]
+    kv_empty = [_Barrier(4) for _ in range(stages)]
+    q_full = [_Barrier(1) for _ in range(2)]
+    q_empty = [_Barrier(4 * math_wgs) for _ in range(2)]
+    kv_slot, q_slot, computed = [None] * stages, [None] * 2, []
+
+    def producer():
+        ks, qs, prev = _Ring(stages), _Ring(2), None
+        for b, page in units:
+            if b != prev:
+                if prev is not None:
+                    qs.advance()
+                prev = b
+                yield from _wait(q_empty[qs.stage], qs.parity ^ 1)
+                q_slot[qs.stage] = b
+                q_full[qs.stage].arrive()
+            yield from _wait(kv_empty[ks.stage], ks.parity ^ 1)
+            kv_slot[ks.stage] = (b, page)
+            kv_full[ks.stage].arrive()
+            ks.advance()
+
+    def math(wg):
+        ks, qs, prev = _Ring(stages), _Ring(2), None
+        for i, (b, page) in enumerate(units):
+            if b != prev:
+                if prev is not None:
+                    for _ in range(4):
+                        q_empty[qs.stage].arrive()
+                    qs.advance()
+                prev = b
+                yield from _wait(q_full[qs.stage], qs.parity)
+            if i % math_wgs != wg:
+                ks.advance()
+                continue
+            yield from _wait(kv_full[ks.stage], ks.parity)
+            assert kv_slot[ks.stage] == (b, page) and q_slot[qs.stage] == b, 'a slot was overwritten before it was read'
+            yield  # the QGMMAs: another role may run in between
+            assert kv_slot[ks.stage] == (b, page) and q_slot[qs.stage] == b, 'a slot was overwritten while it was read'
+            computed.append((b, page))
+            for _ in range(4):
+                kv_empty[ks.stage].arrive()
+            ks.advance()
+
+    rng = random.Random(seed)
+    roles = [producer()] + [math(wg) for wg in range(math_wgs)]
+    steps = 0
+    while roles:
+        role = rng.choice(roles)
+        try:
+            next(role)
+        except StopIteration:
+            roles.remove(role)
+        steps += 1
+        assert steps < 100000, 'deadlock'
+    assert sorted(computed) == sorted(units)
+
+
+@pytest.mark.parametrize('math_wgs', [1, 2])
+@pytest.mark.parametrize('seed', range(8))
+def test_barrier_protocol_model(math_wgs, seed):
+    rng = random.Random(seed)
+    pages = [rng.choice([0, 1, 2, 3, 9, 17]) for _ in range(rng.randint(1, 12))]
+    units = [(b, j) for b, p in enumerate(pages) for j in range(p)]
+    for stages in (2, 8):
+        _protocol_run(units, stages, math_wgs, seed)
+    # Runs of one-page batches: a warpgroup owning none of a batch's pages still waits for its q slot before
+    # releasing it (else it could release a slot twice in one phase while the other still reads it).
+    for run in range(40):
+        _protocol_run([(b, 0) for b in range(12)], 8, math_wgs, 1000 * seed + run)
