@@ -93,13 +93,15 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     const int64_t row_bytes = kPagedMqaHeadDim + 4;
     if ((known(kv.size[1]) and kv.size[1] != kPagedMqaBlockKv) or (known(kv.size[2]) and kv.size[2] != 1) or
         (known(kv.size[3]) and kv.size[3] != row_bytes))
-        check.value_error(fmt::format("kv_cache must have shape [num_blocks, {}, 1, {}] (D = {} FP8 bytes + a float32 scale per row); got {}",
+        check.value_error(fmt::format("kv_cache must have shape [num_blocks, {}, 1, {}] (D = {} FP8 bytes + a float32 scale per row); "
+                                      "got {}",
                                       kPagedMqaBlockKv, row_bytes, kPagedMqaHeadDim, kv.shape_str()));
     if (known(kv.size[0]) and (kv.size[0] < 1 or kv.size[0] > kIntMax))
         check.value_error(fmt::format("kv_cache must hold between 1 and 2^31 - 1 blocks; got shape {}", kv.shape_str()));
     const bool packed_page = (not known(kv.stride[3]) or kv.stride[3] == 1) and (not known(kv.stride[1]) or kv.stride[1] == row_bytes);
     if (not packed_page)
-        check.value_error(fmt::format("kv_cache blocks must be packed (strides [*, {}, *, 1]); got strides {}", row_bytes, kv.stride_str()));
+        check.value_error(
+            fmt::format("kv_cache blocks must be packed (strides [*, {}, *, 1]); got strides {}", row_bytes, kv.stride_str()));
     check.tma_outer_stride(kv, 0, kPagedMqaBlockKv * row_bytes);
     check.tma_base(kv);
 
