@@ -23,6 +23,7 @@
 #include "python/swiglu_ops.hpp"
 #include "python/attention_ops.hpp"
 #include "python/hyperconnection_ops.hpp"
+#include "python/paged_mqa_ops.hpp"
 
 #ifndef DG_VERSION
 #define DG_VERSION "0.0.0"
@@ -185,6 +186,8 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- tf32_hc_prenorm_gemm (hyperconnection_ops.cpp) ----
     python::register_hc_entries(m);
+    // ---- paged MQA logits (paged_mqa_ops.cpp) ----
+    python::register_paged_mqa_entries(m);
 
     // ---- BF16 GEMMs through cuBLASLt (cublaslt_ops.cpp) ----
     python::register_cublaslt_entries(m);

@@ -129,6 +129,13 @@ def apply_weight_to_fp8(x: Tensor, out: Tensor, topk_weights: Optional[Tensor] =
 def _compile_quant_kernel(input: str, swiglu: bool, group: int, sf_layout: str, round_scale: bool, weights: bool, clamp: bool,
                           output_bf16: bool, fast_math: bool) -> Dict[str, Any]: ...
 
+# ---- paged MQA logits (csrc/python/paged_mqa_ops.cpp); the public wrappers are in deep_gemm/_paged_mqa.py ----
+def get_paged_mqa_logits_metadata(context_lens: Tensor, block_kv: int, num_sms: int, indices: Optional[Tensor] = None) -> Tensor: ...
+def _fp8_paged_mqa_logits(q: Tensor, q_sf: Optional[Tensor], kv_cache: Tensor, weights: Tensor, context_lens: Tensor,
+                          block_table: Tensor, schedule_meta: Tensor, max_context_len: int, clean_logits: bool, logits_bf16: bool,
+                          indices: Optional[Tensor] = None) -> Tensor: ...
+def _compile_paged_mqa_kernel(num_heads: int, next_n: int, lens_2d: bool, clean: bool, bf16_logits: bool) -> Dict[str, Any]: ...
+
 # ---- MQA logits of the sparse-attention indexer (csrc/python/attention_ops.cpp); unpacked operands ----
 def _fp8_mqa_logits_unpacked(q: Tensor, q_sf: Optional[Tensor], kv: Tensor, kv_sf: Tensor, weights: Tensor, cu_seq_len_k_start: Tensor,
                              cu_seq_len_k_end: Tensor, clean_logits: bool, max_seqlen_k: int, logits_dtype: Any,

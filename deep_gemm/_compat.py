@@ -86,21 +86,8 @@ def tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits=None):
 from ._mqa_logits import fp8_fp4_mqa_logits, fp8_mqa_logits, get_mqa_logits_metadata  # noqa: E402,F401
 
 
-def get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices=None):
-    """Not implemented here."""
-    _unavailable('get_paged_mqa_logits_metadata', _NOT_ON_SM90)
-
-
-def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False,
-                         indices=None):
-    """Not implemented here."""
-    _unavailable('fp8_paged_mqa_logits', _NOT_ON_SM90)
-
-
-def fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False,
-                             logits_dtype=torch.float32, indices=None):
-    """Not implemented here."""
-    _unavailable('fp8_fp4_paged_mqa_logits', _NOT_ON_SM90)
+# Paged MQA logits: real SM90 kernels (deep_gemm/_paged_mqa.py).
+from ._paged_mqa import fp8_fp4_paged_mqa_logits, fp8_paged_mqa_logits, get_paged_mqa_logits_metadata  # noqa: E402,F401
 
 
 __all__ = [name for name in dir() if not name.startswith('_') and name not in ('Optional', 'Sequence', 'torch')]

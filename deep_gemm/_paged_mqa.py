@@ -1,0 +1,111 @@
+"""Paged MQA logits of the sparse-attention indexer (DeepSeek V3.2 / V4, GLM-5): DeepGEMM's
+``get_paged_mqa_logits_metadata``, ``fp8_paged_mqa_logits`` and ``fp8_fp4_paged_mqa_logits`` on SM90, in both
+the DeepGEMM 2.6 and 2.8 call forms. The kernel is ``deep_gemm/include/deep_gemm/impls/
+sm90_fp8_paged_mqa_logits.cuh``; semantics and the schedule layout are in ``docs/paged_mqa_logits.md``."""
+
+from typing import Optional
+
+import torch
+
+from . import _C
+
+_tracing = torch.compiler.is_dynamo_compiling
+_c_metadata = _C.get_paged_mqa_logits_metadata
+_c_logits = _C._fp8_paged_mqa_logits
+
+
+def get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices=None):
+    """Schedule of :func:`fp8_paged_mqa_logits`: int32 ``[num_sms + 1, 2]`` on ``context_lens``' device.
+
+    ``context_lens``: int32 ``[B]`` or ``[B, next_n]`` (contiguous); ``block_kv`` must be 64; ``indices``
+    (varlen rows) is SM100-only in DeepGEMM and raises ``NotImplementedError``. Batch ``b`` has
+    ``ceil(max_t context_lens[b, t] / 64)`` pages (``context_lens[b]`` for 1-D lengths; negative lengths count
+    0); the work units ``(b, page)`` are numbered batch-major, and row ``i < num_sms`` holds ``(batch, page)``
+    of unit ``floor(i * total / num_sms)``, the first unit of SM ``i``; row ``num_sms`` is ``(B, 0)``. Built
+    with tensor ops on the tensor's device: no host synchronisation, so it can be captured in a CUDA graph.
+    """
+    if _tracing():
+        return torch.ops.deep_gemm.get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices)
+    return _c_metadata(context_lens, block_kv, num_sms, indices)
+
+
+def _split_q(op: str, q):
+    if isinstance(q, (tuple, list)):
+        if len(q) != 2:
+            raise ValueError(f'{op}: q must be a tensor or a pair (q, q_sf); got a sequence of length {len(q)}')
+        return q[0], q[1]
+    return q, None
+
+
+def _logits_bf16(op: str, logits_dtype) -> bool:
+    if logits_dtype == torch.float32:
+        return False
+    if logits_dtype == torch.bfloat16:
+        return True
+    raise TypeError(f'{op}: logits_dtype must be torch.float32 or torch.bfloat16; got {logits_dtype}')
+
+
+def _run(op, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, logits_dtype, indices):
+    if not isinstance(clean_logits, bool):
+        raise TypeError(f'{op}: clean_logits must be a bool (or, in the DeepGEMM 2.8 form, the 8th argument a torch.dtype); '
+                        f'got {type(clean_logits).__name__}')
+    bf16 = _logits_bf16(op, logits_dtype)
+    q, q_sf = _split_q(op, q)
+    if q_sf is not None:
+        raise NotImplementedError(f'{op}: FP4 q (a (q, q_sf) pair with scales) is SM100-only in DeepGEMM; on SM90 pass (q_fp8, None)')
+    if _tracing():
+        return torch.ops.deep_gemm.fp8_paged_mqa_logits(q, None, kv_cache, weights, context_lens, block_table, schedule_meta,
+                                                        max_context_len, clean_logits, bf16, indices)
+    return _c_logits(q, None, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, bf16, indices)
+
+
+def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False,
+                         indices=None):
+    """Paged MQA logits with float32 output (DeepGEMM's 2.6 name; see :func:`fp8_fp4_paged_mqa_logits`)."""
+    return _run('fp8_paged_mqa_logits', q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits,
+                torch.float32, indices)
+
+
+def fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False,
+                             logits_dtype=torch.float32, indices=None):
+    """Paged MQA logits: ``logits[b * next_n + t, p] = sum_h weights[b * next_n + t, h] * relu(q[b, t, h] . kv(p)) * sf(p)``
+    for the kv positions ``p`` of row ``(b, t)``, one fused kernel (no ``[rows, H, ctx]`` intermediate).
+
+    - ``q``: float8_e4m3fn ``[B, next_n, H, 128]`` contiguous, or the pair ``(q, None)`` (FP4 q with scales is
+      SM100-only: ``NotImplementedError``). ``H`` is 32 or 64 and ``next_n * H <= 128``.
+    - ``kv_cache``: uint8 (or float8_e4m3fn) ``[num_blocks, 64, 1, 132]``: each block (page) holds 64 rows of
+      128 FP8 bytes, then the 64 float32 scales ``sf`` (DeepGEMM's fused layout); block stride a multiple of 16 bytes.
+    - ``weights``: float32 ``[B * next_n, H]``; ``block_table``: int32 ``[B, max_blocks]``; token ``p`` of batch
+      ``b`` is row ``p % 64`` of block ``block_table[b, p // 64]``.
+    - ``context_lens``: int32 ``[B]``: row ``(b, t)`` sees ``p <= context_lens[b] - next_n + t``; or ``[B, next_n]``:
+      row ``(b, t)`` sees ``p < context_lens[b, t]``.
+    - ``schedule_meta``: :func:`get_paged_mqa_logits_metadata` of the same ``context_lens``; its row count - 1 is
+      the number of CTAs.
+    - Returns contiguous ``[B * next_n, max_context_len]`` logits of ``logits_dtype`` (float32 or bfloat16).
+      Positions outside a row's range are ``-inf`` with ``clean_logits``, left unwritten otherwise.
+
+    Device data is clamped by the kernel: lengths to ``[0, min(max_context_len, 64 * max_blocks)]``, block
+    indices to ``[0, num_blocks)``, schedule entries to the batch range; bad values give wrong logits, never
+    an access outside the tensors.
+
+    DeepGEMM 2.8 form: ``fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta,
+    max_context_len, logits_dtype=torch.float32, indices=None)``: when the 8th positional argument is a
+    ``torch.dtype`` it is the logits dtype (and the 9th, if any, is ``indices``); nothing is cleaned.
+    """
+    op = 'fp8_fp4_paged_mqa_logits'
+    if isinstance(clean_logits, torch.dtype):
+        # 2.8 positional form: (…, max_context_len, logits_dtype, indices).
+        if isinstance(logits_dtype, torch.dtype) and logits_dtype != torch.float32:
+            raise TypeError(f'{op}: logits_dtype given twice ({clean_logits} positionally, {logits_dtype} by keyword)')
+        if logits_dtype is None or isinstance(logits_dtype, torch.Tensor):
+            if indices is not None:
+                raise TypeError(f'{op}: indices given twice')
+            indices = logits_dtype
+        clean_logits, logits_dtype = False, clean_logits
+    elif logits_dtype is None or isinstance(logits_dtype, torch.Tensor):
+        raise TypeError(f'{op}: logits_dtype must be a torch.dtype; got {type(logits_dtype).__name__}')
+    return _run(op, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, logits_dtype,
+                indices)
+
+
+__all__ = ['get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits']

@@ -1,0 +1,174 @@
+"""GPU correctness of the paged MQA-logits kernel (deep_gemm.fp8_paged_mqa_logits / fp8_fp4_paged_mqa_logits with
+get_paged_mqa_logits_metadata) against paged_mqa_reference.py on the same FP8 inputs.
+
+Fresh random data per case: ragged context lengths (1, exact multiples of 64, lengths ending mid-page, 0 in 2-D
+rows), block tables from a shuffled pool with spare pages, H 32/64, next_n 1/2 (and 4), FP32/BF16 logits, 1-D and
+2-D context_lens, clean and unclean logits, the DeepGEMM 2.8 positional form. The logits buffer is allocated by the
+op: the allocator's block of that size is filled with NaN first, so a position the kernel should write but does not
+stays NaN (checked), and with clean_logits=False the positions outside a row's range must still be NaN (the kernel
+writes nothing there). Skipped without a Hopper GPU.
+"""
+import random
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.gpu
+
+_HAS_HOPPER = torch.cuda.is_available() and torch.cuda.get_device_capability()[0] == 9
+if not _HAS_HOPPER:
+    pytest.skip('needs a Hopper (sm_90) GPU', allow_module_level=True)
+
+import deep_gemm  # noqa: E402
+from deep_gemm.testing import calc_diff  # noqa: E402
+import paged_mqa_reference as ref  # noqa: E402
+
+DEV = 'cuda'
+
+
+def random_lengths(rng, batch):
+    """Lengths >= 1 mixing 1, exact multiples of 64, mid-page ends and long contexts."""
+    pool = [1, 2, 63, 64, 65, 127, 128, 129, 640, 1000, 4096]
+    return [rng.choice(pool) if rng.random() < 0.6 else rng.randrange(1, 3000) for _ in range(batch)]
+
+
+def build(batch, next_n, heads, lens_2d, seed, spare_pages=5):
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    lens = random_lengths(rng, batch)
+    lens = [max(n, next_n) for n in lens]  # 1-D rows see L - next_n + t + 1 >= 1 positions
+    pages = [(n + 63) // 64 for n in lens]
+    width = max(pages) + rng.randrange(0, 3)  # a wider table than needed: entries past a batch's pages are junk
+    num_blocks = sum(pages) + spare_pages
+    pool = torch.randperm(num_blocks, device=DEV, dtype=torch.int32)
+    table = torch.randint(0, num_blocks, (batch, width), device=DEV, dtype=torch.int32)
+    used = 0
+    for b, p in enumerate(pages):
+        table[b, :p] = pool[used:used + p]
+        used += p
+    kv_cache, _ = ref.pack_kv_cache(torch.randn(num_blocks, 64, 1, 128, device=DEV, dtype=torch.bfloat16))
+    q = torch.randn(batch, next_n, heads, 128, device=DEV, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    weights = torch.randn(batch * next_n, heads, device=DEV, dtype=torch.float32)
+    lens_t = torch.tensor(lens, device=DEV, dtype=torch.int32)
+    if lens_2d:
+        # Per-row lengths in [0, L] with the last row at L (DeepGEMM's test draws them the same way).
+        per_row = ((lens_t[:, None] + 1).float() * torch.rand(batch, next_n, device=DEV)).int()
+        per_row[:, -1] = lens_t
+        per_row[0, 0] = 0  # an empty row
+        lens_t = per_row.contiguous()
+    max_len = max(pages) * 64 + rng.choice([0, 5])
+    return q, kv_cache, weights, lens_t, table, max_len
+
+
+def poison_allocator(rows, cols, dtype):
+    """Fills the caching allocator's next block of this size with NaN, so the op's output starts as NaN."""
+    t = torch.empty(rows, cols, device=DEV, dtype=dtype)
+    t.fill_(float('nan'))
+    del t
+
+
+def run_and_check(q, kv_cache, weights, lens, table, max_len, clean, logits_dtype, form='2.6'):
+    batch, next_n = q.shape[:2]
+    meta = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
+    poison_allocator(batch * next_n, max_len, logits_dtype)
+    if form == '2.8':
+        assert not clean
+        out = deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, lens, table, meta, max_len, logits_dtype)
+    elif logits_dtype == torch.float32 and form == 'legacy':
+        out = deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, lens, table, meta, max_len, clean)
+    else:
+        out = deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, lens, table, meta, max_len, clean, logits_dtype)
+    torch.cuda.synchronize()
+    assert out.shape == (batch * next_n, max_len) and out.dtype == logits_dtype and out.is_contiguous()
+
+    want = ref.ref_paged_mqa_logits(q, kv_cache, weights, lens, table, max_len)
+    inside = torch.isfinite(want)
+    got = out.float()
+    assert not torch.isnan(got[inside]).any(), 'positions inside a row left unwritten'
+    if clean:
+        assert torch.equal(torch.isneginf(got), ~inside), 'the -inf pattern differs from the rows\' ranges'
+    else:
+        assert torch.isnan(got[~inside]).all(), 'the kernel wrote outside a row\'s range'
+    diff = calc_diff(got[inside], want[inside])
+    assert diff < (3e-5 if logits_dtype == torch.bfloat16 else 5e-6), diff
+    if logits_dtype == torch.float32:
+        torch.testing.assert_close(got[inside], want[inside], rtol=1e-4, atol=1e-3)
+    return out, meta
+
+
+CASES = [(batch, next_n, heads, lens_2d, clean, dtype)
+         for batch in (1, 7, 300)
+         for next_n in (1, 2)
+         for heads in (32, 64)
+         for lens_2d, clean in ((False, True), (True, False), (True, True), (False, False))
+         for dtype in (torch.float32, torch.bfloat16)
+         if (batch, lens_2d, clean) != (300, True, True)]
+
+
+@pytest.mark.parametrize('batch,next_n,heads,lens_2d,clean,dtype', CASES)
+def test_paged_mqa_logits(batch, next_n, heads, lens_2d, clean, dtype):
+    seed = hash((batch, next_n, heads, lens_2d, clean, str(dtype))) % 10000
+    run_and_check(*build(batch, next_n, heads, lens_2d, seed), clean=clean, logits_dtype=dtype)
+
+
+@pytest.mark.parametrize('heads', [32, 64])
+def test_next_n_4(heads):
+    run_and_check(*build(5, 4, heads, True, 11), clean=True, logits_dtype=torch.float32)
+
+
+@pytest.mark.parametrize('form', ['2.8', 'legacy'])
+def test_call_forms(form):
+    run_and_check(*build(9, 2, 64, True, 3), clean=form == 'legacy', logits_dtype=torch.float32 if form == 'legacy' else torch.bfloat16,
+                  form=form)
+
+
+def test_repeatable_and_any_schedule_width():
+    q, kv_cache, weights, lens, table, max_len = build(40, 2, 64, False, 5)
+    first, _ = run_and_check(q, kv_cache, weights, lens, table, max_len, True, torch.float32)
+    for num_sms in (1, 3, 200):
+        meta = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, num_sms)
+        again = deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, lens, table, meta, max_len, True)
+        assert torch.equal(again, first), num_sms  # the same per-unit arithmetic whichever CTA runs it
+
+
+def test_device_data_out_of_range_is_clamped():
+    """Lengths past the table and max_context_len, negative lengths, block indices out of range and a junk schedule
+    run without a fault and give the clamped results (an out-of-bounds access itself is checked by
+    scripts/sanitize_cases.py under compute-sanitizer)."""
+    q, kv_cache, weights, lens, table, max_len = build(6, 2, 32, False, 7)
+    bad_lens = lens.clone()
+    bad_lens[0], bad_lens[1] = 1 << 30, -100
+    bad_table = table.clone()
+    bad_table[2, 0], bad_table[3, 0] = -7, kv_cache.shape[0] + 1000
+    meta = deep_gemm.get_paged_mqa_logits_metadata(bad_lens, 64, 16)
+    got = deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, bad_lens, bad_table, meta, max_len, True)
+    torch.cuda.synchronize()
+    # Batch 0 sees min(max_context_len, 64 * table width) positions; batch 1 none; the clamped block indices
+    # read blocks 0 and num_blocks - 1.
+    cap = min(max_len, 64 * table.shape[1])
+    assert torch.isfinite(got[0:2, :cap]).all() and torch.isneginf(got[0:2, cap:]).all()
+    assert torch.isneginf(got[2:4]).all()
+    clamped = bad_table.clone()
+    clamped[2, 0], clamped[3, 0] = 0, kv_cache.shape[0] - 1
+    # The kernel clamps each row's length (L - next_n + t + 1 for 1-D lengths), so the reference gets them per row.
+    row_lens = ref.row_lengths(bad_lens, q.shape[1]).clamp(0, cap).int().contiguous()
+    want = ref.ref_paged_mqa_logits(q, kv_cache, weights, row_lens, clamped, max_len)
+    inside = torch.isfinite(want)
+    assert torch.equal(inside, torch.isfinite(got)) and calc_diff(got[inside], want[inside]) < 5e-6
+
+    junk = torch.tensor([[-5, 9], [3, -1], [99, 99]] + [[2, 1]] * (deep_gemm.get_num_sms() - 2), device=DEV, dtype=torch.int32)
+    deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, bad_lens, bad_table, junk, max_len, True)
+    torch.cuda.synchronize()
+
+
+def test_cuda_graph_capture():
+    q, kv_cache, weights, lens, table, max_len = build(16, 1, 64, True, 9)
+    meta = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
+    eager = deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, lens, table, meta, max_len, True)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        meta_g = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
+        out_g = deep_gemm.fp8_paged_mqa_logits(q, kv_cache, weights, lens, table, meta_g, max_len, True)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(meta_g, meta) and torch.equal(out_g, eager)
