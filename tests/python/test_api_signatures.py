@@ -114,8 +114,7 @@ EXTRA_DEFAULTS = {('per_token_cast_to_fp8', 'use_ue8m0'), ('per_block_cast_to_fp
                   ('per_channel_cast_to_fp8', 'use_ue8m0'), ('per_custom_dims_cast_to_fp8', 'use_ue8m0')}
 
 SM100_ONLY = {'k_grouped_fp8_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid'}
-NOT_ON_SM90 = {'einsum', 'fp8_einsum',
-               'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits', 'get_paged_mqa_logits_metadata',
+NOT_ON_SM90 = {'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits', 'get_paged_mqa_logits_metadata',
                'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits'}
 
 _MISSING = object()
