@@ -114,6 +114,14 @@ BatchReduced validate_batch_reduced(const Checker& check, const at::Tensor& a, c
     return p;
 }
 
+// Batch splits: when the M x N tiles (counted at 128 x 128) cannot fill the GPU, each tile's batches are split over
+// enough CTAs to fill it (at most 64, at least 2 batches per split), each writing an FP32 partial tile.
+int batch_splits(const BatchReduced& p, int num_sms) {
+    const int64_t tiles = ((p.m + 127) / 128) * ((p.n + 127) / 128);
+    const int64_t splits = std::min<int64_t>({num_sms / std::max<int64_t>(tiles, 1), 64, p.s / 2});
+    return int(std::max<int64_t>(splits, 1));
+}
+
 void run_batch_reduced(const BatchReduced& p, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                        const at::Tensor* c, int device) {
     if (p.m == 0 or p.n == 0) return;
@@ -130,11 +138,27 @@ void run_batch_reduced(const BatchReduced& p, const at::Tensor& a, const at::Ten
     kernels::GemmOperands& o = desc.operands;
     q.mode = kernels::GemmGroupedMode::kBatchReduced;
     q.m = int(p.m), q.n = int(p.n), q.k = int(p.k), q.num_groups = int(p.s);
-    q.d_fp32 = d.scalar_type() == at::kFloat;
-    q.with_c = p.has_c;
-    o.a = a.const_data_ptr(), o.b = b.const_data_ptr(), o.d = d.data_ptr();
+    q.batch_splits = batch_splits(p, q.num_sms);
+    o.a = a.const_data_ptr(), o.b = b.const_data_ptr();
     o.lda = stride_or(p.a, 1, align8(p.k)), o.ldb = stride_or(p.b, 1, align8(p.k));
     o.a_group_stride = stride_or(p.a, 0, p.m * o.lda), o.b_group_stride = stride_or(p.b, 0, p.n * o.ldb);
+    if (q.batch_splits > 1) {
+        // FP32 partial tiles [splits, M, N], added up (with C) in a fixed order afterwards: deterministic.
+        const at::Tensor partials = at::empty({q.batch_splits, p.m, p.n}, d.options().dtype(at::kFloat));
+        q.d_fp32 = true, q.d_tma_ok = false;
+        o.d = partials.data_ptr(), o.ldd = p.n;
+        kernels::run_gemm(desc);
+        const at::Tensor sum = partials.sum(0);
+        if (p.has_c) {
+            at::add_out(const_cast<at::Tensor&>(d), *c, sum);
+        } else {
+            d.copy_(sum);
+        }
+        return;
+    }
+    q.d_fp32 = d.scalar_type() == at::kFloat;
+    q.with_c = p.has_c;
+    o.d = d.data_ptr();
     o.ldd = stride_or(p.d, 0, p.n);
     q.d_tma_ok = kernels::aligned(o.d, 16) and o.ldd % 8 == 0;
     if (p.has_c) o.c = c->const_data_ptr(), o.ldc = stride_or(p.c, 0, p.n);

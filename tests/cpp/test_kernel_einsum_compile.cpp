@@ -31,6 +31,7 @@ struct EinsumCase {
     int m, n, k, groups;
     bool b_k_major, d_fp32, with_c, d_tma_ok;
     bool expect_tma_store;
+    int splits = 1;  // batch-reduced: batch splits (FP32 partial tiles, no C), as einsum.cpp picks them
 };
 
 // DeepGEMM's test shapes: 'bmk,bnk->mn' with s in {129, 4096, 8192}, (m, n, k) in {(128, 384, 128), (256, 256,
@@ -38,9 +39,10 @@ struct EinsumCase {
 // head width (N not a multiple of BLOCK_N: direct stores) and a BF16 batch-reduced D.
 constexpr GemmKernel kBf16 = GemmKernel::kBf16, kFp8 = GemmKernel::kFp8_1d2d;
 const EinsumCase kCases[] = {
-    {"bmk_fp32_c", kBf16, GemmGroupedMode::kBatchReduced, 128, 384, 128, 4096, true, true, true, true, false},
-    {"bmk_fp32", kBf16, GemmGroupedMode::kBatchReduced, 256, 256, 256, 129, true, true, false, true, false},
-    {"bmk_bf16", kBf16, GemmGroupedMode::kBatchReduced, 384, 128, 384, 8192, true, false, false, true, true},
+    {"bmk_split44", kBf16, GemmGroupedMode::kBatchReduced, 128, 384, 128, 4096, true, true, false, false, false, 44},
+    {"bmk_split33", kBf16, GemmGroupedMode::kBatchReduced, 256, 256, 256, 129, true, true, false, false, false, 33},
+    {"bmk_fp32_c", kBf16, GemmGroupedMode::kBatchReduced, 2048, 2048, 128, 4, true, true, true, true, false},
+    {"bmk_bf16", kBf16, GemmGroupedMode::kBatchReduced, 1536, 1536, 384, 8, true, false, false, true, true},
     {"bhr_hdr_bhd", kBf16, GemmGroupedMode::kHeadBatched, 4096, 128, 512, 128, true, false, false, true, true},
     {"bhd_hdr_bhr", kBf16, GemmGroupedMode::kHeadBatched, 8192, 4096, 1024, 8, false, false, false, true, true},
     {"bhr_hdr_bhd_ragged", kBf16, GemmGroupedMode::kHeadBatched, 100, 200, 512, 8, true, false, false, true, false},
@@ -57,6 +59,7 @@ GemmKernelSource plan(const EinsumCase& c) {
     p.b_k_major = c.b_k_major;
     p.d_fp32 = c.d_fp32, p.with_c = c.with_c, p.d_tma_ok = c.d_tma_ok;
     p.compiled_dims = "nk";
+    p.batch_splits = c.splits;
     return deep_gemm::kernels::plan_gemm(p, deep_gemm::kernels::DeviceLimits{});
 }
 
@@ -93,9 +96,14 @@ TEST(KernelConfigsEinsum, SchedulersAndSymbols) {
     for (const auto& c : kCases) {
         SCOPED_TRACE(c.name);
         const GemmKernelSource src = plan(c);
+        SCOPED_TRACE(src.symbol);
         const bool batch = c.mode == GemmGroupedMode::kBatchReduced;
         EXPECT_NE(src.code.find(batch ? "BatchReducedScheduler" : "HeadBatchedScheduler"), std::string::npos);
         EXPECT_NE(src.symbol.find(batch ? "_bred" : "_heads"), std::string::npos);
+        EXPECT_EQ(src.symbol.find("_bs"), c.splits > 1 ? src.symbol.size() - 5 : std::string::npos) << src.symbol;
+        if (c.splits > 1) {
+            EXPECT_NE(src.code.find(", " + std::to_string(c.splits) + "u>"), std::string::npos) << "splits in the scheduler";
+        }
         EXPECT_EQ(src.symbol.find("_mc"), std::string::npos) << "no multicast for the einsum layouts";
         EXPECT_EQ(src.code.find("Epilogue = deep_gemm::Bf16TmaStoreEpilogue") != std::string::npos, c.expect_tma_store);
         for (const auto& s : symbols) EXPECT_NE(s, src.symbol);
@@ -110,9 +118,10 @@ TEST_F(KernelCompileEinsum, Sm90Bf16EinsumNvcc) {
 
 TEST_F(KernelCompileEinsum, Sm90Bf16EinsumNvrtc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    build_and_check(kCases[0]);  // batch-reduced, FP32 D with C
-    build_and_check(kCases[4]);  // head-batched, N-major y
-    build_and_check(kCases[6]);  // FP8 head-batched
+    build_and_check(kCases[0]);  // batch-reduced, split batches
+    build_and_check(kCases[2]);  // batch-reduced, FP32 D with C
+    build_and_check(kCases[5]);  // head-batched, N-major y
+    build_and_check(kCases[7]);  // FP8 head-batched
 }
 
 }  // namespace

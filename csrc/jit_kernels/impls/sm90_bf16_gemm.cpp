@@ -57,7 +57,8 @@ std::string make_symbol(const GemmKernelKey& key) {
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
     return gemm_symbol(std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t"), key) +
            grouped_symbol_suffix(key) + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
-           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key);
+           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key) +
+           (key.split_k != 0 ? "_bs" + std::to_string(key.split_k) : "");
 }
 
 }  // namespace
@@ -108,6 +109,12 @@ void Bf16GemmTraits::check(const char* op, const GemmDesc& desc) {
         if (o.a_group_stride % 8 != 0) fail(op, "a_group_stride must be a multiple of 8");
         if (is_batch_reduced(p)) {
             if (!p.b_k_major) fail(op, "b must be K-major");
+            if (p.batch_splits < 1 || p.batch_splits > 64 || p.batch_splits > p.num_groups)
+                fail(op, "batch_splits must be in [1, min(64, number of batches)]");
+            if (p.batch_splits > 1 && (!p.d_fp32 || o.c || o.ldd != n))
+                fail(op, "split batches store FP32 partial tiles without C into a packed [splits * M, N] d");
+            if (int64_t(p.num_groups) * ((k + 63) / 64 * 64) >= (int64_t(1) << 31))
+                fail(op, "number of batches * align(K, 64) must be < 2^31");
             if (o.a_group_stride < int64_t(m) * o.lda) fail(op, "a_group_stride must cover one batch [M, K]");
             if (o.b_group_stride < int64_t(n) * o.ldb) fail(op, "b_group_stride must cover one batch [N, K]");
         } else {
@@ -161,8 +168,12 @@ pipeline::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int num
         q.rows_per_group = p.m;
         q.m = p.m * p.num_groups;
     } else if (is_batch_reduced(p)) {
-        // One M x N output whose K loop walks every batch's (zero-padded) K blocks.
-        q.k = p.num_groups * ((p.k + heuristics::kSm90Bf16BlockK - 1) / heuristics::kSm90Bf16BlockK * heuristics::kSm90Bf16BlockK);
+        // One M x N output per batch split (splits x M rows of partial tiles), whose K loop walks its batches'
+        // (zero-padded) K blocks.
+        const int splits = std::max(1, p.batch_splits);
+        q.m = p.m * splits;
+        q.k = (p.num_groups + splits - 1) / splits *
+              ((p.k + heuristics::kSm90Bf16BlockK - 1) / heuristics::kSm90Bf16BlockK * heuristics::kSm90Bf16BlockK);
     }
     q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
@@ -200,7 +211,8 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::Co
     } else {
         chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
                                                           epilogue, q.out_bytes, q.rows_per_group, q.groups,
-                                                          pipeline::block_multiples(q));
+                                                          pipeline::block_multiples(q),
+                                                          q.mode == int(GemmGroupedMode::kHeadBatched) ? q.n : 0);
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
@@ -237,6 +249,7 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
     // last column would write into the next head: only whole tiles (N a multiple of BLOCK_N) store that way.
     if (is_head_batched(p) && key.epilogue == uint8_t(Sm90Bf16Epilogue::kBf16Tma) && p.n % config.block_n != 0)
         key.epilogue = uint8_t(Sm90Bf16Epilogue::kBf16Direct);
+    if (is_batch_reduced(p)) key.split_k = uint8_t(p.batch_splits > 1 ? p.batch_splits : 0);
     dims.apply(key, p.m, p.n, p.k);
     if (is_k_grouped(p)) key.k = 0;  // each group has its own K: never a kernel constant
     return key;
@@ -331,7 +344,8 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
     }
 
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    const int64_t m_blocks = (masked || k_grouped || is_head_batched(p)) ? int64_t(p.num_groups) * ((m + config.block_m - 1) / config.block_m)
+    const int64_t m_blocks = is_batch_reduced(p) ? int64_t(std::max(1, p.batch_splits)) * ((m + config.block_m - 1) / config.block_m)
+                           : (masked || k_grouped || is_head_batched(p)) ? int64_t(p.num_groups) * ((m + config.block_m - 1) / config.block_m)
                                                    : (m + config.block_m - 1) / config.block_m;
     jit::LaunchConfig& launch = prepared.launch;
     launch.grid[0] = cluster > 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)

@@ -148,13 +148,15 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     u8* a_slot = smem_a + st.stage * Layout::kSmemA;
                     u8* b_slot = smem_b + st.stage * Layout::kSmemB;
                     if constexpr (Scheduler::kKWalksGroups) {
-                        // Batch-reduced: K block kb is K block kb % (blocks per batch) of batch kb / (blocks per batch).
+                        // Batch-reduced: K block kb is K block kb % (blocks per batch) of the unit's batch kb / (blocks
+                        // per batch).
                         static_assert(!kAMnMajor && !kBMnMajor && kMulticast == 1, "batch-reduced: K-major A and B");
                         const u32 blocks_per_batch = ceil_div(k, kBlockK);
-                        const u32 batch = kb / blocks_per_batch;
-                        const i32 k_in = static_cast<i32>((kb - batch * blocks_per_batch) * kBlockK);
-                        ptx::tma_load_3d(a_slot, tmap_a, full, k_in, a_row0, static_cast<i32>(batch));
-                        ptx::tma_load_3d(b_slot, tmap_b, full, k_in, n0, static_cast<i32>(batch));
+                        const u32 in_unit = kb / blocks_per_batch;
+                        const i32 k_in = static_cast<i32>((kb - in_unit * blocks_per_batch) * kBlockK);
+                        const i32 batch = static_cast<i32>(scheduler.first_batch() + in_unit);
+                        ptx::tma_load_3d(a_slot, tmap_a, full, k_in, a_row0, batch);
+                        ptx::tma_load_3d(b_slot, tmap_b, full, k_in, n0, batch);
                         st.advance();
                         continue;
                     }
