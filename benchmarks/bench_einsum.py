@@ -1,4 +1,4 @@
-"""Benchmark: deep_gemm.einsum / fp8_einsum on DeepGEMM's test shapes (tests/test_einsum.py of DeepGEMM v2.6.1),
+"""Benchmark: deep_gemm.einsum / fp8_einsum on DeepGEMM's test shapes (DeepGEMM v2.6.1's einsum test),
 against, in the same run, the cuBLASLt loop (einsum(..., use_cublaslt=True)) and torch.einsum.
 
     python3 benchmarks/bench_einsum.py [--runs 20] [--forms bmk,bhr,bhd,fp8] [--json ours.json]

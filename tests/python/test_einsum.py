@@ -102,7 +102,7 @@ def test_bmk_dtypes_and_shapes():
         deep_gemm.einsum('bmk,bnk->mn', a, torch.empty(4, 96, 64, dtype=BF16, device='meta'), d)
     with pytest.raises(ValueError, match=r'^einsum: d\.shape\[1\] \(N\) must equal'):
         deep_gemm.einsum('bmk,bnk->mn', a, b, d[:, :95])
-    with pytest.raises(ValueError, match=r'^einsum: a must be 3-D'):
+    with pytest.raises(ValueError, match=r'^einsum: a must be a 3-D tensor \[S, M, K\]'):
         deep_gemm.einsum('bmk,bnk->mn', a[0], b, d)
 
 
