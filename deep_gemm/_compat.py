@@ -68,7 +68,7 @@ def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
     if torch.compiler.is_dynamo_compiling():
         return torch.ops.deep_gemm.einsum(expr, a, b, d, c, bool(use_cublaslt))
     from . import _C
-    _C.einsum(expr, a, b, d, c, bool(use_cublaslt))
+    _C._einsum(expr, a, b, d, c, bool(use_cublaslt))
 
 
 def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128), epilogue=None, use_128x4_sfd_layout=False):
@@ -93,7 +93,7 @@ def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128), epilogue=None, use_1
     if torch.compiler.is_dynamo_compiling():
         return torch.ops.deep_gemm.fp8_einsum(expr, a[0], a[1], b[0], b[1], d, c, recipe)
     from . import _C
-    _C.fp8_einsum(expr, a[0], a[1], b[0], b[1], d, c, recipe)
+    _C._fp8_einsum(expr, a[0], a[1], b[0], b[1], d, c, recipe)
 
 
 def tf32_hc_prenorm_gemm(a, b, d, sqr_sum, num_splits=None):

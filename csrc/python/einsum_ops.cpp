@@ -71,9 +71,9 @@ void fp8_einsum_entry(const std::string& expr, const at::Tensor& a, const at::Te
 }  // namespace
 
 void register_einsum_entries(py::module_& m) {
-    m.def("einsum", &einsum_entry, py::arg("expr"), py::arg("a"), py::arg("b"), py::arg("d"), py::arg("c") = py::none(),
+    m.def("_einsum", &einsum_entry, py::arg("expr"), py::arg("a"), py::arg("b"), py::arg("d"), py::arg("c") = py::none(),
           py::arg("use_cublaslt") = false, "BF16 einsum into d in place; see deep_gemm.einsum.");
-    m.def("fp8_einsum", &fp8_einsum_entry, py::arg("expr"), py::arg("a"), py::arg("sfa"), py::arg("b"), py::arg("sfb"),
+    m.def("_fp8_einsum", &fp8_einsum_entry, py::arg("expr"), py::arg("a"), py::arg("sfa"), py::arg("b"), py::arg("sfb"),
           py::arg("d"), py::arg("c") = py::none(), py::arg("recipe") = std::vector<int64_t>{1, 128, 128},
           "FP8 einsum ('bhr,hdr->bhd') into d in place; see deep_gemm.fp8_einsum.");
 }

@@ -6,7 +6,7 @@
 
 namespace deep_gemm::python {
 
-// Adds _C.einsum(expr, a, b, d, c=None, use_cublaslt=False) and _C.fp8_einsum(expr, a, sfa, b, sfb, d, c=None, recipe).
+// Adds _C._einsum(expr, a, b, d, c=None, use_cublaslt=False) and _C._fp8_einsum(expr, a, sfa, b, sfb, d, c=None, recipe).
 void register_einsum_entries(pybind11::module_& m);
 
 }  // namespace deep_gemm::python

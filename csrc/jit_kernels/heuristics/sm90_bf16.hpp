@@ -85,21 +85,22 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 // (M <= 128) that still gives at least half a wave of 64-wide N tiles runs fastest with 64-wide tiles
 // (128x24576x1536: 29.3 us vs 33.8 us for the modelled 128x256; 128x7168x2048: 16.0 vs 16.1): these
 // problems stream B, and more CTAs stream it faster than the model's wave count suggests.
-// `multiples` (set_block_size_multiple_of) filters the candidates. `head_n` > 0 (einsum's head-batched GEMMs, N
-// columns per head side by side in D): BLOCK_N divides head_n where a multiple of 16 does (no tile straddles two
-// heads, and D keeps its TMA store), else BLOCK_N <= head_n rounded up to 16 (no tile wider than a head).
+// `multiples` (set_block_size_multiple_of) filters the candidates. `n_unit` > 0 (the einsum layouts): BLOCK_N divides
+// n_unit where a multiple of 16 does, else BLOCK_N <= n_unit rounded up to 16. Head-batched GEMMs pass the head
+// width N (heads side by side in D: no tile straddles two heads, D keeps its TMA store, no tile wider than a head);
+// the batch-reduced one passes 128, the tile width its batch split count is planned for (csrc/apis/einsum.cpp).
 inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
                                                   Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
-                                                  int groups = 1, BlockMultiples multiples = {}, int head_n = 0) {
-    if (head_n > 0) {
+                                                  int groups = 1, BlockMultiples multiples = {}, int n_unit = 0) {
+    if (n_unit > 0) {
         auto pick = [&](bool divisors) {
             Sm90Bf16GemmConfig best;
             double best_cost = -1.0;
             const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
             for (int block_m : {64, 128}) {
                 if (block_m == 128 && small_m && 64 % multiples.m == 0) continue;
-                for (int block_n = 16; block_n <= std::min(kSm90Bf16MaxBlockN, (head_n + 15) / 16 * 16); block_n += 16) {
-                    if (!multiples.allows(block_m, block_n) || (divisors && head_n % block_n != 0)) continue;
+                for (int block_n = 16; block_n <= std::min(kSm90Bf16MaxBlockN, (n_unit + 15) / 16 * 16); block_n += 16) {
+                    if (!multiples.allows(block_m, block_n) || (divisors && n_unit % block_n != 0)) continue;
                     const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
                     if (stages < kSm90Bf16MinStages) continue;
                     const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);

@@ -199,6 +199,13 @@ void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings,
     q.forced[3] = parsed.multicast_request;
 }
 
+// The einsum layouts' BLOCK_N unit (heuristics::choose_sm90_bf16_config): the head width, or 128 for the
+// batch-reduced GEMM (einsum.cpp splits its batches for 128 x 128 tiles); 0 for the other modes.
+static int einsum_n_unit(const pipeline::ConfigQuery& q) {
+    if (q.mode == int(GemmGroupedMode::kHeadBatched)) return q.n;
+    return q.mode == int(GemmGroupedMode::kBatchReduced) ? 128 : 0;
+}
+
 Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
     const Sm90Bf16ConfigOverride ov = override_of(q);
     const Sm90Bf16Epilogue epilogue = Sm90Bf16Epilogue(q.epilogue);
@@ -211,8 +218,7 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::Co
     } else {
         chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
                                                           epilogue, q.out_bytes, q.rows_per_group, q.groups,
-                                                          pipeline::block_multiples(q),
-                                                          q.mode == int(GemmGroupedMode::kHeadBatched) ? q.n : 0);
+                                                          pipeline::block_multiples(q), einsum_n_unit(q));
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
