@@ -47,7 +47,7 @@ def fp8_gemm_nt_skip_head_mid(a, b, d, head_splits, recipe=None, compiled_dims='
     _unavailable('fp8_gemm_nt_skip_head_mid', _SM100)
 
 
-# ---- einsum / fp8_einsum (csrc/apis/einsum.cpp) -----------------------------------------------------------
+# ---- DeepGEMM SM90 ops that deep_gemm does not implement (yet) -----------------------------------------
 
 def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
     """BF16 einsum into ``d`` in place (DeepGEMM's SM90 forms; docs/einsum.md).
