@@ -1,9 +1,9 @@
 """Benchmark: deep_gemm.einsum / fp8_einsum on DeepGEMM's test shapes (DeepGEMM v2.6.1's einsum test),
 against, in the same run, the cuBLASLt loop (einsum(..., use_cublaslt=True)) and torch.einsum.
 
-    python3 benchmarks/bench_einsum.py [--runs 20] [--forms bmk,bhr,bhd,fp8] [--json ours.json]
+    PYTHONPATH=$PWD python3 benchmarks/bench_einsum.py [--runs 20] [--forms bmk,bhr,bhd,fp8] [--json ours.json]
     PYTHONPATH=/path/to/DeepGEMM python3 benchmarks/bench_einsum.py --impl peer --json peer.json
-    python3 benchmarks/bench_einsum.py --against peer.json      # ours, with the ratio to DeepGEMM per shape
+    PYTHONPATH=$PWD python3 benchmarks/bench_einsum.py --against peer.json   # ours, with DeepGEMM / ours per shape
 
 --impl ours (default) times this deep_gemm; --impl peer times whatever `import deep_gemm` finds (DeepGEMM
 built on PYTHONPATH), the same calls (its cuBLASLt path too). Timing: benchmarks/_timing.py (calls in turns, L2
@@ -92,6 +92,10 @@ def main():
     forms = {f.strip() for f in args.forms.split(',') if f.strip()}
     peer = json.load(open(args.against)) if args.against else {}
     import deep_gemm
+    ours = hasattr(deep_gemm, 'compile_only')  # deep_gemm's JIT tools; DeepGEMM has none
+    if ours != (args.impl == 'ours'):
+        sys.exit(f'--impl {args.impl}: `import deep_gemm` found {"ours" if ours else "DeepGEMM"} at {deep_gemm.__file__}; '
+                 'set PYTHONPATH')
     who = 'DeepGEMM' if args.impl == 'peer' else 'ours'
     print(f'{who}: deep_gemm from {os.path.dirname(deep_gemm.__file__)}; {torch.cuda.get_device_name()}, median of {args.runs}')
     torch.manual_seed(0)

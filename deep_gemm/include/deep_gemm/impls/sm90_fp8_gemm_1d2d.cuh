@@ -110,6 +110,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     static_assert(kMulticast == 1 || ((kMulticastOnA ? kBlockM : kBlockN) / 2) % 8 == 0,
                   "multicast halves must stay 1024-byte aligned");
     constexpr u32 kHalfRowsMc = (kMulticastOnA ? kBlockM : kBlockN) / 2;
+    static_assert(!Scheduler::kAGroupMiddle || kMulticast == 1, "the head-batched A map {K, head, rows} is not multicast");
     // Split-K (SplitKScheduler): each unit covers part of a tile's K blocks and leaves an FP32 partial in
     // split_ws; the tile's last unit adds them up and stores D. split_counters: one zeroed u32 per tile,
     // reset to zero by the kernel for the next launch on the stream.
