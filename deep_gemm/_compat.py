@@ -60,7 +60,13 @@ def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
 
     One SM90 BF16 GEMM kernel launch (FP32 accumulation). ``use_cublaslt=True`` runs a loop of
     :func:`cublaslt_gemm_nt` / :func:`cublaslt_gemm_nn` calls instead (one per batch or head).
-    ``epilogue`` (DeepGEMM 2.8) must be ``None``."""
+    ``epilogue`` (DeepGEMM 2.8) must be ``None``. DeepGEMM 2.8 has ``epilogue`` as the 6th positional parameter,
+    where 2.6 (and this function) has ``use_cublaslt``: a 6th positional argument that is neither a bool, an int nor
+    ``None`` is taken for a 2.8 epilogue and rejected like one."""
+    if use_cublaslt is None:
+        use_cublaslt = False
+    elif not isinstance(use_cublaslt, (bool, int)):
+        epilogue, use_cublaslt = use_cublaslt, False
     if epilogue is not None:
         raise ValueError(f'einsum: epilogue must be None (the only epilogue supported on SM90); got {epilogue!r}')
     if not isinstance(expr, str):

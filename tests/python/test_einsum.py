@@ -84,6 +84,10 @@ def test_epilogue_and_expr_type():
         deep_gemm.einsum('bmk,bnk->mn', *bmk(), epilogue='relu')
     with pytest.raises(TypeError, match=r'^einsum: expr must be a str'):
         deep_gemm.einsum(None, *bmk())
+    # DeepGEMM 2.8's positional form einsum(expr, a, b, d, c, epilogue): None binds, an epilogue is rejected.
+    deep_gemm.einsum('bmk,bnk->mn', *bmk(), None, None)
+    with pytest.raises(ValueError, match=r"^einsum: epilogue must be None .*; got 'relu'"):
+        deep_gemm.einsum('bmk,bnk->mn', *bmk(), None, 'relu')
 
 
 def test_bmk_dtypes_and_shapes():
