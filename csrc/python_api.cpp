@@ -18,6 +18,7 @@
 #include "python/jit_tools.hpp"
 #include "python/cache_tools.hpp"
 #include "python/cublaslt_ops.hpp"
+#include "python/einsum_ops.hpp"
 #include "python/logging_bridge.hpp"
 #include "python/plan_tools.hpp"
 #include "python/swiglu_ops.hpp"
@@ -194,4 +195,6 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- MQA logits of the sparse-attention indexer (attention_ops.cpp) ----
     python::register_attention_entries(m);
+    // ---- einsum (einsum_ops.cpp) ----
+    python::register_einsum_entries(m);
 }

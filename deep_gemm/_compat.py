@@ -44,14 +44,57 @@ def k_grouped_fp8_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c=None, re
 
 # ---- DeepGEMM SM90 ops that deep_gemm does not implement (yet) -----------------------------------------
 
-def einsum(expr, a, b, d, c=None, use_cublaslt=False):
-    """Not implemented here."""
-    _unavailable('einsum', _NOT_ON_SM90)
+def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
+    """BF16 einsum into ``d`` in place (DeepGEMM's SM90 forms; docs/einsum.md).
+
+    - ``'bmk,bnk->mn'``: ``a`` ``[S, M, K]``, ``b`` ``[S, N, K]`` bfloat16; ``d`` ``[M, N]`` float32 with an
+      optional float32 ``c`` (which may be ``d``), or bfloat16 without ``c``: ``d = c + sum_s a[s] @ b[s].T``.
+    - ``'bhr,hdr->bhd'``: ``z[:, h] = x[:, h] @ y[h].T`` with ``x`` ``[B, H, R]``, ``y`` ``[H, D, R]``,
+      ``z`` ``[B, H, D]``; ``'bhd,hdr->bhr'``: ``z[:, h] = x[:, h] @ y[h]`` (``z`` ``[B, H, R]``). ``y`` may be a
+      strided slice such as ``fy[:, :, :r]`` when TMA can address it (16-byte aligned base and strides).
+
+    One SM90 BF16 GEMM kernel launch (FP32 accumulation). ``use_cublaslt=True`` runs a loop of
+    :func:`cublaslt_gemm_nt` / :func:`cublaslt_gemm_nn` calls instead (one per batch or head).
+    ``epilogue`` (DeepGEMM 2.8) must be ``None``. DeepGEMM 2.8 has ``epilogue`` as the 6th positional parameter,
+    where 2.6 (and this function) has ``use_cublaslt``: a 6th positional argument that is neither a bool, an int nor
+    ``None`` is taken for a 2.8 epilogue and rejected like one."""
+    if use_cublaslt is None:
+        use_cublaslt = False
+    elif not isinstance(use_cublaslt, (bool, int)):
+        epilogue, use_cublaslt = use_cublaslt, False
+    if epilogue is not None:
+        raise ValueError(f'einsum: epilogue must be None (the only epilogue supported on SM90); got {epilogue!r}')
+    if not isinstance(expr, str):
+        raise TypeError(f'einsum: expr must be a str; got {type(expr).__name__}')
+    if torch.compiler.is_dynamo_compiling():
+        return torch.ops.deep_gemm.einsum(expr, a, b, d, c, bool(use_cublaslt))
+    from . import _C
+    _C._einsum(expr, a, b, d, c, bool(use_cublaslt))
 
 
-def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128)):
-    """Not implemented here."""
-    _unavailable('fp8_einsum', _NOT_ON_SM90)
+def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128), epilogue=None, use_128x4_sfd_layout=False):
+    """FP8 einsum into ``d`` in place; on SM90 only ``'bhr,hdr->bhd'`` (docs/einsum.md):
+    ``z[:, h] = (x[:, h] * sx) @ (y[h] * sy).T`` with ``a = (x, sx)``: ``x`` float8_e4m3fn ``[B, H, R]`` and
+    ``sx`` float32 ``[B, H, ceil(R / 128)]`` (per token and 128 channels, e.g. ``per_token_cast_to_fp8`` of
+    ``x.view(-1, R)``), ``b = (y, sy)``: ``y`` float8_e4m3fn ``[H, D, R]`` and ``sy`` float32
+    ``[H, ceil(D / 128), ceil(R / 128)]`` (per 128x128 block), ``d`` bfloat16 ``[B, H, D]``; ``recipe`` (1, 128, 128).
+
+    One SM90 FP8 1D2D kernel launch (after one transposing copy of ``sx``). DeepGEMM 2.8's ``epilogue`` must be
+    ``None``, and ``d`` a tensor: an epilogue or a ``(d, sfd)`` FP8 output (``use_128x4_sfd_layout``) is SM100-only."""
+    if epilogue is not None:
+        raise ValueError(f'fp8_einsum: epilogue must be None; other epilogues are SM100-only; got {epilogue!r}')
+    if isinstance(d, (tuple, list)):
+        raise ValueError('fp8_einsum: d given as a (d, sfd) pair (an FP8 output with scales) is SM100-only; pass a bfloat16 d')
+    if not isinstance(expr, str):
+        raise TypeError(f'fp8_einsum: expr must be a str; got {type(expr).__name__}')
+    for name, pair in (('a', a), ('b', b)):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f'fp8_einsum: {name} must be a (tensor, scales) pair; got {type(pair).__name__}')
+    recipe = [int(v) for v in recipe]
+    if torch.compiler.is_dynamo_compiling():
+        return torch.ops.deep_gemm.fp8_einsum(expr, a[0], a[1], b[0], b[1], d, c, recipe)
+    from . import _C
+    _C._fp8_einsum(expr, a[0], a[1], b[0], b[1], d, c, recipe)
 
 
 from ._C import tf32_hc_prenorm_gemm as _c_tf32_hc_prenorm_gemm  # noqa: E402

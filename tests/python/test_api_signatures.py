@@ -115,7 +115,6 @@ EXTRA_DEFAULTS = {('per_token_cast_to_fp8', 'use_ue8m0'), ('per_block_cast_to_fp
                   ('per_channel_cast_to_fp8', 'use_ue8m0'), ('per_custom_dims_cast_to_fp8', 'use_ue8m0')}
 
 SM100_ONLY = {'k_grouped_fp8_gemm_tn_contiguous'}
-NOT_ON_SM90 = {'einsum', 'fp8_einsum'}
 
 _MISSING = object()
 
@@ -249,13 +248,6 @@ def _dummy_args(fn):
 def test_sm100_only_names_say_so(name):
     fn = getattr(deep_gemm, name)
     with pytest.raises(NotImplementedError, match=rf'^{name}: needs SM100'):
-        fn(*_dummy_args(fn))
-
-
-@pytest.mark.parametrize('name', sorted(NOT_ON_SM90))
-def test_unimplemented_names_say_so(name):
-    fn = getattr(deep_gemm, name)
-    with pytest.raises(NotImplementedError, match=rf'^{name}: is not implemented on SM90 in deep_gemm'):
         fn(*_dummy_args(fn))
 
 

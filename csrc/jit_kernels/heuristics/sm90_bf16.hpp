@@ -85,10 +85,39 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 // (M <= 128) that still gives at least half a wave of 64-wide N tiles runs fastest with 64-wide tiles
 // (128x24576x1536: 29.3 us vs 33.8 us for the modelled 128x256; 128x7168x2048: 16.0 vs 16.1): these
 // problems stream B, and more CTAs stream it faster than the model's wave count suggests.
-// `multiples` (set_block_size_multiple_of) filters the candidates.
+// `multiples` (set_block_size_multiple_of) filters the candidates. `n_unit` > 0 (the einsum layouts): BLOCK_N divides
+// n_unit where a multiple of 16 does, else BLOCK_N <= n_unit rounded up to 16. Head-batched GEMMs pass the head
+// width N (heads side by side in D: no tile straddles two heads, D keeps its TMA store, no tile wider than a head);
+// the batch-reduced one passes 128, the tile width its batch split count is planned for (csrc/apis/einsum.cpp).
 inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
                                                   Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
-                                                  int groups = 1, BlockMultiples multiples = {}) {
+                                                  int groups = 1, BlockMultiples multiples = {}, int n_unit = 0) {
+    if (n_unit > 0) {
+        auto pick = [&](bool divisors) {
+            Sm90Bf16GemmConfig best;
+            double best_cost = -1.0;
+            const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
+            for (int block_m : {64, 128}) {
+                if (block_m == 128 && small_m && 64 % multiples.m == 0) continue;
+                for (int block_n = 16; block_n <= std::min(kSm90Bf16MaxBlockN, (n_unit + 15) / 16 * 16); block_n += 16) {
+                    if (!multiples.allows(block_m, block_n) || (divisors && n_unit % block_n != 0)) continue;
+                    const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
+                    if (stages < kSm90Bf16MinStages) continue;
+                    const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);
+                    if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
+                        best_cost = cost;
+                        best.block_m = block_m, best.block_n = block_n, best.num_stages = stages;
+                    }
+                }
+            }
+            best.group_n = 8;
+            return best_cost >= 0.0 ? best : Sm90Bf16GemmConfig{0, 0, 0, 8};
+        };
+        const Sm90Bf16GemmConfig divisor = pick(true);
+        if (divisor.block_m != 0) return divisor;
+        const Sm90Bf16GemmConfig bounded = pick(false);
+        if (bounded.block_m != 0) return bounded;
+    }
     Sm90Bf16GemmConfig best;
     const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
     const int small_block_m = small_m && 64 % multiples.m == 0 ? 64 : 128;  // 64-row tiles when allowed

@@ -26,6 +26,10 @@ enum class GemmGroupedMode : int {
     kMGroupedMasked = 2,
     kKGroupedContiguous = 3,
     kMGroupedContiguousPsum = 4,
+    // The einsum layouts (BF16 kernel only; scheduler/einsum_scheduler.cuh): D = sum over the G batches of
+    // A_g @ B_g^T ('bmk,bnk->mn'), and G per-head GEMMs on [b, h, *] activations ('bhr,hdr->bhd', ...).
+    kBatchReduced = 5,
+    kHeadBatched = 6,
 };
 
 // Generated translation unit for one kernel instance (used by the ops and by the compile-only tests):

@@ -23,6 +23,10 @@ bool is_contiguous(const GemmProblem& p) {
     return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
 }
 bool is_m_grouped(const GemmProblem& p) { return is_masked(p) || is_contiguous(p); }  // B is [G, N, K] / [G, K, N]
+bool is_batch_reduced(const GemmProblem& p) { return p.mode == GemmGroupedMode::kBatchReduced; }
+bool is_head_batched(const GemmProblem& p) { return p.mode == GemmGroupedMode::kHeadBatched; }
+// Modes whose A and B both carry the group in their tensor maps (the einsum layouts).
+bool is_einsum(const GemmProblem& p) { return is_batch_reduced(p) || is_head_batched(p); }
 
 // Runs `f`, prefixing the op name to a ConfigError (the override's messages do not know the op).
 template <typename F>
@@ -53,7 +57,8 @@ std::string make_symbol(const GemmKernelKey& key) {
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
     return gemm_symbol(std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t"), key) +
            grouped_symbol_suffix(key) + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
-           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key);
+           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key) +
+           (key.split_k != 0 ? "_bs" + std::to_string(key.split_k) : "");
 }
 
 }  // namespace
@@ -68,6 +73,8 @@ const char* Bf16GemmTraits::op_name(const GemmProblem& p) {
         case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_bf16_gemm_contiguous (psum layout)";
         case GemmGroupedMode::kMGroupedMasked: return "m_grouped_bf16_gemm_masked";
         case GemmGroupedMode::kKGroupedContiguous: return "k_grouped_bf16_gemm_tn_contiguous";
+        case GemmGroupedMode::kBatchReduced: return "einsum('bmk,bnk->mn')";
+        case GemmGroupedMode::kHeadBatched: return p.b_k_major ? "einsum('bhr,hdr->bhd')" : "einsum('bhd,hdr->bhr')";
         default: break;
     }
     if (p.a_k_major) return p.b_k_major ? "bf16_gemm_nt" : "bf16_gemm_nn";
@@ -95,6 +102,34 @@ void Bf16GemmTraits::check(const char* op, const GemmDesc& desc) {
         fail(op, "row strides must be < 2^32 elements");
     const int out_elem = p.d_fp32 ? 4 : 2;
     if (!aligned(o.d, out_elem) || (o.c && !aligned(o.c, out_elem))) fail(op, "d and c must be element-aligned");
+    if (is_einsum(p)) {
+        // A is K-major; batch-reduced: a [G, M, K], b [G, N, K]; head-batched: a = x [M, G, K] (lda the row
+        // stride, a_group_stride the head stride), d = z [M, G, N] with N-wide heads side by side.
+        if (!p.a_k_major) fail(op, "a must be K-major");
+        if (o.a_group_stride % 8 != 0) fail(op, "a_group_stride must be a multiple of 8");
+        if (is_batch_reduced(p)) {
+            if (!p.b_k_major) fail(op, "b must be K-major");
+            if (p.batch_splits < 1 || p.batch_splits > 64 || p.batch_splits > p.num_groups)
+                fail(op, "batch_splits must be in [1, min(64, number of batches)]");
+            if (p.batch_splits > 1 && (!p.d_fp32 || o.c || o.ldd != n))
+                fail(op, "split batches store FP32 partial tiles without C into a packed [splits * M, N] d");
+            if (int64_t(p.num_groups) * ((k + 63) / 64 * 64) >= (int64_t(1) << 31))
+                fail(op, "number of batches * align(K, 64) must be < 2^31");
+            if (o.a_group_stride < int64_t(m) * o.lda) fail(op, "a_group_stride must cover one batch [M, K]");
+            if (o.b_group_stride < int64_t(n) * o.ldb) fail(op, "b_group_stride must cover one batch [N, K]");
+        } else {
+            if (p.d_fp32 || o.c) fail(op, "head-batched D is bfloat16 without C");
+            if (o.a_group_stride < k || o.lda < int64_t(p.num_groups) * o.a_group_stride)
+                fail(op, "a must be [M, G, K] with head stride >= K and row stride >= G * head stride");
+            if (o.d_group_stride != n || o.ldd < int64_t(n) * p.num_groups)
+                fail(op, "d must be [M, G, N] with head stride N and row stride >= G * N");
+            if (n % 2 != 0) fail(op, "N must be even (paired BF16 stores at each head's column offset)");
+            if (int64_t(p.num_groups) * n >= kMaxU32) fail(op, "num_groups * N must be < 2^32");
+        }
+        if (p.b_k_major ? o.b_group_stride < int64_t(n) * o.ldb : o.b_group_stride < int64_t(k) * o.ldb)
+            fail(op, "b_group_stride too small for [G, N, K] / [G, K, N]");
+        if (o.b_group_stride % 8 != 0) fail(op, "b_group_stride must be a multiple of 8");
+    }
     if (m_grouped) {
         if (p.b_k_major ? o.b_group_stride < int64_t(n) * o.ldb : o.b_group_stride < int64_t(k) * o.ldb)
             fail(op, "b_group_stride too small for [G, N, K] / [G, K, N]");
@@ -128,6 +163,18 @@ pipeline::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int num
     q.n = p.n;
     // K-grouped: per-group tiles with a K that changes from call to call; choose for a bucketed average.
     q.k = k_grouped ? heuristics::sm90_bf16_k_grouped_hint_k(p.k, p.num_groups) : p.k;
+    if (is_head_batched(p)) {
+        // G GEMMs of M rows each: modelled like a masked problem with every group full.
+        q.rows_per_group = p.m;
+        q.m = p.m * p.num_groups;
+    } else if (is_batch_reduced(p)) {
+        // One M x N output per batch split (splits x M rows of partial tiles), whose K loop walks its batches'
+        // (zero-padded) K blocks.
+        const int splits = std::max(1, p.batch_splits);
+        q.m = p.m * splits;
+        q.k = (p.num_groups + splits - 1) / splits *
+              ((p.k + heuristics::kSm90Bf16BlockK - 1) / heuristics::kSm90Bf16BlockK * heuristics::kSm90Bf16BlockK);
+    }
     q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
     q.epilogue = int(epilogue_of(p));
@@ -152,6 +199,13 @@ void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings,
     q.forced[3] = parsed.multicast_request;
 }
 
+// The einsum layouts' BLOCK_N unit (heuristics::choose_sm90_bf16_config): the head width, or 128 for the
+// batch-reduced GEMM (einsum.cpp splits its batches for 128 x 128 tiles); 0 for the other modes.
+static int einsum_n_unit(const pipeline::ConfigQuery& q) {
+    if (q.mode == int(GemmGroupedMode::kHeadBatched)) return q.n;
+    return q.mode == int(GemmGroupedMode::kBatchReduced) ? 128 : 0;
+}
+
 Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
     const Sm90Bf16ConfigOverride ov = override_of(q);
     const Sm90Bf16Epilogue epilogue = Sm90Bf16Epilogue(q.epilogue);
@@ -164,7 +218,7 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::Co
     } else {
         chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
                                                           epilogue, q.out_bytes, q.rows_per_group, q.groups,
-                                                          pipeline::block_multiples(q));
+                                                          pipeline::block_multiples(q), einsum_n_unit(q));
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
@@ -197,6 +251,11 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
     const int request = chosen.multicast_request != 0 ? chosen.multicast_request : p.multicast;
     key.multicast =
         heuristics::choose_sm90_bf16_multicast(p.m, config, int(p.mode), key.b_mn_major, request) == 2 ? 1 : 0;
+    // Head-batched TMA stores: D's 2-D view puts the heads side by side, and a store box straddling a head's
+    // last column would write into the next head: only whole tiles (N a multiple of BLOCK_N) store that way.
+    if (is_head_batched(p) && key.epilogue == uint8_t(Sm90Bf16Epilogue::kBf16Tma) && p.n % config.block_n != 0)
+        key.epilogue = uint8_t(Sm90Bf16Epilogue::kBf16Direct);
+    if (is_batch_reduced(p)) key.split_k = uint8_t(p.batch_splits > 1 ? p.batch_splits : 0);
     dims.apply(key, p.m, p.n, p.k);
     if (is_k_grouped(p)) key.k = 0;  // each group has its own K: never a kernel constant
     return key;
@@ -253,18 +312,27 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
     const std::string what = std::string(op) + ": tensor map for ";
     CUtensorMap* t = prepared.tmaps;
     // Tensor maps (innermost dimension first). A and B are 3-D {inner, outer, group}.
-    {
-        const uint64_t a_groups = masked ? uint64_t(p.num_groups) : 1;
+    if (is_head_batched(p)) {
+        // x [M, G, K] as {K, G, M}: the head is the middle dimension (increasing strides); box {64, 1, BLOCK_M}
+        // lands in shared memory exactly as the usual {64, BLOCK_M} box does.
+        const uint64_t dims[3] = {uint64_t(k), uint64_t(p.num_groups), uint64_t(m)};
+        const uint64_t strides[2] = {uint64_t(o.a_group_stride) * 2, uint64_t(o.lda) * 2};
+        const uint32_t box[3] = {bk, 1u, uint32_t(config.block_m)};
+        t[0] = jit::encode_tensor_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, o.a, dims, strides, box,
+                                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, (what + "a").c_str());
+    } else {
+        const uint64_t a_groups = (masked || is_batch_reduced(p)) ? uint64_t(p.num_groups) : 1;
         const uint64_t a_inner = p.a_k_major ? uint64_t(k) : uint64_t(m), a_outer = p.a_k_major ? uint64_t(m) : uint64_t(k);
-        const uint64_t a_gstride = masked ? uint64_t(o.a_group_stride) * 2 : uint64_t(o.lda) * 2 * a_outer;
+        const uint64_t a_gstride = (masked || is_batch_reduced(p)) ? uint64_t(o.a_group_stride) * 2 : uint64_t(o.lda) * 2 * a_outer;
         t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.a, a_inner, a_outer, a_groups, uint64_t(o.lda) * 2,
                             std::max<uint64_t>(a_gstride, uint64_t(o.lda) * 2), bk,
                             p.a_k_major ? uint32_t(config.block_m) : bk, CU_TENSOR_MAP_SWIZZLE_128B, (what + "a").c_str());
     }
     {
-        const uint64_t b_groups = m_grouped ? uint64_t(p.num_groups) : 1;
+        const bool b_grouped = m_grouped || is_einsum(p);
+        const uint64_t b_groups = b_grouped ? uint64_t(p.num_groups) : 1;
         const uint64_t b_inner = p.b_k_major ? uint64_t(k) : uint64_t(n), b_outer = p.b_k_major ? uint64_t(n) : uint64_t(k);
-        const uint64_t b_gstride = m_grouped ? uint64_t(o.b_group_stride) * 2 : uint64_t(o.ldb) * 2 * b_outer;
+        const uint64_t b_gstride = b_grouped ? uint64_t(o.b_group_stride) * 2 : uint64_t(o.ldb) * 2 * b_outer;
         // Multicast: each CTA of the pair loads half of a K-major B box (MN-major: half of the 64-wide atoms).
         t[1] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.b, b_inner, b_outer, b_groups, uint64_t(o.ldb) * 2,
                             std::max<uint64_t>(b_gstride, uint64_t(o.ldb) * 2), bk,
@@ -275,12 +343,15 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
     if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
         const int sw = heuristics::sm90_bf16_d_swizzle_bytes(config.block_n);
         const uint64_t d_rows = masked ? uint64_t(m) * uint64_t(p.num_groups) : uint64_t(m);
-        t[2] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, uint64_t(n), d_rows, uint64_t(o.ldd) * 2,
+        // Head-batched: z [M, G, N] as [M, G * N] (heads side by side).
+        const uint64_t d_cols = is_head_batched(p) ? uint64_t(n) * uint64_t(p.num_groups) : uint64_t(n);
+        t[2] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, d_cols, d_rows, uint64_t(o.ldd) * 2,
                             uint32_t(sw / 2), 64u, swizzle_of(sw), (what + "d").c_str());
     }
 
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    const int64_t m_blocks = (masked || k_grouped) ? int64_t(p.num_groups) * ((m + config.block_m - 1) / config.block_m)
+    const int64_t m_blocks = is_batch_reduced(p) ? int64_t(std::max(1, p.batch_splits)) * ((m + config.block_m - 1) / config.block_m)
+                           : (masked || k_grouped || is_head_batched(p)) ? int64_t(p.num_groups) * ((m + config.block_m - 1) / config.block_m)
                                                    : (m + config.block_m - 1) / config.block_m;
     jit::LaunchConfig& launch = prepared.launch;
     launch.grid[0] = cluster > 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)

@@ -55,6 +55,11 @@ std::string make_symbol(const GemmKernelKey& key) {
 }
 
 bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
+// fp8_einsum's heads (GemmGroupedMode::kHeadBatched): the masked layout of B, sfa and sfb with every head full,
+// A = x [M, G, K] through a {K, head, rows} map, D = z [M, G, N] with the heads side by side.
+bool is_heads(const GemmProblem& p) { return p.mode == GemmGroupedMode::kHeadBatched; }
+// Modes whose A rows and sfa are per group (max_m rows each).
+bool a_per_group(const GemmProblem& p) { return is_masked(p) || is_heads(p); }
 bool is_contiguous(const GemmProblem& p) {
     return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
 }
@@ -143,6 +148,7 @@ const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
         case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_fp8_gemm_nt_contiguous";
         case GemmGroupedMode::kMGroupedContiguousPsum: return "m_grouped_fp8_gemm_nt_contiguous (psum layout)";
         case GemmGroupedMode::kMGroupedMasked: return "m_grouped_fp8_gemm_nt_masked";
+        case GemmGroupedMode::kHeadBatched: return "fp8_einsum('bhr,hdr->bhd')";
         case GemmGroupedMode::kNone: return head_split(p) ? "fp8_gemm_nt_skip_head_mid" : kOpName;
         default: return "m_grouped_fp8_gemm";
     }
@@ -172,10 +178,20 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     check(o.sfa_stride >= m && o.sfa_stride % 4 == 0,
           "sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
     if (grouped) {
-        check(masked || is_contiguous(p), "grouped mode must be contiguous (either layout) or masked");
+        check(masked || is_contiguous(p) || is_heads(p), "grouped mode must be contiguous (either layout), masked or head-batched");
         check(o.b_group_stride >= int64_t(n) * o.ldb && o.b_group_stride % 16 == 0,
               "b_group_stride must cover one group ([N, K]) and be a multiple of 16");
-        check(masked || (p.alignment > 0 && p.alignment % 128 == 0), "the group alignment must be a multiple of 128");
+        check(a_per_group(p) || (p.alignment > 0 && p.alignment % 128 == 0), "the group alignment must be a multiple of 128");
+    }
+    if (is_heads(p)) {
+        check(o.a_group_stride >= k && o.a_group_stride % 16 == 0 && o.lda >= int64_t(p.num_groups) * o.a_group_stride,
+              "a must be [M, G, K] with head stride >= K (a multiple of 16) and row stride >= G * head stride");
+        check(o.d_group_stride == n && o.ldd >= int64_t(n) * p.num_groups, "d must be [M, G, N] with head stride N");
+        check(n % 2 == 0, "N must be even (paired BF16 stores at each head's column offset)");
+        check(!o.c, "the head-batched mode takes no C");
+        check(o.sfa_group_stride >= int64_t((k + 127) / 128) * o.sfa_stride && o.sfa_group_stride % 4 == 0,
+              "sfa_group_stride must cover one head and be a multiple of 4");
+        check(int64_t(p.num_groups) * n < (int64_t(1) << 32), "num_groups * N must be < 2^32");
     }
     if (masked) {
         check(o.a_group_stride >= int64_t(m) * o.lda && o.a_group_stride % 16 == 0,
@@ -189,7 +205,7 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
 // Grouped modes: m = sum of M (contiguous) or max_m (masked), groups = G, rows_per_group = expected_m (masked;
 // the psum layout when the caller gave expected_m_for_psum_layout) or 0.
 pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
-    const bool masked = is_masked(p);
+    const bool masked = a_per_group(p);
     const bool psum_hint = p.mode == GemmGroupedMode::kMGroupedContiguousPsum && p.expected_m > 0;
     pipeline::ConfigQuery q;
     q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m))
@@ -229,7 +245,9 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
                                                              pipeline::block_multiples(q),
                                                              Epilogue(q.epilogue) != Epilogue::kAccumDirect)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
-                                                                     q.groups, mode == GemmGroupedMode::kMGroupedMasked,
+                                                                     q.groups,
+                                                                     mode == GemmGroupedMode::kMGroupedMasked ||
+                                                                         mode == GemmGroupedMode::kHeadBatched,
                                                                      ov.chooser(), pipeline::block_multiples(q));
     if (ov.active()) {
         config.block_m = ov.block_m;
@@ -249,7 +267,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
             config.multicast = 0;
             if (config.split_k > 1)
                 fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::to_string(config));
-            if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked)
+            if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)
                 fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got " +
                                 heuristics::to_string(config));
         }
@@ -297,6 +315,11 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
             fail_op(op, "head splits must be non-negative with N a multiple of left + right");
         key.epilogue = uint8_t(Epilogue::kBf16Direct);
         key.head_left = uint32_t(p.head_left), key.head_mid = uint32_t(p.head_mid), key.head_right = uint32_t(p.head_right);
+    }
+    if (is_heads(p)) {
+        // No CTA pairs; a TMA store box must not straddle a head's last column into the next head's.
+        key.multicast = 0;
+        if (key.epilogue == uint8_t(Epilogue::kBf16Tma) && p.n % config.block_n != 0) key.epilogue = uint8_t(Epilogue::kBf16Direct);
     }
     set_grouped_layout(op, p, key);
     return key;
@@ -364,14 +387,23 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
     // Tensor maps (innermost dimension first): a, b, sfa 3-D {inner, outer, group}; d 2-D.
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
     const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
-    const uint64_t a_groups = is_masked(p) ? uint64_t(p.num_groups) : 1;
+    const uint64_t a_groups = a_per_group(p) ? uint64_t(p.num_groups) : 1;
     const uint64_t b_groups = p.mode != GemmGroupedMode::kNone ? uint64_t(p.num_groups) : 1;
     const std::string what = std::string(op) + ": tensor map for ";
     CUtensorMap* t = prepared.tmaps;
-    t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), a_groups, uint64_t(o.lda),
+    if (is_heads(p)) {
+        // x [M, G, K] as {K, G, M} (increasing strides); the box {128, 1, BLOCK_M} lands as {128, BLOCK_M} would.
+        const uint64_t dims[3] = {uint64_t(k), uint64_t(p.num_groups), uint64_t(m)};
+        const uint64_t strides[2] = {uint64_t(o.a_group_stride), uint64_t(o.lda)};
+        const uint32_t box[3] = {uint32_t(heuristics::kSm90Fp8BlockK), 1u, uint32_t(config.block_m)};
+        t[0] = jit::encode_tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, o.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, (what + "a").c_str());
+    } else {
+        t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), a_groups, uint64_t(o.lda),
                         uint64_t(o.a_group_stride), heuristics::kSm90Fp8BlockK,
                         uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
                         (what + "a").c_str());
+    }
     t[1] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), b_groups, uint64_t(o.ldb),
                         uint64_t(o.b_group_stride), heuristics::kSm90Fp8BlockK,
                         uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
@@ -380,9 +412,11 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
                         uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(config.block_m), 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, (what + "sfa").c_str());
     std::memset(&t[3], 0, sizeof(t[3]));
-    const uint64_t d_rows = uint64_t(m) * a_groups;  // masked: [G * max_m, N]
+    // masked: [G * max_m, N]; heads: [M, G * N]
+    const uint64_t d_rows = is_heads(p) ? uint64_t(m) : uint64_t(m) * a_groups;
+    const uint64_t d_cols = is_heads(p) ? uint64_t(n) * a_groups : uint64_t(n);
     if (key.epilogue == int(Epilogue::kBf16Tma))
-        t[3] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, uint64_t(n), d_rows, uint64_t(o.ldd) * 2,
+        t[3] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, d_cols, d_rows, uint64_t(o.ldd) * 2,
                             uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle), (what + "d").c_str());
 
     const int64_t m_blocks = int64_t(a_groups) * ((m + config.block_m - 1) / config.block_m);

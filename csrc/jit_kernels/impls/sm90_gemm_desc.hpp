@@ -44,6 +44,9 @@ struct GemmProblem {
     bool c_fp32 = false;  // FP8 1D2D with C: C is float32 (else bfloat16, D's dtype)
     // BF16 dense: TMA multicast of B over 2-CTA clusters, 0 = heuristic, 1 = off, 2 = on when legal.
     int multicast = 0;
+    // BF16 batch-reduced (einsum 'bmk,bnk->mn'): the batches are split over this many CTAs per tile, each
+    // storing an FP32 partial tile at rows [split * M, split * M + M) of D (the caller adds them up).
+    int batch_splits = 1;
     // set_block_size_multiple_of: the config's BLOCK_M and BLOCK_N must be multiples of these (else
     // jit::Error when no config is).
     int block_m_multiple = 1, block_n_multiple = 1;
@@ -101,7 +104,7 @@ struct GemmKernelKey {
     bool a_mn_major = false, b_mn_major = false;  // BF16
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
     bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
-    uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off)
+    uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off); BF16 batch-reduced: batch splits
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime

@@ -111,12 +111,15 @@ std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
                    std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
         case GemmGroupedMode::kMGroupedMasked: return "deep_gemm::MaskedGroupedScheduler<" + tile + ">";
         case GemmGroupedMode::kKGroupedContiguous: return "deep_gemm::KGroupedScheduler<" + tile + ">";
+        case GemmGroupedMode::kBatchReduced:
+            return "deep_gemm::BatchReducedScheduler<" + tile + ", " + std::to_string(std::max<int>(1, key.split_k)) + "u>";
+        case GemmGroupedMode::kHeadBatched: return "deep_gemm::HeadBatchedScheduler<" + tile + ">";
         default: return std::string("deep_gemm::") + dense + "<" + tile + ">";
     }
 }
 
 std::string grouped_symbol_suffix(const GemmKernelKey& key) {
-    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum"};
+    static const char* const kModes[] = {"", "_contig", "_masked", "_kgrouped", "_psum", "_bred", "_heads"};
     return kModes[key.mode];
 }
 

@@ -64,7 +64,7 @@ struct LaunchKey {
     int64_t lda, ldb, ldc, ldd, sfa_stride, sfb_stride;
     int64_t a_group_stride, b_group_stride, sfa_group_stride, d_group_stride, c_group_stride;
     int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
-    int32_t block_m_multiple, block_n_multiple;
+    int32_t block_m_multiple, block_n_multiple, batch_splits;
     int32_t head_left, head_mid, head_right;
     uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
 };
@@ -164,6 +164,7 @@ void run_gemm(const GemmDesc& desc) {
     key.multicast = p.multicast;
     key.block_m_multiple = p.block_m_multiple, key.block_n_multiple = p.block_n_multiple;
     key.head_left = p.head_left, key.head_mid = p.head_mid, key.head_right = p.head_right;
+    key.batch_splits = p.batch_splits;
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;

@@ -6,6 +6,10 @@
 // maps {inner, outer, group} (group extent 1 when not grouped), so a group's tile never reads another
 // group's rows. The scheduler also gives each tile its K range (k_offset / k_size: the whole K except for
 // K-grouped problems, whose groups may even have K == 0: such a tile stores C or zeros).
+// The einsum schedulers (einsum_scheduler.cuh) add addressing variants, compile-time constants of the
+// scheduler that are off for all others (whose code is left exactly as it was, in the `else` branches):
+// K blocks that walk (batch, K block) with the batch as the maps' group coordinate (kKWalksGroups), an A map
+// {K, group, rows} (kAGroupMiddle) and a column offset of each tile in D (kDColumnGroups).
 //
 // Same structure as the FP8 kernel (sm90_fp8_gemm_1d2d.cuh), minus the scales and the promotion:
 // warpgroup 0 = producer (one thread issues TMA loads into the PipelineBarriers ring), BLOCK_M/64 math
@@ -33,6 +37,7 @@
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
+#include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
 
@@ -142,7 +147,23 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     const i32 k0 = static_cast<i32>(tile_k0 + kb * kBlockK);
                     u8* a_slot = smem_a + st.stage * Layout::kSmemA;
                     u8* b_slot = smem_b + st.stage * Layout::kSmemB;
-                    if constexpr (kAMnMajor) {
+                    if constexpr (Scheduler::kKWalksGroups) {
+                        // Batch-reduced: K block kb is K block kb % (blocks per batch) of the unit's batch kb / (blocks
+                        // per batch).
+                        static_assert(!kAMnMajor && !kBMnMajor && kMulticast == 1, "batch-reduced: K-major A and B");
+                        const u32 blocks_per_batch = ceil_div(k, kBlockK);
+                        const u32 in_unit = kb / blocks_per_batch;
+                        const i32 k_in = static_cast<i32>((kb - in_unit * blocks_per_batch) * kBlockK);
+                        const i32 batch = static_cast<i32>(scheduler.first_batch() + in_unit);
+                        ptx::tma_load_3d(a_slot, tmap_a, full, k_in, a_row0, batch);
+                        ptx::tma_load_3d(b_slot, tmap_b, full, k_in, n0, batch);
+                        st.advance();
+                        continue;
+                    }
+                    if constexpr (Scheduler::kAGroupMiddle) {
+                        static_assert(!kAMnMajor && kMulticast == 1, "a {K, group, rows} map is K-major, no multicast");
+                        ptx::tma_load_3d(a_slot, tmap_a, full, k0, ga, a_row0);
+                    } else if constexpr (kAMnMajor) {
 #pragma unroll
                         for (u32 i = 0; i < kBlockM / Layout::kAtomMN; ++i)
                             ptx::tma_load_3d(a_slot + i * Layout::kAtomBytes, tmap_a, full,
@@ -266,7 +287,12 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     continue;
                 }
             }
-            epilogue.store(acc, scheduler.d_row0(), n_block * kBlockN, scheduler.d_row_end(), n);
+            if constexpr (Scheduler::kDColumnGroups) {
+                epilogue.store(acc, scheduler.d_row0(), scheduler.d_col0() + n_block * kBlockN, scheduler.d_row_end(),
+                               scheduler.d_col_end(n));
+            } else {
+                epilogue.store(acc, scheduler.d_row0(), n_block * kBlockN, scheduler.d_row_end(), n);
+            }
         }
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();

@@ -8,6 +8,8 @@
 // (rows from the scheduler's d_row0()). Masked: A [G, max_m, K], sfa per group M-major
 // [G][ceil(K/128)][align(max_m, 4)]; m = max_m. The grouped row rules (padding rows, clipped rows) hold a
 // flag per thread row and wave; a 256-row contiguous block of two groups is visited once per group.
+// Head-batched (einsum_scheduler.cuh, fp8_einsum): the masked layout for B, sfa and sfb with every head full,
+// A read through a {K, head, rows} map and D stored at each head's column offset (no deferred store).
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + math warpgroups: BLOCK_M/64
@@ -38,6 +40,7 @@
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma.cuh"
+#include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
 
@@ -107,6 +110,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     static_assert(kMulticast == 1 || ((kMulticastOnA ? kBlockM : kBlockN) / 2) % 8 == 0,
                   "multicast halves must stay 1024-byte aligned");
     constexpr u32 kHalfRowsMc = (kMulticastOnA ? kBlockM : kBlockN) / 2;
+    static_assert(!Scheduler::kAGroupMiddle || kMulticast == 1, "the head-batched A map {K, head, rows} is not multicast");
     // Split-K (SplitKScheduler): each unit covers part of a tile's K blocks and leaves an FP32 partial in
     // split_ws; the tile's last unit adds them up and stores D. split_counters: one zeroed u32 per tile,
     // reset to zero by the kernel for the next launch on the stream.
@@ -179,6 +183,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                         // other half); the tensor map's box is {128, BLOCK_M / 2}.
                         ptx::tma_load_3d_multicast(a_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_a, full, k0,
                                                    m0 + static_cast<i32>(cta_rank * kHalfRowsMc), ga, 0x3);
+                    } else if constexpr (Scheduler::kAGroupMiddle) {
+                        // Head-batched (einsum_scheduler.cuh): A's map is {K, head, rows}.
+                        ptx::tma_load_3d(a_slot, tmap_a, full, k0, ga, m0);
                     } else {
                         ptx::tma_load_3d(a_slot, tmap_a, full, k0, m0, ga);
                     }
@@ -372,7 +379,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         // faster at K 7168-16384, 1-3% slower at K 512-1536, hence the K threshold.
         constexpr bool kDeferStore = Epilogue::kStagedStore && !kPipelinedPromote && kNumSplits == 1 &&
                                      Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
-                                     !Scheduler::kMayHaveEmptyK;
+                                     !Scheduler::kMayHaveEmptyK && !Scheduler::kDColumnGroups;
         const bool defer_store = kDeferStore && num_k_blocks >= 32;
         bool pending = false;  // fin holds a finished tile not yet staged
         u32 pending_row0 = 0, pending_n0 = 0, pending_row_end = 0;
@@ -561,6 +568,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 pending_row0 = d_row0, pending_n0 = n0, pending_row_end = d_row_end;
             } else if constexpr (Scheduler::kClipRows) {
                 epilogue.store_rows(fin, d_row0, n0, d_row_end, n, lo_ok, hi_ok);
+            } else if constexpr (Scheduler::kDColumnGroups) {
+                // Head-batched: the tile's columns in D's [rows, heads * N] view, bounded by its head's last column.
+                epilogue.store(fin, d_row0, scheduler.d_col0() + n0, d_row_end, scheduler.d_col_end(n));
             } else {
                 epilogue.store(fin, d_row0, n0, d_row_end, n);
             }

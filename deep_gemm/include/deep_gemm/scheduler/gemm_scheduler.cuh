@@ -20,6 +20,9 @@
 //                                          contiguous block holding two groups)
 //     kClipRows                            the epilogue must write no row at or past d_row_end() (the D
 //                                          tensor map extends past it, e.g. into the next masked group)
+//     kKWalksGroups, kAGroupMiddle,        the einsum layouts (einsum_scheduler.cuh): K blocks that walk the
+//     kDColumnGroups                       groups, A's group as the middle tensor-map dimension, and a column
+//                                          offset / bound per tile in D's 2-D view (d_col0(), d_col_end(n))
 // Grouped layouts (contiguous / masked MoE) provide other schedulers with the same interface.
 #pragma once
 
@@ -63,6 +66,11 @@ struct WholeKRange {
     __device__ __forceinline__ u32 k_size(u32 problem_k) const { return problem_k; }
     __device__ __forceinline__ bool row_valid(u32) const { return true; }
     __device__ __forceinline__ bool rows_written(u32) const { return true; }
+    // The einsum layouts (einsum_scheduler.cuh) override these; every other scheduler keeps the defaults,
+    // which leave the kernels' code unchanged (compile-time constants).
+    static constexpr bool kKWalksGroups = false;  // K blocks walk (group, K block of the group)
+    static constexpr bool kAGroupMiddle = false;  // A's 3-D tensor map is {K, group, rows}
+    static constexpr bool kDColumnGroups = false;  // tiles store at d_col0() + n0, bounded by d_col_end(n)
 };
 
 // Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.

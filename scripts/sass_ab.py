@@ -1,0 +1,65 @@
+"""Checks that kernel header changes leave existing kernels' machine code alone: plans a few shipped GEMM kernels
+(as the ops plan them for an H200, no GPU needed), builds each for sm_90a with the package's headers and with an
+OLD include tree, and compares the SASS text. Exit status 1 when any differs.
+
+    mkdir -p /tmp/old && git archive <commit> deep_gemm/include | tar -x -C /tmp/old
+    PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py /tmp/old/deep_gemm/include [--ops ...]
+
+(docs/einsum.md: the einsum variants were checked this way against the kernels they extend.)
+"""
+import argparse
+import os
+import sys
+
+# (op, m, n, k, num_groups, expected_m, d_fp32, with_c): dense, grouped and K-grouped instances of both kernels.
+CALLS = [
+    ('bf16_gemm_nt', 4096, 7168, 2048, 1, 0, False, False),
+    ('bf16_gemm_nn', 4096, 7168, 2048, 1, 0, False, False),
+    ('bf16_gemm_nt', 128, 2112, 7168, 1, 0, True, True),
+    ('m_grouped_bf16_gemm_nt_masked', 256, 4096, 7168, 4, 128, False, False),
+    ('m_grouped_bf16_gemm_nt_contiguous', 8192, 4096, 7168, 8, 0, False, False),
+    ('k_grouped_bf16_gemm_tn_contiguous', 7168, 2048, 4 * 4096, 4, 0, True, True),
+    ('fp8_gemm_nt', 4096, 7168, 2048, 1, 0, False, False),
+    ('fp8_gemm_nt', 128, 512, 7168, 1, 0, False, False),
+    ('m_grouped_fp8_gemm_nt_masked', 256, 4096, 7168, 4, 128, False, False),
+    ('m_grouped_fp8_gemm_nt_contiguous', 8192, 4096, 7168, 8, 0, False, False),
+]
+
+
+def sass_of(_C, name, symbol, code):
+    entry = _C.build_source(name, symbol, code, 'sm_90a')
+    with open(os.path.join(entry['dir'], 'kernel.sass')) as f:
+        return f.read()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('old_include', help='deep_gemm/include of the commit to compare against')
+    parser.add_argument('--ops', help='comma-separated subset of the ops above')
+    args = parser.parse_args()
+    os.environ['DG_JIT_DUMP_SASS'] = '1'
+    from deep_gemm import _C
+    _C.reload_settings()
+    new_include = os.path.join(os.path.dirname(os.path.abspath(_C.__file__)), 'include')
+    wanted = set(args.ops.split(',')) if args.ops else None
+    differing = 0
+    for op, m, n, k, groups, expected_m, d_fp32, with_c in CALLS:
+        if wanted is not None and op not in wanted:
+            continue
+        kwargs = dict(num_groups=groups, expected_m=expected_m, d_fp32=d_fp32, with_c=with_c)
+        if op.startswith('k_grouped'):
+            kwargs['ks'] = [k // groups] * groups
+        for name, symbol, code in _C._plan_gemm_call(op, m, n, k, **kwargs):
+            texts = []
+            for include in (args.old_include, new_include):
+                _C.set_include_dir(include)
+                texts.append(sass_of(_C, name, symbol, code))
+            same = texts[0] == texts[1]
+            differing += not same
+            print(f'{"same" if same else "DIFFERS"}  {op} {m}x{n}x{k}: {symbol}', flush=True)
+    _C.set_include_dir(new_include)
+    return 1 if differing else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
