@@ -91,5 +91,9 @@ def test_3d_output_checked_matrix_by_matrix():
     ref = torch.randn(3, 256, 256, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
     out = ref.to(torch.bfloat16)
     out[2, 128:, :128] = 0
-    with pytest.raises(AssertionError, match=r'\[2\]: tile \(1, 0\)'):
+    with pytest.raises(AssertionError, match=r'masked \[2\]: tile \(1, 0\)'):
         assert_gemm_close(out, ref, 'masked', diff_bar=1.0)
+    out = ref.to(torch.bfloat16)
+    out[1] *= 2  # one whole matrix wrong: its own calc_diff sees it
+    with pytest.raises(AssertionError, match=r'masked \[1\]: calc_diff'):
+        assert_gemm_close(out, ref, 'masked')
