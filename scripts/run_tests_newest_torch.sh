@@ -16,7 +16,6 @@ echo "== newest torch: virtualenv $venv"
 rm -rf "$work"
 mkdir -p "$work"
 python3 -m venv "$venv"
-"$venv/bin/pip" install -q --upgrade pip
 "$venv/bin/pip" install -q "${DG_NEWEST_TORCH:-torch}" numpy pytest setuptools wheel tqdm
 torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)')
 echo "torch $torch_version"
