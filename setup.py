@@ -8,6 +8,7 @@ Build-time environment:
   CUDA_HOME / CUDA_PATH       CUDA toolkit root (default /usr/local/cuda); only its headers are needed
   DG_JIT_USE_RUNTIME_API=1    load kernels through the CUDA Runtime API (links libcudart) instead of
                               the dlopen'ed Driver API
+  DG_ALLOW_UNTESTED_TORCH=1   build against a torch outside TORCH_TESTED (pinning that torch)
 """
 import glob
 import os
