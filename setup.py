@@ -8,6 +8,7 @@ Build-time environment:
   CUDA_HOME / CUDA_PATH       CUDA toolkit root (default /usr/local/cuda); only its headers are needed
   DG_JIT_USE_RUNTIME_API=1    load kernels through the CUDA Runtime API (links libcudart) instead of
                               the dlopen'ed Driver API
+  DG_ALLOW_UNTESTED_TORCH=1   build against a torch outside TORCH_TESTED (pinning that torch)
 """
 import glob
 import os
@@ -95,6 +96,26 @@ def _extension():
     )
 
 
+# The torch releases the extension is built and tested against (CI: the requirements-dev.txt pin, the newest).
+TORCH_TESTED = ((2, 11), (2, 15))
+
+
+def _torch_requirement() -> str:
+    """Refuses to build against an untested torch (DG_ALLOW_UNTESTED_TORCH=1 builds anyway), and pins the
+    range so pip does not swap the torch the extension was just compiled against for another one."""
+    import torch
+    version = tuple(int(p) for p in re.findall(r'\d+', torch.__version__)[:2])
+    (lo_major, lo_minor), (hi_major, hi_minor) = TORCH_TESTED
+    supported = f'torch>={lo_major}.{lo_minor},<{hi_major}.{hi_minor + 1}'
+    if TORCH_TESTED[0] <= version <= TORCH_TESTED[1]:
+        return supported
+    if _env_flag('DG_ALLOW_UNTESTED_TORCH'):
+        return f'torch=={torch.__version__.split("+")[0]}'
+    sys.exit(f'deep_gemm: supports {supported} (tested: {lo_major}.{lo_minor} and {hi_major}.{hi_minor}); the '
+             f'installed torch is {torch.__version__}. Install a supported torch first, or build anyway with '
+             f'DG_ALLOW_UNTESTED_TORCH=1')
+
+
 setup(
     name='deep_gemm',
     version=_read_version(),
@@ -108,6 +129,6 @@ setup(
     ext_modules=[_extension()],
     cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
     python_requires='>=3.10',  # torch 2.11 needs 3.10
-    install_requires=['torch'],  # the extension is built against the torch already installed (README)
+    install_requires=[_torch_requirement(), 'tqdm'],  # built against the torch already installed (README)
     zip_safe=False,
 )

@@ -101,7 +101,11 @@ at::Tensor transform_sf_compat_entry(const at::Tensor& sf, const py::object& mn_
     py::object r = recipe;
     if ((py::isinstance<py::tuple>(recipe) or py::isinstance<py::list>(recipe)) and py::len(recipe) == 2) {
         const auto seq = recipe.cast<py::sequence>();
-        r = sfa ? py::make_tuple(seq[0], 128, seq[1]) : py::make_tuple(1, seq[0], seq[1]);
+        // Not a `?:`: pybind11 3.1 (torch 2.15) types make_tuple's result by its arguments, so the two branches differ.
+        if (sfa)
+            r = py::make_tuple(seq[0], 128, seq[1]);
+        else
+            r = py::make_tuple(1, seq[0], seq[1]);
     }
     return transform_sf_entry(sf, mn, k, r, num_groups, sfa, disable_ue8m0_cast);
 }

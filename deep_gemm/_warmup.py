@@ -77,31 +77,34 @@ def read_record(path: str) -> List[KernelRecord]:
 
 
 class _Progress:
-    """One status line on stderr: a bar redrawn in place on a terminal, a line per 10% otherwise."""
+    """The warm-up's status on stderr, through tqdm: a bar redrawn in place on a terminal; otherwise (a log
+    file, CI) one line per 10%, as a redrawn bar would fill a log with carriage returns."""
 
     def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled = total, enabled and total > 0
+        from tqdm import tqdm  # here, not at module import: `import deep_gemm` stays light
+        self.tqdm, self.total, self.enabled = tqdm, total, enabled and total > 0
         self.start = time.monotonic()
-        self.tty = sys.stderr.isatty()
         self.last_decile = -1
+        self.bar = (tqdm(total=total, desc='warmup', unit='kernel', file=sys.stderr, dynamic_ncols=True)
+                    if self.enabled and sys.stderr.isatty() else None)
 
     def update(self, result: WarmupResult) -> None:
         if not self.enabled:
             return
         done = result.total
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / done * (self.total - done) if done else 0.0
-        text = (f'warmup {done}/{self.total}: {result.compiled} compiled, {result.cached} cached, '
-                f'{len(result.failed)} failed, {elapsed:.0f} s, ETA {eta:.0f} s')
-        if self.tty:
-            width = 20
-            filled = width * done // self.total
-            print(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}", end='', file=sys.stderr, flush=True)
-            if done == self.total:
-                print(file=sys.stderr)
+        counts = f'{result.compiled} compiled, {result.cached} cached, {len(result.failed)} failed'
+        if self.bar is not None:
+            self.bar.set_postfix_str(counts, refresh=False)
+            self.bar.update(done - self.bar.n)
         elif done * 10 // self.total > self.last_decile:
             self.last_decile = done * 10 // self.total
-            print(text, file=sys.stderr, flush=True)
+            line = self.tqdm.format_meter(done, self.total, time.monotonic() - self.start, prefix='warmup',
+                                          unit='kernel', postfix=counts, ncols=100, ascii=True)
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _with_preset(calls, preset):
@@ -196,17 +199,20 @@ def warmup(kernels: Union[str, Iterable[KernelRecord], None] = None, jobs: Optio
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:  # build_source releases the GIL
         futures = {pool.submit(build, record): record for record in records}
-        for future in as_completed(futures):
-            record = futures[future]
-            try:
-                if future.result()['compiled']:
-                    result.compiled += 1
-                else:
-                    result.cached += 1
-            except Exception as e:  # a compile error or a config problem: report it with the kernel
-                first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                result.failed.append(f'{record.name} ({arch or record.arch}): {first_line}')
-                result.details.append(str(e).strip())
-            bar.update(result)
+        try:
+            for future in as_completed(futures):
+                record = futures[future]
+                try:
+                    if future.result()['compiled']:
+                        result.compiled += 1
+                    else:
+                        result.cached += 1
+                except Exception as e:  # a compile error or a config problem: report it with the kernel
+                    first_line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    result.failed.append(f'{record.name} ({arch or record.arch}): {first_line}')
+                    result.details.append(str(e).strip())
+                bar.update(result)
+        finally:
+            bar.close()
     result.seconds = time.monotonic() - start
     return result

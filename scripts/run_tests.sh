@@ -19,5 +19,8 @@ set +e
 python3 -m pytest tests/python -ra -q
 status=$?
 set -e
-# Exit status 5 means pytest collected nothing: that is a failure of the suite, not a pass.
+# Exit status 5 means pytest collected nothing: that is a failure of the suite, not a pass (nonzero exits).
+if [ $status -eq 5 ]; then
+    echo "pytest collected no tests (exit 5): a failure of the suite" >&2
+fi
 exit $status

@@ -71,7 +71,7 @@ EXPECTED = {
     'per_channel_cast_to_fp8': 'x, use_ue8m0, gran_k=128',
     'per_custom_dims_cast_to_fp8': 'x, dims, use_ue8m0',
     'ceil_to_ue8m0': 'x', 'pack_ue8m0_to_int': 'x', 'unpack_ue8m0_from_int': 'packed_sf',
-    'ceil_div': None, 'align': None,
+    'ceil_div': 'x, y', 'align': 'x, y',
     'per_token_cast_to_fp4': 'x, use_ue8m0, gran_k=128, use_packed_ue8m0=False',
     'transpose_packed_fp4': 'a',
     'cast_back_from_fp4': 'packed, sf, gran_k=128, use_packed_ue8m0=False',
@@ -227,8 +227,11 @@ def test_submodules_and_reexports():
     from deep_gemm.testing import bench_kineto, calc_diff, count_bytes, get_arch_major  # noqa: F401
     import deep_gemm.testing.numeric  # noqa: F401
     import deep_gemm.testing.utils  # noqa: F401
-    for name in deep_gemm.utils.math.__all__ if hasattr(deep_gemm.utils.math, '__all__') else ():
-        assert getattr(deep_gemm.utils, name) is getattr(deep_gemm.utils.math, name)
+    # DeepGEMM's utils.math functions (it has no __all__; utils and the package re-export them all).
+    for name in ('ceil_div', 'align', 'ceil_to_ue8m0', 'pack_ue8m0_to_int', 'unpack_ue8m0_from_int',
+                 'per_token_cast_to_fp8', 'per_channel_cast_to_fp8', 'per_block_cast_to_fp8',
+                 'per_custom_dims_cast_to_fp8', 'per_token_cast_to_fp4', 'transpose_packed_fp4', 'cast_back_from_fp4'):
+        assert getattr(deep_gemm.utils, name) is getattr(deep_gemm.utils.math, name) is getattr(deep_gemm, name), name
     for name in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'get_mn_major_tma_aligned_packed_ue8m0_tensor',
                  'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor', 'get_mk_alignment_for_contiguous_layout',
                  'get_theoretical_mk_alignment_for_contiguous_layout', 'set_mk_alignment_for_contiguous_layout',

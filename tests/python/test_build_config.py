@@ -28,11 +28,26 @@ def setup_kwargs(monkeypatch, **env):
 def test_package_metadata(monkeypatch):
     kwargs = setup_kwargs(monkeypatch, DG_JIT_USE_RUNTIME_API='0')
     assert kwargs['python_requires'] == '>=3.10'
-    assert kwargs['install_requires'] == ['torch']
+    assert kwargs['install_requires'] == ['torch>=2.11,<2.16', 'tqdm']  # the torch range CI tests at both ends
     assert {'deep_gemm', 'deep_gemm.cli', 'deep_gemm.testing', 'deep_gemm.utils'} <= set(kwargs['packages'])
     (ext,) = kwargs['ext_modules']
     assert ('DG_JIT_USE_RUNTIME_API', '1') not in ext.define_macros
     assert not any('cudart' in arg for arg in ext.extra_link_args)
+
+
+@pytest.mark.parametrize('version, allowed', [('2.11.0+cu130', True), ('2.15.0+cu132', True), ('2.13.1', True),
+                                              ('2.10.1', False), ('2.16.0', False), ('3.0.0', False)])
+def test_build_refuses_an_untested_torch(monkeypatch, version, allowed):
+    import torch
+    monkeypatch.setattr(torch, '__version__', version)
+    if allowed:
+        assert setup_kwargs(monkeypatch)['install_requires'][0] == 'torch>=2.11,<2.16'
+        return
+    with pytest.raises(SystemExit, match=r'supports torch>=2.11,<2.16 .*DG_ALLOW_UNTESTED_TORCH=1'):
+        setup_kwargs(monkeypatch)
+    # The override builds, and pins the installed torch so that pip keeps the one the extension was built for.
+    kwargs = setup_kwargs(monkeypatch, DG_ALLOW_UNTESTED_TORCH='1')
+    assert kwargs['install_requires'][0] == f"torch=={version.split('+')[0]}"
 
 
 def test_runtime_api_build_defines_the_macro_and_links_cudart(monkeypatch, tmp_path):

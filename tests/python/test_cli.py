@@ -217,12 +217,16 @@ def test_parse_size(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize('bad', ['', 'abc', '-5', '5y', '1..2'])
-def test_bad_duration_and_size(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize('bad', ['', 'abc', '-5', '5y', '1..2', 'm', '5 m s'])
+def test_bad_duration(bad):
+    with pytest.raises(ValueError, match='not a duration'):
         parse_duration(bad)
-    with pytest.raises(ValueError):
-        parse_size(bad + 'q')
+
+
+@pytest.mark.parametrize('bad', ['', 'abc', '-5', '5y', '1..2', 'G', '2Q', '1GiBs', '3 M M'])
+def test_bad_size(bad):
+    with pytest.raises(ValueError, match='not a size'):
+        parse_size(bad)
 
 
 def test_formatting():

@@ -2,8 +2,9 @@
 `recipe=(1, 1, 128)` and `k_grouped_fp8_gemm_nt_contiguous`.
 
 Fresh random inputs per case; both operands quantized with one scale per row per 128 K; reference = the
-dequantized operands multiplied in float64, plus C; d poisoned with NaN first (except where c is d);
-calc_diff < 1e-3 and no NaN. Skipped without a Hopper GPU.
+dequantized operands multiplied in float64, plus C with the product's spread (so a dropped or doubled C fails);
+d poisoned with NaN first (except where c is d); gemm_checks.assert_gemm_close: no NaN, calc_diff < 1e-12 and
+every 128x128 tile within 1e-5 of max|ref|, K-grouped outputs group by group. Skipped without a Hopper GPU.
 """
 import pytest
 import torch
@@ -15,7 +16,7 @@ if not _HAS_HOPPER:
     pytest.skip('needs a Hopper (sm_90) GPU', allow_module_level=True)
 
 import deep_gemm  # noqa: E402
-from deep_gemm.testing import calc_diff  # noqa: E402
+from gemm_checks import assert_gemm_close, scaled_like  # noqa: E402
 from deep_gemm.utils import per_token_cast_to_fp8  # noqa: E402
 
 RECIPE = (1, 1, 128)
@@ -30,9 +31,7 @@ def _quantized(rows, k, gen):
 
 
 def _check_diff(d, ref, what):
-    assert not torch.isnan(d).any(), f'{what}: NaN in output (unwritten elements)'
-    diff = calc_diff(d.double(), ref)
-    assert diff < 1e-3, f'{what}: calc_diff {diff}'
+    assert_gemm_close(d, ref, what)
 
 
 def _dense(layout, m, n, k, c_mode, seed):
@@ -51,7 +50,7 @@ def _dense(layout, m, n, k, c_mode, seed):
     if c_mode is None:
         d = torch.full((m, n), float('nan'), device='cuda', dtype=torch.float32)
     else:
-        c = torch.randn((m, n), device='cuda', dtype=torch.float32, generator=gen)
+        c = scaled_like(ref, gen)  # as large as the product: a dropped or doubled c fails
         ref = ref + c.double()
         d = c if c_mode == 'alias' else torch.full((m, n), float('nan'), device='cuda', dtype=torch.float32)
     fn((a, sfa), (b, sfb), d, c=c, recipe=RECIPE)
@@ -109,7 +108,7 @@ def _k_grouped(m, n, ks, c_mode, seed):
     if c_mode is None:
         d = torch.full((g, m, n), float('nan'), device='cuda', dtype=torch.float32)
     else:
-        c = torch.randn((g, m, n), device='cuda', dtype=torch.float32, generator=gen)
+        c = scaled_like(ref, gen)  # as large as the product: a dropped or doubled c fails
         ref = ref + c.double()
         d = c if c_mode == 'alias' else torch.full((g, m, n), float('nan'), device='cuda', dtype=torch.float32)
     ks_tensor = torch.tensor(ks, dtype=torch.int32, device='cuda')

@@ -302,3 +302,27 @@ def test_call_list_warmed_without_a_gpu_serves_a_gpu_run(tmp_path):
                          text=True, timeout=600, env={**os.environ, 'DG_JIT_CACHE_DIR': str(tmp_path / 'cache')})
     assert run.returncode == 0, run.stderr
     assert run.stdout.split()[-1] == '0', run.stdout + run.stderr  # every kernel came from the warmed cache
+
+
+def test_progress_off_a_terminal_prints_one_line_per_tenth(capsys):
+    from deep_gemm._warmup import WarmupResult, _Progress
+    result = WarmupResult()
+    bar = _Progress(25, enabled=True)  # capsys's stderr is not a terminal
+    for i in range(25):
+        result.cached += 1
+        bar.update(result)
+    bar.close()
+    lines = capsys.readouterr().err.splitlines()
+    # The first kernel (decile 0), then each further tenth up to 25/25: 11 lines, counts and tqdm's meter in each.
+    assert len(lines) == 11, lines
+    assert lines[0].startswith('warmup:') and '1/25' in lines[0] and '0 compiled, 1 cached, 0 failed' in lines[0]
+    assert '25/25' in lines[-1] and '100%' in lines[-1] and '25 cached' in lines[-1]
+    assert not any('\r' in line for line in lines)
+
+
+def test_progress_disabled_prints_nothing(capsys):
+    from deep_gemm._warmup import WarmupResult, _Progress
+    bar = _Progress(5, enabled=False)
+    bar.update(WarmupResult(cached=5))
+    bar.close()
+    assert capsys.readouterr().err == ''
