@@ -191,6 +191,7 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- tf32_hc_prenorm_gemm (hyperconnection_ops.cpp) ----
     python::register_hc_entries(m);
+
     // ---- paged MQA logits (paged_mqa_ops.cpp) ----
     python::register_paged_mqa_entries(m);
 
@@ -199,6 +200,7 @@ PYBIND11_MODULE(_C, m) {
 
     // ---- MQA logits of the sparse-attention indexer (attention_ops.cpp) ----
     python::register_attention_entries(m);
+
     // ---- einsum (einsum_ops.cpp) ----
     python::register_einsum_entries(m);
 }

@@ -325,9 +325,11 @@ __all__ = [
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
     'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
     'bf16_m_grouped_gemm_nt_masked',
-    # names that exist for compatibility but are not implemented on SM90 here (NotImplementedError)
-    'k_grouped_fp8_gemm_tn_contiguous', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits',
+    # beyond the GEMM table: einsum, the mHC pre-norm GEMM, the sparse-attention indexer's MQA logits
+    'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits', 'get_mqa_logits_metadata',
     'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
+    # SM100-only in DeepGEMM too: exists for compatibility, raises NotImplementedError naming the SM90 op
+    'k_grouped_fp8_gemm_tn_contiguous',
     # layout
     'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
     # knobs and JIT
@@ -339,7 +341,6 @@ __all__ = [
     'utils', 'testing',
 ] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
 __all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
-__all__ += ['get_mqa_logits_metadata']  # DeepGEMM 2.8.1's MQA-logits schedule (fp8_mqa_logits & co. are listed above)
 
 # ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----
 from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402

@@ -1,16 +1,19 @@
-"""DeepGEMM names that have no SM90 implementation in deep_gemm, and the recipe_a/recipe_b rule of the
-traced (torch.compile) path.
+"""DeepGEMM's names outside the GEMM op table, and the recipe_a/recipe_b rule of the traced (torch.compile)
+path.
 
-Each function below keeps DeepGEMM's exact signature so code written against DeepGEMM imports and binds
-its arguments unchanged, then raises ``NotImplementedError`` that says why: either the op needs SM100
-in DeepGEMM too, or deep_gemm has not implemented it for SM90."""
+- ``einsum``, ``fp8_einsum``, ``tf32_hc_prenorm_gemm`` and the MQA-logits ops of the sparse-attention indexer
+  (``_mqa_logits.py``, ``_paged_mqa.py``): Python wrappers that call their C++ entries in eager mode and
+  ``torch.ops.deep_gemm.*`` while Dynamo traces (docs/einsum.md, docs/hc_prenorm_gemm.md,
+  docs/mqa_logits.md, docs/paged_mqa_logits.md).
+- ``k_grouped_fp8_gemm_tn_contiguous``: SM100-only in DeepGEMM too. It keeps DeepGEMM's exact signature, so
+  code written against DeepGEMM imports and binds its arguments unchanged, then raises
+  ``NotImplementedError`` naming the SM90 op to use instead."""
 
 from typing import Optional
 
 import torch
 
 _SM100 = 'needs SM100 (Blackwell); it does not run on SM90 (Hopper)'
-_NOT_ON_SM90 = 'is not implemented on SM90 in deep_gemm'
 
 
 def _unavailable(name: str, why: str):
@@ -42,7 +45,7 @@ def k_grouped_fp8_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c=None, re
     _unavailable('k_grouped_fp8_gemm_tn_contiguous', _SM100 + '; use k_grouped_fp8_gemm_nt_contiguous')
 
 
-# ---- DeepGEMM SM90 ops that deep_gemm does not implement (yet) -----------------------------------------
+# ---- einsum and fp8_einsum (docs/einsum.md) -------------------------------------------------------------
 
 def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
     """BF16 einsum into ``d`` in place (DeepGEMM's SM90 forms; docs/einsum.md).

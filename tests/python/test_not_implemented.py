@@ -9,19 +9,9 @@ import deep_gemm
 from deep_gemm import _compat
 
 SM100 = 'needs SM100 (Blackwell); it does not run on SM90 (Hopper)'
-NOT_ON_SM90 = 'is not implemented on SM90 in deep_gemm'
 
 NOT_IMPLEMENTED = {
     'k_grouped_fp8_gemm_tn_contiguous': SM100,
-    'fp8_gemm_nt_skip_head_mid': SM100,
-    'einsum': NOT_ON_SM90,
-    'fp8_einsum': NOT_ON_SM90,
-    'tf32_hc_prenorm_gemm': NOT_ON_SM90,
-    'fp8_mqa_logits': NOT_ON_SM90,
-    'fp8_fp4_mqa_logits': NOT_ON_SM90,
-    'get_paged_mqa_logits_metadata': NOT_ON_SM90,
-    'fp8_paged_mqa_logits': NOT_ON_SM90,
-    'fp8_fp4_paged_mqa_logits': NOT_ON_SM90,
 }
 
 
