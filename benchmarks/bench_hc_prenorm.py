@@ -40,9 +40,6 @@ def key(m, n, k, splits):
 
 def measure(impl, runs):
     """{shape key: {name: microseconds}} for `impl` ('ours' or 'peer': whichever deep_gemm is imported) and torch."""
-    if impl == 'peer' and not hasattr(deep_gemm.testing, 'flush_l2'):
-        buf = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
-        deep_gemm.testing.flush_l2 = lambda: buf.zero_()  # _timing's L2 flush, which DeepGEMM's testing lacks
     torch.backends.cuda.matmul.allow_tf32 = True
     results = {}
     for m, n, k in SHAPES:

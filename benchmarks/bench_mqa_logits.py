@@ -87,10 +87,6 @@ def run(args):
         sys.exit('--impl peer: the deep_gemm on the path is this repository; put DeepGEMM first on PYTHONPATH')
     if args.impl == 'ours' and not is_ours:
         sys.exit(f'--impl ours: imported deep_gemm from {deep_gemm.__file__}')
-    import deep_gemm.testing as dg_testing
-    if not hasattr(dg_testing, 'flush_l2'):  # DeepGEMM's package: give _timing.timed_call the same 256 MB flush
-        flush_buffer = torch.empty(256 << 20, dtype=torch.uint8, device='cuda')
-        dg_testing.flush_l2 = flush_buffer.zero_
     print(f'deep_gemm from {os.path.dirname(os.path.abspath(deep_gemm.__file__))} on {torch.cuda.get_device_name()}')
     results = {}
     print(f'{"shape":<48} | {args.impl + " us":>9} {"TFLOPS":>7} | {"torch us":>9} {"x torch":>7}')

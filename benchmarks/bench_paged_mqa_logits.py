@@ -18,7 +18,6 @@ run's time over ours (target >= 1.0 against DeepGEMM).
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -27,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 import paged_mqa_reference as ref  # noqa: E402
 
 import deep_gemm  # noqa: E402  (ours, or DeepGEMM with --impl peer)
+from _timing import time_fn  # noqa: E402  (a sibling module: the script's folder is on sys.path)
 
 
 def cases():
@@ -81,22 +81,6 @@ def torch_reference(q, kv_cache, weights, lens, table, max_len, chunk=32):
     return out
 
 
-def timed(fn, runs):
-    flush = torch.empty(256 * 1024 * 1024 // 4, device='cuda')
-    fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(times)
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--impl', choices=('ours', 'peer'), default='ours')
@@ -121,12 +105,12 @@ def main():
         def kernel():
             return deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, lens, table, meta, max_len, False, dtype)
 
-        us = timed(kernel, args.runs)
+        us = time_fn(kernel, args.runs)
         flops = 2 * sum_lens * next_n * heads * 128
         nbytes = q.numel() + weights.numel() * 4 + sum_lens * 132 + sum_lens * next_n * dtype.itemsize
         torch_us = None
         if not args.no_torch:
-            torch_us = timed(lambda: torch_reference(q, kv_cache, weights, lens, table, max_len), max(2, args.runs // 10))
+            torch_us = time_fn(lambda: torch_reference(q, kv_cache, weights, lens, table, max_len), max(2, args.runs // 10))
         case = [batch, next_n, heads, avg, str(dtype).split('.')[-1]]
         other_us = other.get(tuple(case))
         results.append({'case': case, 'us': us, 'torch_us': torch_us})

@@ -100,25 +100,7 @@ def group_rows(groups: int, mean: int, align: int, seed: int) -> list:
 def _child(families, runs, with_baseline):
     import torch
     import deep_gemm
-
-    flush = torch.empty(256 << 20, dtype=torch.int8, device='cuda')
-
-    def timed(fns):
-        """Median µs of each callable, called in turns (one call of each per round, L2 flushed before each)."""
-        for fn in fns:
-            fn()
-        torch.cuda.synchronize()
-        samples = [[] for _ in fns]
-        for _ in range(runs):
-            for fn, out in zip(fns, samples):
-                flush.zero_()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                out.append(start.elapsed_time(end) * 1e3)
-        return [statistics.median(x) for x in samples]
+    from _timing import time_interleaved
 
     def per_row_fp8(x):      # [.., K] -> e4m3 and FP32 scales per row per 128 of K
         *lead, k = x.shape
@@ -203,9 +185,10 @@ def _child(families, runs, with_baseline):
             try:
                 fns = build(family, c)
                 fn, baseline = fns if isinstance(fns, tuple) else (fns, None)
+                fn()   # a side that cannot run this case fails here, with its own message
                 # With the dense families' baseline (the cuBLAS(Lt) call a torch user would make), in turns.
-                times = timed([fn, baseline] if baseline is not None and with_baseline else [fn])
-                result = dict(us=times[0], **(dict(baseline_us=times[1]) if len(times) > 1 else {}))
+                fns = {'us': fn, **({'baseline_us': baseline} if baseline is not None and with_baseline else {})}
+                result = time_interleaved(fns, runs)
             except Exception as e:   # a case this side cannot run: reported, not fatal
                 result = dict(error=(str(e).splitlines() or [type(e).__name__])[0][:160])
             print(json.dumps(dict(case=case_name(family, c), **result)), flush=True)

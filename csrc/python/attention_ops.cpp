@@ -12,6 +12,7 @@
 #include "apis/attention.hpp"
 #include "apis/common.hpp"
 #include "jit_kernels/impls/sm90_fp8_mqa_logits.hpp"
+#include "python/jit_tools.hpp"
 
 namespace py = pybind11;
 
@@ -82,15 +83,7 @@ py::dict compile_kernel(int num_heads, int head_dim, bool bf16_logits, bool comp
     c.compressed = compressed;
     c.clean = clean;
     const jit::KernelSource src = kernels::sm90_fp8_mqa_logits_source(c);
-    jit::CachedKernel entry;
-    {
-        py::gil_scoped_release no_gil;
-        entry = jit::build(src, "sm_90a");
-    }
-    py::dict result;
-    result["symbol"] = src.symbol;
-    result["dir"] = entry.dir.string();
-    return result;
+    return build_entry(src, "sm_90a");
 }
 
 }  // namespace

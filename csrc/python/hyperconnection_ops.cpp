@@ -10,6 +10,7 @@
 #include "apis/common.hpp"
 #include "apis/hyperconnection.hpp"
 #include "jit_kernels/impls/sm90_tf32_hc_prenorm_gemm.hpp"
+#include "python/jit_tools.hpp"
 
 namespace py = pybind11;
 
@@ -43,14 +44,7 @@ void hc_entry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, con
 py::dict compile_hc_kernel(int m, int n, int k, int num_splits, int num_sms) {
     const kernels::HcPrenormPlan plan = kernels::plan_hc_prenorm(m, n, k, num_splits, num_sms);
     const kernels::GemmKernelSource src = kernels::hc_prenorm_source(plan.config);
-    jit::CachedKernel entry;
-    {
-        py::gil_scoped_release no_gil;
-        entry = jit::build(src.kernel_source(), "sm_90a");
-    }
-    py::dict result;
-    result["symbol"] = src.symbol;
-    result["dir"] = entry.dir.string();
+    py::dict result = build_entry(src.kernel_source(), "sm_90a");
     result["block_n"] = plan.config.block_n;
     result["stages"] = plan.config.stages;
     result["reduce"] = plan.reduce;

@@ -24,8 +24,7 @@ jit::KernelSource compile_only_source(const std::string& kernel) {
 
 }  // namespace
 
-py::dict compile_only(const std::string& kernel, const std::string& arch) {
-    const jit::KernelSource src = compile_only_source(kernel);
+py::dict build_entry(const jit::KernelSource& src, const std::string& arch) {
     jit::CachedKernel entry;
     {
         py::gil_scoped_release no_gil;
@@ -38,6 +37,10 @@ py::dict compile_only(const std::string& kernel, const std::string& arch) {
     result["compiled"] = entry.compiled;
     result["cubin_size"] = entry.cubin.size();
     return result;
+}
+
+py::dict compile_only(const std::string& kernel, const std::string& arch) {
+    return build_entry(compile_only_source(kernel), arch);
 }
 
 py::tuple compile_only_kernel_source(const std::string& kernel) {

@@ -6,8 +6,13 @@
 
 #include <string>
 
+#include "jit/jit.hpp"
+
 namespace deep_gemm::python {
 
+// Builds `src` for `arch` into the cache with the GIL released (the compile-only entries of every kernel
+// family): {name, symbol, dir, compiled, cubin_size}.
+pybind11::dict build_entry(const jit::KernelSource& src, const std::string& arch);
 pybind11::dict compile_only(const std::string& kernel, const std::string& arch);
 // (name, symbol, code) of a compile_only kernel, for warm-ups that build it with others.
 pybind11::tuple compile_only_kernel_source(const std::string& kernel);

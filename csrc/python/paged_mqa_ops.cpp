@@ -12,6 +12,7 @@
 #include "apis/common.hpp"
 #include "apis/paged_attention.hpp"
 #include "jit_kernels/impls/sm90_fp8_paged_mqa_logits.hpp"
+#include "python/jit_tools.hpp"
 
 namespace py = pybind11;
 
@@ -76,15 +77,7 @@ py::dict compile_paged_mqa_kernel(int num_heads, int next_n, bool lens_2d, bool 
     kernels::PagedMqaConfig c;
     c.num_heads = num_heads, c.next_n = next_n, c.lens_2d = lens_2d, c.clean = clean, c.bf16_logits = bf16_logits;
     const jit::KernelSource src = kernels::paged_mqa_logits_source(c);
-    jit::CachedKernel entry;
-    {
-        py::gil_scoped_release no_gil;
-        entry = jit::build(src, "sm_90a");
-    }
-    py::dict result;
-    result["symbol"] = src.symbol;
-    result["dir"] = entry.dir.string();
-    return result;
+    return build_entry(src, "sm_90a");
 }
 
 }  // namespace

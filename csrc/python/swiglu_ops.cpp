@@ -13,6 +13,7 @@
 #include "apis/swiglu.hpp"
 #include "python/fast_args.hpp"
 #include "jit_kernels/impls/swiglu_fp8_quant.hpp"
+#include "python/jit_tools.hpp"
 
 namespace py = pybind11;
 
@@ -111,15 +112,7 @@ py::dict compile_quant_kernel(const std::string& input, bool swiglu, int group, 
     c.output_bf16 = output_bf16;
     c.fast_math = fast_math;
     const jit::KernelSource src = kernels::swiglu_fp8_quant_source(c);
-    jit::CachedKernel entry;
-    {
-        py::gil_scoped_release no_gil;
-        entry = jit::build(src, "sm_90a");
-    }
-    py::dict result;
-    result["symbol"] = src.symbol;
-    result["dir"] = entry.dir.string();
-    return result;
+    return build_entry(src, "sm_90a");
 }
 
 }  // namespace
