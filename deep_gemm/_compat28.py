@@ -51,6 +51,8 @@ def fp8_scaled_b(op: str, b, alpha, epilogue):
         return b
     if not (isinstance(b, (tuple, list)) and len(b) == 2 and isinstance(b[1], torch.Tensor)):
         raise TypeError(f'{op}: b must be a (tensor, scales) pair; got {type(b).__name__}')
+    if b[1].dtype != torch.float32:  # as the op itself requires: scaling must not turn packed scales into floats
+        raise TypeError(f'{op}: sfb must have dtype float32 to take alpha; got {str(b[1].dtype).replace("torch.", "")}')
     return (b[0], b[1] * value)
 
 
@@ -117,7 +119,7 @@ atexit.register(shutdown)
 def wrapper_extras(name: str):
     """The 2.8 keywords of a generated GEMM wrapper (after all of its 2.6.1 parameters) and the lines that
     handle them before the call: ``(params, prelude)``, both empty for ops that take none."""
-    if name.startswith('fp8_gemm_'):
+    if name in ('fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt'):
         return ['alpha: Optional[float] = None', 'epilogue=None'], (
             f'    if alpha is not None or epilogue is not None:\n'
             f'        b = _compat28.fp8_scaled_b({name!r}, b, alpha, epilogue)\n')

@@ -72,7 +72,7 @@ def fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, sc
     for the kv positions ``p`` of row ``(b, t)``, one fused kernel (no ``[rows, H, ctx]`` intermediate).
 
     - ``q``: float8_e4m3fn ``[B, next_n, H, 128]`` contiguous, or the pair ``(q, None)`` (FP4 q with scales is
-      SM100-only: ``NotImplementedError``). ``H`` is 32 or 64 and ``next_n * H <= 128``.
+      SM100-only: ``NotImplementedError``). ``H`` is 32 or 64 and ``next_n`` 1, 2 or 4.
     - ``kv_cache``: uint8 (or float8_e4m3fn) ``[num_blocks, 64, 1, 132]``: each block (page) holds 64 rows of
       128 FP8 bytes, then the 64 float32 scales ``sf`` (DeepGEMM's fused layout); block stride a multiple of 16 bytes.
     - ``weights``: float32 ``[B * next_n, H]``; ``block_table``: int32 ``[B, max_blocks]``; token ``p`` of batch

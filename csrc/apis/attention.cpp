@@ -20,7 +20,7 @@ int64_t concrete(const c10::SymInt& s) { return s.maybe_as_int().value_or(kUnkno
 // ks / ke: int32 [S], contiguous, on q's device.
 void check_range_tensor(const Checker& check, const at::Tensor& t, const char* name, int64_t seq_len) {
     check.dtype(t, name, at::kInt);
-    const View v = make_view(t, name);
+    const View v = check.view(t, name);
     if (v.dim != 1) check.value_error(fmt::format("{} must be 1-D [S]; got shape {}", name, v.shape_str()));
     check.size_eq(v, 0, seq_len, "S", "q.shape[0]");
     check.contiguous(v, "");
@@ -39,7 +39,7 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
 
     // q: FP8 [S, H, D], contiguous (read as the [S * H, D] matrix by TMA).
     check.dtype(q, "q", at::kFloat8_e4m3fn);
-    const View qv = make_view(q, "q");
+    const View qv = check.view(q, "q");
     if (qv.dim != 3) check.value_error(fmt::format("q must be 3-D [S, H, D]; got shape {}", qv.shape_str()));
     const int64_t num_heads = q.sym_size(1).guard_int(__FILE__, __LINE__);
     const int64_t head_dim = q.sym_size(2).guard_int(__FILE__, __LINE__);
@@ -54,7 +54,7 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
     // kv: (FP8 [S_kv, D] with unit inner stride and 16-byte rows, FP32 scales [S_kv]).
     check.dtype(kv, "kv[0]", at::kFloat8_e4m3fn);
     check.dtype(kv_sf, "kv[1]", at::kFloat);
-    const View kvv = make_view(kv, "kv[0]"), sfv = make_view(kv_sf, "kv[1]");
+    const View kvv = check.view(kv, "kv[0]"), sfv = check.view(kv_sf, "kv[1]");
     if (kvv.dim != 2) check.value_error(fmt::format("kv[0] must be 2-D [S_kv, D]; got shape {}", kvv.shape_str()));
     check.size_eq(kvv, 1, head_dim, "D", "q.shape[2]");
     if (not check.has_unit_stride(kvv, 1))
@@ -68,7 +68,7 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
 
     // weights: FP32 [S, H], unit stride along H.
     check.dtype(weights, "weights", at::kFloat);
-    const View wv = make_view(weights, "weights");
+    const View wv = check.view(weights, "weights");
     if (wv.dim != 2) check.value_error(fmt::format("weights must be 2-D [S, H]; got shape {}", wv.shape_str()));
     check.size_eq(wv, 0, seq_len, "S", "q.shape[0]");
     check.size_eq(wv, 1, num_heads, "H", "q.shape[1]");
@@ -94,7 +94,7 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
     if (fake) return logits;
 
     check.same_cuda_device({&qv, &kvv, &sfv, &wv});
-    const View ksv = make_view(ks, "cu_seq_len_k_start"), kev = make_view(ke, "cu_seq_len_k_end");
+    const View ksv = check.view(ks, "cu_seq_len_k_start"), kev = check.view(ke, "cu_seq_len_k_end");
     const int device = check.same_cuda_device({&qv, &ksv, &kev});
     if (seq_len == 0) return logits;
     const int64_t num_cols = compressed ? max_seqlen_k : seq_len_kv;
@@ -113,7 +113,7 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
     a.config.clean = clean_logits;
     a.q = q.const_data_ptr();
     a.kv = kv.const_data_ptr();
-    a.kv_stride = kv.stride(0);
+    a.kv_stride = kv.size(0) > 1 ? kv.stride(0) : head_dim;  // one row: any stride, as long as the tensor map takes it
     a.kv_scale = kv_sf.const_data_ptr<float>();
     a.weights = weights.const_data_ptr<float>();
     a.weights_stride = weights.stride(0);

@@ -134,6 +134,11 @@ public:
     void strided(const at::Tensor& t, const char* name) const {
         if (C10_UNLIKELY(t.defined() and t.layout() != c10::kStrided)) layout_fail(t, name);
     }
+    // The View of a tensor argument, after the strided check (the ops outside the GEMM table use this).
+    View view(const at::Tensor& t, const char* name) const {
+        strided(t, name);
+        return make_view(t, name);
+    }
 
     // ---- memory layout (ValueError) ----
     // Dim `inner` must have stride 1 (or size <= 1); used for "K-major" / "N-major" rules.

@@ -70,7 +70,7 @@ struct BatchReduced {
 BatchReduced validate_batch_reduced(const Checker& check, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                                     const at::Tensor* c) {
     BatchReduced p;
-    p.a = make_view(a, "a"), p.b = make_view(b, "b"), p.d = make_view(d, "d");
+    p.a = check.view(a, "a"), p.b = check.view(b, "b"), p.d = check.view(d, "d");
     check.dtype(a, "a", at::kBFloat16);
     check.dtype(b, "b", at::kBFloat16);
     check.dtype_in(d, "d", {at::kFloat, at::kBFloat16});
@@ -85,7 +85,7 @@ BatchReduced validate_batch_reduced(const Checker& check, const at::Tensor& a, c
     check.size_eq(p.d, 1, p.n, "N", "b.shape[1]");
     if (c != nullptr) {
         p.has_c = true;
-        p.c = make_view(*c, "c");
+        p.c = check.view(*c, "c");
         if (d.scalar_type() != at::kFloat)
             check.value_error(fmt::format("c is only supported with a float32 d (D = C + sum A B^T in FP32); got d {}",
                                           dtype_name(d.scalar_type())));
@@ -195,7 +195,7 @@ Heads validate_heads(const Checker& check, EinsumForm form, const at::Tensor& x,
     Heads p;
     const bool nt = form == EinsumForm::kHeadsNt;
     p.y_k_major = nt;
-    p.x = make_view(x, "x"), p.y = make_view(y, "y"), p.z = make_view(z, "z");
+    p.x = check.view(x, "x"), p.y = check.view(y, "y"), p.z = check.view(z, "z");
     if (c != nullptr) check.value_error(fmt::format("c is only supported by 'bmk,bnk->mn'; got a c with '{}'",
                                                     nt ? "bhr,hdr->bhd" : "bhd,hdr->bhr"));
     check.dtype(x, "x", at::kBFloat16);
@@ -283,8 +283,8 @@ struct Fp8Heads {
 Fp8Heads validate_fp8_heads(const Checker& check, const at::Tensor& x, const at::Tensor& sx, const at::Tensor& y,
                             const at::Tensor& sy, const at::Tensor& z) {
     Fp8Heads p;
-    p.x = make_view(x, "a"), p.sx = make_view(sx, "sfa"), p.y = make_view(y, "b"), p.sy = make_view(sy, "sfb");
-    p.z = make_view(z, "d");
+    p.x = check.view(x, "a"), p.sx = check.view(sx, "sfa"), p.y = check.view(y, "b"), p.sy = check.view(sy, "sfb");
+    p.z = check.view(z, "d");
     check.dtype(x, "a", at::kFloat8_e4m3fn);
     check.dtype(sx, "sfa", at::kFloat);
     check.dtype(y, "b", at::kFloat8_e4m3fn);

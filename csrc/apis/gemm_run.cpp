@@ -344,21 +344,12 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
         o.b_group_stride = p.b.stride[0];
         const bool masked = spec.grouping != G::kMContiguous;
         set_m_grouping(q, call, masked);
-        if (!masked and q.alignment % 128 != 0)
-            check.not_implemented(fmt::format("the BF16 grouped kernel needs groups aligned to a multiple of 128 rows; "
-                                              "get_mk_alignment_for_contiguous_layout() is {}", q.alignment));
         if (masked) {
             o.a_group_stride = p.a.stride[0];
             o.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * o.ldd;
         }
     }
     kernels::run_gemm(desc);
-}
-
-void check_int_range(const Checker& check, const Problem& p) {
-    constexpr int64_t kMax = std::numeric_limits<int>::max();
-    if (p.m > kMax or p.n > kMax or p.k > kMax)
-        check.value_error(fmt::format("M, N and K must each be below 2^31; got M = {}, N = {}, K = {}", p.m, p.n, p.k));
 }
 
 }  // namespace
@@ -370,7 +361,6 @@ void run_gemm(GemmOp op, const GemmCall& call) {
     const int device = check.same_cuda_device({&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d,
                                                p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr});
     if (handle_empty(p, call)) return;
-    check_int_range(check, p);
     require_sm90(check, device);
 
     switch (p.kernel) {

@@ -315,7 +315,7 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                                                   "pass grouped_layout as the K of each group", spec.name));
             check_rank(check, p.d, 3, {"G", "M", "N"});
             p.groups = p.d.size[0], p.m = p.d.size[1], p.n = p.d.size[2];
-            check.fits_int32(p.m, "M");  // before sum(ks) * M below
+            check.fits_int32(p.m, "M");  // before sum(ks) * M and sum(ks) * N below
             check.fits_int32(p.n, "N");
             check_rank(check, p.layout, 1, {"G"});
             check_same(check, p.layout, 0, p.d, 0, "G");

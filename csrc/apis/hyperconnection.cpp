@@ -32,7 +32,7 @@ void tf32_hc_prenorm_gemm(const at::Tensor& a, const at::Tensor& b, const at::Te
     check.dtype(b, "b", at::kFloat);
     check.dtype(d, "d", at::kFloat);
     check.dtype(sqr_sum, "sqr_sum", at::kFloat);
-    const View av = make_view(a, "a"), bv = make_view(b, "b"), dv = make_view(d, "d"), sv = make_view(sqr_sum, "sqr_sum");
+    const View av = check.view(a, "a"), bv = check.view(b, "b"), dv = check.view(d, "d"), sv = check.view(sqr_sum, "sqr_sum");
     check.rank(av, 2, "[m, k]");
     check.rank(bv, 2, "[n, k]");
     const int64_t m = av.size[0], k = av.size[1], n = bv.size[0];

@@ -27,7 +27,7 @@ void check_no_indices(const Checker& check, const std::optional<at::Tensor>& ind
 // context_lens: int32 contiguous [B] or [B, next_n]; returns its view.
 View check_context_lens(const Checker& check, const at::Tensor& lens) {
     check.dtype(lens, "context_lens", at::kInt);
-    const View v = make_view(lens, "context_lens");
+    const View v = check.view(lens, "context_lens");
     if (v.dim != 1 and v.dim != 2)
         check.value_error(fmt::format("context_lens must be 1-D [B] or 2-D [B, next_n]; got shape {}", v.shape_str()));
     check.contiguous(v, "");
@@ -71,7 +71,7 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
 
     // q [B, next_n, H, 128] e4m3, contiguous (TMA reads the [B * next_n * H, 128] view).
     check.dtype(q, "q", at::kFloat8_e4m3fn);
-    const View qv = make_view(q, "q");
+    const View qv = check.view(q, "q");
     check.rank(qv, 4, "[B, next_n, H, D]");
     if (q.sym_size(3).guard_int(__FILE__, __LINE__) != kPagedMqaHeadDim)
         check.value_error(fmt::format("q head dim D must be {} on SM90; got shape {}", kPagedMqaHeadDim, qv.shape_str()));
@@ -88,7 +88,7 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
 
     // kv_cache [num_pages, 64, 1, 128 + 4] bytes: a page is 64 x 128 e4m3 then 64 float32 scales.
     check.dtype_in(kv_cache, "kv_cache", {at::kByte, at::kFloat8_e4m3fn});
-    const View kv = make_view(kv_cache, "kv_cache");
+    const View kv = check.view(kv_cache, "kv_cache");
     check.rank(kv, 4, "[num_blocks, 64, 1, D + 4]");
     const int64_t row_bytes = kPagedMqaHeadDim + 4;
     if ((known(kv.size[1]) and kv.size[1] != kPagedMqaBlockKv) or (known(kv.size[2]) and kv.size[2] != 1) or
@@ -107,7 +107,7 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
 
     // weights [B * next_n, H] float32, contiguous (the kernel reads a batch's weights as one run of floats).
     check.dtype(weights, "weights", at::kFloat);
-    const View wv = make_view(weights, "weights");
+    const View wv = check.view(weights, "weights");
     check.rank(wv, 2, "[B * next_n, H]");
     check.size_eq(wv, 0, known(batch) ? batch * next_n : kUnknown, "B * next_n", "q.shape[0] * q.shape[1]");
     check.size_eq(wv, 1, heads, "H", "q.shape[2]");
@@ -118,17 +118,19 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     check.size_eq(lv, 0, batch, "B", "q.shape[0]");
     if (lv.dim == 2) check.size_eq(lv, 1, next_n, "next_n", "q.shape[1]");
     check.dtype(block_table, "block_table", at::kInt);
-    const View bt = make_view(block_table, "block_table");
+    const View bt = check.view(block_table, "block_table");
     check.rank(bt, 2, "[B, max_blocks]");
     check.size_eq(bt, 0, batch, "B", "q.shape[0]");
     if (not check.has_unit_stride(bt, 1))
         check.value_error(fmt::format("block_table must have unit stride along dim 1; got strides {}", bt.stride_str()));
     if (known(bt.size[1]) and bt.size[1] > kIntMax)
         check.value_error(fmt::format("block_table is too wide; got shape {}", bt.shape_str()));
+    if (known(bt.size[0]) and bt.size[0] > 1 and known(bt.stride[0]) and bt.stride[0] > kIntMax)  // the kernel's row stride is 32-bit
+        check.value_error(fmt::format("block_table's row stride must be at most 2^31 - 1 elements; got strides {}", bt.stride_str()));
 
     // schedule_meta [num_sms + 1, 2] int32 contiguous (get_paged_mqa_logits_metadata).
     check.dtype(schedule_meta, "schedule_meta", at::kInt);
-    const View sv = make_view(schedule_meta, "schedule_meta");
+    const View sv = check.view(schedule_meta, "schedule_meta");
     if (sv.dim != 2 or (known(sv.size[1]) and sv.size[1] != 2) or (known(sv.size[0]) and sv.size[0] < 2))
         check.value_error(fmt::format("schedule_meta must be [num_sms + 1, 2] (get_paged_mqa_logits_metadata); got shape {}",
                                       sv.shape_str()));
@@ -160,13 +162,14 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     a.config.bf16_logits = logits_bf16;
     a.q = q.const_data_ptr();
     a.kv_cache = kv_cache.const_data_ptr();
-    a.page_stride = kv_cache.stride(0);
+    // One page: its stride is never used, and any value must still make a valid tensor map.
+    a.page_stride = kv_cache.size(0) > 1 ? kv_cache.stride(0) : int64_t(kPagedMqaBlockKv) * (kPagedMqaHeadDim + 4);
     a.num_pages = int(kv_cache.size(0));
     a.weights = weights.const_data_ptr<float>();
     a.context_lens = context_lens.const_data_ptr<int>();
     a.block_table = block_table.const_data_ptr<int>();
     a.table_width = int(block_table.size(1));
-    a.table_stride = int(std::min<int64_t>(block_table.stride(0), kIntMax));
+    a.table_stride = block_table.size(0) > 1 ? int(block_table.stride(0)) : 0;  // checked above to fit
     a.schedule = schedule_meta.const_data_ptr<int>();
     a.schedule_sms = int(schedule_meta.size(0) - 1);
     a.logits = logits.mutable_data_ptr();

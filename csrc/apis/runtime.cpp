@@ -102,7 +102,7 @@ int get_theoretical_mk_alignment_for_contiguous_layout() { return 128; }
 
 // Stores any positive value, as DeepGEMM does (engines set a value, run, and restore the old one). The
 // M-grouped contiguous ops reject a stored value their kernels cannot honour (not a multiple of 128) when
-// called (check_mk_alignment_supported), so setting and restoring never fails.
+// called (validate() in gemm_validation.cpp), so setting and restoring never fails.
 void set_mk_alignment_for_contiguous_layout(int alignment) {
     if (alignment <= 0)
         throw_value_error(fmt::format("set_mk_alignment_for_contiguous_layout: the alignment must be positive; got {}", alignment));

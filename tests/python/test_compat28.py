@@ -41,6 +41,20 @@ def test_grouped_fp8_gemms_take_epilogue_last(name):
     assert 'alpha' not in [p.name for p in params]
 
 
+def test_skip_head_mid_takes_no_2_8_keywords():
+    import inspect
+    params = [p.name for p in inspect.signature(deep_gemm.fp8_gemm_nt_skip_head_mid).parameters.values()]
+    assert 'alpha' not in params and 'epilogue' not in params
+
+
+def test_fp8_alpha_keeps_the_sfb_dtype_check():
+    # Scaling an int32 (packed UE8M0) sfb would turn it into floats that pass the op's float32 check.
+    a, b, d = _fp8_operands()
+    packed = (b[0], b[1].to(torch.int32))
+    with pytest.raises(TypeError, match='fp8_gemm_nt: sfb must have dtype float32 to take alpha; got int32'):
+        deep_gemm.fp8_gemm_nt(a, packed, d, alpha=2.0)
+
+
 def _capture(monkeypatch, name):
     calls = []
     monkeypatch.setitem(deep_gemm.__dict__, f'_c_{name}', lambda *args: calls.append(args))

@@ -135,6 +135,13 @@ def test_strided_y_slice_rules():
             deep_gemm.einsum(form, x, torch.empty(8, 512, 128, dtype=BF16, device='meta').transpose(1, 2), z)
 
 
+def test_sparse_tensors_are_value_errors():
+    form = 'bhr,hdr->bhd'
+    x, y, z = heads(form, device='cpu')
+    with pytest.raises(ValueError, match=r'^einsum: x must be a strided'):
+        deep_gemm.einsum(form, x.to_sparse(), y, z)
+
+
 def test_head_rules():
     form = 'bhr,hdr->bhd'
     x, y, z = heads(form)

@@ -138,6 +138,12 @@ def test_dtypes_are_type_errors():
     _raises(TypeError, 'sqr_sum must have dtype float32; got float16', a, b, d, s.half())
 
 
+def test_sparse_tensors_are_value_errors():
+    a, b, d, s = _args()
+    _raises(ValueError, 'a must be a strided', a.to_sparse(), b, d, s)
+    _raises(ValueError, 'sqr_sum must be a strided', a, b, d, s.to_sparse())
+
+
 def test_shapes():
     a, b, d, s = _args()
     _raises(ValueError, r'a must be a 2-D tensor \[m, k\]', a[None], b, d, s)

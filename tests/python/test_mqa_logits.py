@@ -120,6 +120,12 @@ def test_bad_arguments(device, name, exc, match, changes):
         deep_gemm.fp8_fp4_mqa_logits(**a)
 
 
+def test_sparse_tensors_are_value_errors():  # (CPU: meta tensors cannot be made sparse)
+    a = _with('cpu', cu_seq_len_k_start=lambda a: a['cu_seq_len_k_start'].to_sparse())
+    with pytest.raises(ValueError, match=r'^fp8_mqa_logits: cu_seq_len_k_start must be a strided'):
+        deep_gemm.fp8_fp4_mqa_logits(**a)
+
+
 def test_bad_logits_dtype_and_max_seqlen_k():
     with pytest.raises(TypeError, match=r'^fp8_mqa_logits: logits_dtype must be torch.float32 or torch.bfloat16; got float16'):
         deep_gemm.fp8_fp4_mqa_logits(**_args(), logits_dtype=torch.float16)

@@ -168,6 +168,17 @@ def test_strided_kv_rows_and_weights():
     _check(logits, q, kv, kv_sf, weights, ks, ke, True, 0, torch.float32)
 
 
+def test_one_kv_row_with_an_odd_stride():
+    """S_kv = 1 with a row stride no tensor map would take (a one-row view of a wider buffer): its stride is never
+    used, so the op must run as for a contiguous kv."""
+    q, kv, kv_sf, weights = _inputs(8, 1, 32, 128, 5)
+    odd = torch.zeros(2 * 128 + 8, dtype=FP8, device='cuda').as_strided((1, 128), (137, 1))
+    odd.copy_(kv)
+    ks, ke = _ranges('ragged', 8, 1, 5)
+    logits = deep_gemm.fp8_fp4_mqa_logits((q, None), (odd, kv_sf), weights, ks, ke)
+    _check(logits, q, kv, kv_sf, weights, ks, ke, True, 0, torch.float32)
+
+
 def test_empty_kv_and_empty_queries():
     q, kv, kv_sf, weights = _inputs(6, 1, 32, 128, 3)
     ks = torch.zeros(6, dtype=torch.int32, device='cuda')

@@ -216,6 +216,8 @@ BAD = [
     ('block_table', lambda t: t.long(), TypeError, 'block_table must have dtype int32'),
     ('block_table', lambda t: torch.zeros(3, 3, dtype=torch.int32), ValueError, 'block_table'),
     ('block_table', lambda t: torch.zeros(3, 2, dtype=torch.int32).t(), ValueError, 'unit stride'),
+    ('block_table', lambda t: t.to_sparse(), ValueError, 'block_table must be a strided'),
+    ('context_lens', lambda t: t.to_sparse(), ValueError, 'context_lens must be a strided'),
     ('schedule_meta', lambda t: t.long(), TypeError, 'schedule_meta must have dtype int32'),
     ('schedule_meta', lambda t: torch.zeros(9, 3, dtype=torch.int32), ValueError, r'schedule_meta must be \[num_sms \+ 1, 2\]'),
     ('schedule_meta', lambda t: torch.zeros(1, 2, dtype=torch.int32), ValueError, 'schedule_meta must be'),
@@ -228,6 +230,14 @@ BAD = [
 def test_validation_errors(name, change, exc, msg):
     with pytest.raises(exc, match=f'^fp8_paged_mqa_logits: .*{msg}'):
         deep_gemm.fp8_paged_mqa_logits(**_bad(**{name: change}))
+
+
+def test_block_table_row_stride_must_fit_32_bits():
+    # The kernel's table row stride is a 32-bit int: a larger one is refused, not truncated (meta: no storage).
+    args = valid_args(device='meta')
+    args['block_table'] = torch.empty_strided((2, 3), (2 ** 31, 1), dtype=torch.int32, device='meta')
+    with pytest.raises(ValueError, match=r"^fp8_paged_mqa_logits: block_table's row stride must be at most 2\^31 - 1"):
+        deep_gemm.fp8_paged_mqa_logits(**args)
 
 
 def test_sm100_only_arguments_raise_not_implemented():

@@ -116,6 +116,18 @@ def test_next_n_4(heads):
     run_and_check(*build(5, 4, heads, True, 11), clean=True, logits_dtype=torch.float32)
 
 
+def test_one_page_with_an_odd_stride():
+    """A kv cache of one page whose page stride no tensor map would take (a view of a wider buffer): the stride
+    is never used, so the op must run as for a packed cache."""
+    q, kv_cache, weights, lens, table, max_len = build(1, 1, 32, False, 17, spare_pages=0)
+    lens = lens.clamp(max=64)
+    table = table[:, :1].clone().zero_()
+    page = kv_cache[:1]
+    odd = torch.zeros(2 * page.numel() + 4, dtype=page.dtype, device=DEV).as_strided(page.shape, (page.numel() + 4, 132, 132, 1))
+    odd.copy_(page)
+    run_and_check(q, odd, weights, lens, table, 64, clean=True, logits_dtype=torch.float32)
+
+
 @pytest.mark.parametrize('form', ['2.8', 'legacy'])
 def test_call_forms(form):
     run_and_check(*build(9, 2, 64, True, 3), clean=form == 'legacy', logits_dtype=torch.float32 if form == 'legacy' else torch.bfloat16,

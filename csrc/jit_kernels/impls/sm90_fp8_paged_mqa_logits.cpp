@@ -90,8 +90,8 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
     const CUtensorMap tmap_kv = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, a.kv_cache, kPagedMqaHeadDim, kPagedMqaBlockKv,
                                              uint64_t(a.num_pages), kPagedMqaHeadDim, uint64_t(a.page_stride), kPagedMqaHeadDim,
                                              kPagedMqaBlockKv, CU_TENSOR_MAP_SWIZZLE_128B, "kv_cache");
-    // The scales: 64 float32 after each page's FP8 rows, one box per page (any valid stride for a single page).
-    const uint64_t sf_stride = a.num_pages > 1 ? uint64_t(a.page_stride) : uint64_t(kPagedMqaBlockKv) * (kPagedMqaHeadDim + 4);
+    // The scales: 64 float32 after each page's FP8 rows, one box per page.
+    const uint64_t sf_stride = uint64_t(a.page_stride);
     const CUtensorMap tmap_sf = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
                                              static_cast<const uint8_t*>(a.kv_cache) + kPagedMqaBlockKv * kPagedMqaHeadDim,
                                              kPagedMqaBlockKv, uint64_t(a.num_pages), sf_stride, kPagedMqaBlockKv, 1,
