@@ -108,11 +108,13 @@ def _child(families, runs, with_baseline):
         sf = xv.abs().amax(-1).clamp(min=1e-4) / 448.0
         return (xv / sf.unsqueeze(-1)).to(torch.float8_e4m3fn).view(*lead, k), sf
 
-    def per_block_fp8(x):    # [.., N, K] -> e4m3 and FP32 scales per 128x128 block
+    def per_block_fp8(x):    # [.., N, K] -> e4m3 and FP32 scales per 128x128 block (the last block of N may be partial)
         *lead, n, k = x.shape
-        xv = x.float().view(*lead, n // 128, 128, k // 128, 128)
+        padded = -(-n // 128) * 128
+        xv = torch.nn.functional.pad(x.float(), (0, 0, 0, padded - n)).view(*lead, padded // 128, 128, k // 128, 128)
         sf = xv.abs().amax(dim=(-3, -1)).clamp(min=1e-4) / 448.0
-        return (xv / sf[..., None, :, None]).to(torch.float8_e4m3fn).view(*lead, n, k), sf
+        codes = (xv / sf[..., None, :, None]).to(torch.float8_e4m3fn).view(*lead, padded, k)
+        return codes[..., :n, :].contiguous(), sf
 
     def randn(*shape):
         return torch.randn(*shape, device='cuda', dtype=torch.bfloat16)
