@@ -68,7 +68,7 @@ struct GemmProblem {
 //   d    [M, N] (masked [G, max_m, N] contiguous across groups: d_group_stride == max_m * ldd)
 //   c    optional, as d (may be d); K-grouped and masked BF16: c_group_stride == M * ldc
 //   grouped  int32 on the GPU: contiguous grouped_layout [sum_M] (psum layout: group ends [G]), masked
-//            masked_m [G], K-grouped ks [G]
+//            masked_m [G], K-grouped ks [G]; the einsum modes read none (grouped_array_name)
 struct GemmOperands {
     const void* a = nullptr;
     const void* b = nullptr;
