@@ -17,7 +17,8 @@
 namespace deep_gemm::kernels {
 
 // The SM90 GEMM kernels (the dtypes and scale recipe are the kernel's):
-//   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense and M-grouped
+//   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense, M-grouped and
+//              head-batched (fp8_einsum)
 //   kFp8_1d1d  D fp32 = C + A @ B^T, FP8 operands, 1x128 scales on both (recipe (1, 1, 128)); dense
 //   kBf16      D bf16 or fp32 = C + A @ B^T, BF16 operands of either major; dense, M-grouped, K-grouped
 enum class GemmKernel : uint8_t { kFp8_1d2d = 0, kFp8_1d1d = 1, kBf16 = 2 };
