@@ -11,8 +11,8 @@ when ``alpha`` or ``epilogue`` is given, so a call without them costs what it di
   exact for powers of two), which the kernel already multiplies into every K block's partial sum during
   promotion, so no kernel or generated source changes and C is not scaled.
 - BF16 GEMMs: the call runs through cuBLASLt with ``alpha`` applied in cuBLASLt's epilogue (our BF16
-  kernel has no runtime scale). Same validation and layouts as the ``cublaslt_gemm_*`` ops; a ``c`` of
-  another dtype than ``d`` is first rounded to ``d``'s dtype.
+  kernel has no runtime scale). Validated as the plain ``bf16_gemm_*`` call (same rules, errors under its
+  name), so alpha changes no acceptance; a ``c`` of another dtype than ``d`` is first rounded to ``d``'s dtype.
 """
 
 import atexit

@@ -305,13 +305,9 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
                                         first->name, device_name(*first->tensor)));
 }
 
-}  // namespace
-
-const char* cublaslt_op_name(CublasLtLayout layout) { return spec_of(layout).name; }
-
-void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
-                   const std::optional<at::Tensor>& c, bool fake, float alpha) {
-    const GemmOpSpec& spec = spec_of(layout);
+// Validates the call under `spec` (its rules, its name in errors), then runs it through cuBLASLt.
+void gemm_with_spec(const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                    const std::optional<at::Tensor>& c, bool fake, float alpha) {
     const Checker check(spec.name, fake ? CheckMode::kFake : CheckMode::kReal);
     const at::Tensor* c_ptr = c.has_value() and c->defined() ? &*c : nullptr;
     GemmCall call;
@@ -325,6 +321,24 @@ void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor&
     }
     const int device = check.same_cuda_device({&p.a, &p.b, &p.d, c_view});
     run(spec.name, p, a, b, d, c_ptr, device, alpha);
+}
+
+}  // namespace
+
+const char* cublaslt_op_name(CublasLtLayout layout) { return spec_of(layout).name; }
+
+void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                   const std::optional<at::Tensor>& c, bool fake, float alpha) {
+    gemm_with_spec(spec_of(layout), a, b, d, c, fake, alpha);
+}
+
+void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                        const std::optional<at::Tensor>& c, bool fake, float alpha) {
+    static_assert(int(GemmOp::kBf16Nn) - int(GemmOp::kBf16Nt) == int(CublasLtLayout::kNn) and
+                      int(GemmOp::kBf16Tn) - int(GemmOp::kBf16Nt) == int(CublasLtLayout::kTn) and
+                      int(GemmOp::kBf16Tt) - int(GemmOp::kBf16Nt) == int(CublasLtLayout::kTt),
+                  "the bf16_gemm_* ops are in CublasLtLayout order");
+    gemm_with_spec(op_spec(static_cast<GemmOp>(int(GemmOp::kBf16Nt) + int(layout))), a, b, d, c, fake, alpha);
 }
 
 void cublaslt_shutdown() {

@@ -23,6 +23,12 @@ const char* cublaslt_op_name(CublasLtLayout layout);
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                    const std::optional<at::Tensor>& c, bool fake, float alpha = 1.0f);
 
+// The bf16_gemm_* op of the same layout letters called with an alpha (deep_gemm/_compat28.py): validated
+// as that op (its rules and its name in errors, so it accepts exactly what the plain call accepts), then run
+// through cuBLASLt as cublaslt_gemm does, alpha applied in cuBLASLt's epilogue.
+void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                        const std::optional<at::Tensor>& c, bool fake, float alpha);
+
 // Releases every cuBLASLt handle, workspace and cached plan (after waiting for each device that has a
 // handle). A later call creates them again. Safe to call at any time and more than once.
 void cublaslt_shutdown();

@@ -56,7 +56,7 @@ CublasLtLayout layout_of(int64_t layout) {
 
 template <bool kFake>
 void scaled_kernel(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c, double alpha) {
-    api::cublaslt_gemm(layout_of(layout), a, b, d, c, kFake, static_cast<float>(alpha));
+    api::bf16_gemm_cublaslt(layout_of(layout), a, b, d, c, kFake, static_cast<float>(alpha));
 }
 
 void scaled_entry(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c, double alpha) {

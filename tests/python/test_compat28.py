@@ -117,12 +117,51 @@ def test_bf16_alpha_one_runs_our_kernel(monkeypatch):
 def test_bf16_alpha_goes_to_cublaslt(monkeypatch, lay):
     calls = _capture(monkeypatch, f'bf16_gemm_{lay}')
     a, b, d = torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16), torch.empty(64, 64, dtype=BF16)
-    # Validated like cublaslt_gemm_<lay>, then the CPU kernel says it needs CUDA; our kernel is not called.
-    with pytest.raises(RuntimeError, match=f'cublaslt_gemm_{lay}: requires CUDA tensors'):
+    # Validated as bf16_gemm_<lay> (errors under its name), then the cuBLASLt route's CPU kernel says it needs
+    # CUDA; our kernel's entry is not called.
+    with pytest.raises(RuntimeError, match=f'^bf16_gemm_{lay}: requires CUDA tensors'):
         getattr(deep_gemm, f'bf16_gemm_{lay}')(a, b, d, alpha=2.0)
-    with pytest.raises(ValueError, match=f'cublaslt_gemm_{lay}: '):
+    with pytest.raises(ValueError, match=f'^bf16_gemm_{lay}: '):
         getattr(deep_gemm, f'bf16_gemm_{lay}')(a, b, torch.empty(64, 65, dtype=BF16), alpha=2.0)
     assert calls == []
+
+
+def _bf16_layout_operands(lay, m, n, k, row_pad, device):
+    """a, b, d of bf16_gemm_<lay> for an M x N x K problem; MN-major operands ('t' a, 'n' b) are stored [K, M]
+    / [K, N] with rows of M + row_pad / N + row_pad elements."""
+    def stored(rows, cols, mn_major):
+        if not mn_major:
+            return torch.empty(rows, cols, dtype=BF16, device=device)
+        return torch.empty(cols, rows + row_pad, dtype=BF16, device=device)[:, :rows]
+    return stored(m, k, lay[0] == 't'), stored(n, k, lay[1] == 'n'), torch.empty(m, n, dtype=BF16, device=device)
+
+
+def _error_of(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 (the type and message are compared)
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize('device', ['meta', 'cpu'])
+@pytest.mark.parametrize('lay', ['nt', 'nn', 'tn', 'tt'])
+@pytest.mark.parametrize('row_pad', [0, 7])
+def test_bf16_alpha_accepts_exactly_what_the_plain_call_accepts(lay, row_pad, device):
+    """M = N = 257: an MN-major operand's rows are 514 bytes (row_pad 0: not 16-byte aligned, rejected by both
+    routes with the same ValueError) or padded to 264 elements (row_pad 7: accepted by both; meta validates
+    only, CPU then stops at the device check)."""
+    fn = getattr(deep_gemm, f'bf16_gemm_{lay}')
+    a, b, d = _bf16_layout_operands(lay, 257, 257, 320, row_pad, device)
+    plain, scaled = _error_of(lambda: fn(a, b, d)), _error_of(lambda: fn(a, b, d, alpha=0.75))
+    assert plain == scaled, (plain, scaled)
+    if lay == 'nt' or row_pad == 7:  # accepted
+        if device == 'meta':
+            assert plain is None
+        else:
+            assert plain[0] is RuntimeError and plain[1].startswith(f'bf16_gemm_{lay}: requires CUDA tensors'), plain
+    else:
+        assert plain[0] is ValueError and plain[1].startswith(f'bf16_gemm_{lay}: ') and 'multiple of 16 bytes' in plain[1], plain
 
 
 def test_bf16_alpha_meta_validates_and_traces():

@@ -44,6 +44,15 @@ def test_fp8_gemm_nt_alpha(m, n, k, with_c, alpha):
     assert torch.equal(d1, d2)
 
 
+def _mn_major(t):
+    """t [rows, K] stored MN-major as [K, rows] with rows padded to a multiple of 8 elements (16-byte aligned
+    rows, which TMA needs and both the plain call and the alpha route require; test_compat28.py checks that
+    both reject unpadded rows of 257 elements alike)."""
+    rows, k = t.shape
+    store = torch.full((k, (rows + 7) // 8 * 8), float('nan'), device=t.device, dtype=t.dtype)
+    return store[:, :rows].copy_(t.T)
+
+
 @pytest.mark.parametrize('lay', ['nt', 'nn', 'tn', 'tt'])
 @pytest.mark.parametrize('out_dtype,with_c', [(torch.bfloat16, False), (torch.float32, True), (torch.bfloat16, True)])
 def test_bf16_gemm_alpha(lay, out_dtype, with_c):
@@ -51,14 +60,26 @@ def test_bf16_gemm_alpha(lay, out_dtype, with_c):
     g = torch.Generator(device='cuda').manual_seed(7)
     x = torch.randn(m, k, device='cuda', generator=g, dtype=torch.bfloat16)
     w = torch.randn(n, k, device='cuda', generator=g, dtype=torch.bfloat16)
-    a = x if lay[0] == 'n' else x.T.contiguous()
-    b = w if lay[1] == 't' else w.T.contiguous()
+    a = x if lay[0] == 'n' else _mn_major(x)  # [K, M] with a row stride of 264
+    b = w if lay[1] == 't' else _mn_major(w)
     c = torch.randn(m, n, device='cuda', dtype=out_dtype) if with_c else None
     d = torch.full((m, n), float('nan'), device='cuda', dtype=out_dtype)
     getattr(deep_gemm, f'bf16_gemm_{lay}')(a, b, d, c, alpha=alpha)
-    want = alpha * (x.double() @ w.double().T) + (c.double() if with_c else 0)
+    prod, c_term = x.double() @ w.double().T, (c.double() if with_c else 0)
     assert not torch.isnan(d).any()
-    assert float(calc_diff(d.double(), want)) < 1e-5
+    assert float(calc_diff(d.double(), alpha * prod + c_term)) < 1e-5
+    # The plain call takes the same operands (our kernel): alpha changes the scale, not the acceptance.
+    d1 = torch.full((m, n), float('nan'), device='cuda', dtype=out_dtype)
+    getattr(deep_gemm, f'bf16_gemm_{lay}')(a, b, d1, c)
+    assert not torch.isnan(d1).any()
+    assert float(calc_diff(d1.double(), prod + c_term)) < 1e-5
+    if lay[0] == 't':  # unpadded [K, 257] rows: both routes raise the same ValueError before any launch
+        errors = []
+        for kw in ({}, {'alpha': alpha}):
+            with pytest.raises(ValueError, match=f'^bf16_gemm_{lay}: a stride along dim 1 must be a multiple of 16 bytes') as e:
+                getattr(deep_gemm, f'bf16_gemm_{lay}')(x.T.contiguous(), b, d1, c, **kw)
+            errors.append(str(e.value))
+        assert errors[0] == errors[1]
 
 
 def test_shutdown_then_ops_work_again():

@@ -26,11 +26,25 @@ enum class GemmGroupedMode : int {
     kMGroupedMasked = 2,
     kKGroupedContiguous = 3,
     kMGroupedContiguousPsum = 4,
-    // The einsum layouts (BF16 kernel only; scheduler/einsum_scheduler.cuh): D = sum over the G batches of
-    // A_g @ B_g^T ('bmk,bnk->mn'), and G per-head GEMMs on [b, h, *] activations ('bhr,hdr->bhd', ...).
+    // The einsum layouts (scheduler/einsum_scheduler.cuh): D = sum over the G batches of A_g @ B_g^T
+    // ('bmk,bnk->mn', BF16 kernel), and G per-head GEMMs on [b, h, *] activations ('bhr,hdr->bhd', ...;
+    // BF16 kernel, and FP8 1D2D for fp8_einsum).
     kBatchReduced = 5,
     kHeadBatched = 6,
 };
+
+// The public name of the int32 array (GemmOperands::grouped) a mode's scheduler reads; nullptr for the
+// modes that read none: dense, and the einsum layouts, whose groups are all full (their schedulers take
+// no array). The kernels' checks demand the pointer exactly where this names one.
+constexpr const char* grouped_array_name(GemmGroupedMode mode) {
+    switch (mode) {
+        case GemmGroupedMode::kMGroupedContiguous:
+        case GemmGroupedMode::kMGroupedContiguousPsum: return "grouped_layout";
+        case GemmGroupedMode::kMGroupedMasked: return "masked_m";
+        case GemmGroupedMode::kKGroupedContiguous: return "ks";
+        default: return nullptr;
+    }
+}
 
 // Generated translation unit for one kernel instance (used by the ops and by the compile-only tests):
 // {name, symbol, code} as in jit::KernelSource, plus the block size and dynamic shared memory it needs.

@@ -86,9 +86,8 @@ void Bf16GemmTraits::check(const char* op, const GemmDesc& desc) {
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
     const bool masked = is_masked(p), k_grouped = is_k_grouped(p), m_grouped = is_m_grouped(p);
-    const bool grouped = m_grouped || k_grouped;
     if (!o.a || !o.b || !o.d) fail(op, "null pointer argument");
-    if (grouped && !o.grouped) fail(op, masked ? "masked_m is null" : k_grouped ? "ks is null" : "grouped_layout is null");
+    if (const char* array = grouped_array_name(p.mode); array != nullptr && o.grouped == nullptr) fail(op, std::string(array) + " is null");
     if (!aligned(o.a, 16) || !aligned(o.b, 16)) fail(op, "a and b must be 16-byte aligned");
     const int64_t a_inner = p.a_k_major ? k : m, b_inner = p.b_k_major ? k : n;
     if (o.lda < a_inner || o.lda % 8 != 0)

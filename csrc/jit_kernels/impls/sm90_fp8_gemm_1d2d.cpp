@@ -165,7 +165,9 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     const bool masked = is_masked(p);
     if (k % 16 != 0) fail_op(op, "K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
     check(o.a && o.b && o.sfa && o.sfb && o.d, "null pointer argument");
-    check(!grouped || o.grouped, masked ? "masked_m is null" : "grouped_layout is null");
+    // Only the modes whose scheduler reads an int32 array need one (the head-batched mode has none).
+    if (const char* array = grouped_array_name(p.mode); array != nullptr && o.grouped == nullptr)
+        fail_op(op, std::string(array) + " is null");
     check(aligned(o.a, 16) && aligned(o.b, 16) && aligned(o.sfa, 16), "a, b and sfa must be 16-byte aligned");
     check(aligned(o.d, 2), "d must be 2-byte aligned");
     check(o.lda >= k && o.lda % 16 == 0, "lda must be >= K and a multiple of 16");

@@ -17,7 +17,8 @@
 namespace deep_gemm::kernels {
 
 // The SM90 GEMM kernels (the dtypes and scale recipe are the kernel's):
-//   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense and M-grouped
+//   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense, M-grouped and
+//              head-batched (fp8_einsum)
 //   kFp8_1d1d  D fp32 = C + A @ B^T, FP8 operands, 1x128 scales on both (recipe (1, 1, 128)); dense
 //   kBf16      D bf16 or fp32 = C + A @ B^T, BF16 operands of either major; dense, M-grouped, K-grouped
 enum class GemmKernel : uint8_t { kFp8_1d2d = 0, kFp8_1d1d = 1, kBf16 = 2 };
@@ -68,7 +69,7 @@ struct GemmProblem {
 //   d    [M, N] (masked [G, max_m, N] contiguous across groups: d_group_stride == max_m * ldd)
 //   c    optional, as d (may be d); K-grouped and masked BF16: c_group_stride == M * ldc
 //   grouped  int32 on the GPU: contiguous grouped_layout [sum_M] (psum layout: group ends [G]), masked
-//            masked_m [G], K-grouped ks [G]
+//            masked_m [G], K-grouped ks [G]; the einsum modes read none (grouped_array_name)
 struct GemmOperands {
     const void* a = nullptr;
     const void* b = nullptr;
