@@ -168,7 +168,6 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
         const u8* a = smem_a + stage * kABytes;
         u8* b = smem_b + stage * L::kBBytes;
         const u32 b_addr = smem_addr(b);
-        round_b_tile_to_tf32<kBlockN>(b, tid);  // its barrier waits below, after the A fragment's loads
         u32 frag[8][4];
         #pragma unroll
         for (u32 kk = 0; kk < 8; ++kk) {
@@ -183,6 +182,8 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
             frag[kk][2] = static_cast<u32>(x01) << 16;
             frag[kk][3] = static_cast<u32>(x11) << 16;
         }
+        // B after A's loads are issued, so that their latencies overlap; the barrier waits below the squares.
+        round_b_tile_to_tf32<kBlockN>(b, tid);
         // The tile's 16 squares per row first, then one add into the running sum: the running sums see
         // k / 64 additions instead of k / 4 (smaller FP32 rounding drift over long K).
         float t0 = 0.0f, t1 = 0.0f;
