@@ -375,7 +375,8 @@ def check_tf32_hc_prenorm_gemm() -> None:
         s = torch.full(lead + (m,), float("nan"), device="cuda")
         deep_gemm.tf32_hc_prenorm_gemm(a_dev, b.cuda(), d, s, num_splits=splits)
         torch.cuda.synchronize()
-        b_tf32 = (b.view(torch.int32) & ~0x1FFF).view(torch.float32)  # the TF32 b the tensor core reads
+        # b rounded to nearest TF32, ties away from zero, as the kernel does (cvt.rna.tf32.f32; finite b)
+        b_tf32 = ((b.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
         ref_d, ref_s = a.double() @ b_tf32.double().T, a.double().square().sum(-1)
         got_d = d.cpu() if splits is None else d.cpu().sum(0)
         got_s = s.cpu() if splits is None else s.cpu().sum(0)

@@ -1,7 +1,7 @@
 // Compile-only tests of the TF32 hc_prenorm GEMM (deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm.cuh):
 // the launch plan for DeepGEMM's test shapes, and the SASS of the kernels those shapes use (TF32 wgmma =
-// HGMMA with A from registers, TMA loads, no local memory), built for sm_90a with NVCC and NVRTC. The
-// ptxas report (registers, spills) is read through DG_JIT_PTXAS_VERBOSE.
+// HGMMA with A from registers, TMA loads, B rounded to nearest TF32 in shared memory, no local memory), built
+// for sm_90a with NVCC and NVRTC. The ptxas report (registers, spills) is read through DG_JIT_PTXAS_VERBOSE.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -62,6 +62,12 @@ TEST(HcPrenormPlan, CoversTheGridAndFitsTwoCtasPerSm) {
     EXPECT_EQ(plan_hc_prenorm(8192, 24, 7168, 16, kH200Sms).reduce, 1);
 }
 
+int count_substr(const std::string& text, const std::string& what) {
+    int count = 0;
+    for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + what.size())) ++count;
+    return count;
+}
+
 class KernelCompileHc : public dg_test::KernelCompileTest {
 protected:
     KernelCompileHc() : KernelCompileTest("dg_kernel_hc_") {}
@@ -81,6 +87,16 @@ protected:
             EXPECT_NE(sass.find(".TF32"), std::string::npos) << "the wgmmas are not TF32";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             EXPECT_GT(count_op(sass, "ACQBULK"), 0) << "no griddepcontrol.wait (PDL) in SASS";
+            // B is rounded to nearest TF32 in shared memory before its wgmmas: cvt.rna.tf32.f32 becomes an
+            // add of 0x1000 and this mask per value (four per 16-byte vector); then a fence for the async
+            // proxy and the math threads' barrier 2, all before the first wgmma.
+            EXPECT_GE(count_substr(sass, "0xffffe000"), 4) << "no TF32 rounding (cvt.rna.tf32.f32) of B in SASS";
+            const size_t mask = sass.rfind("0xffffe000"), wgmma = sass.find("HGMMA");
+            const size_t fence = sass.find("FENCE.VIEW.ASYNC.S", mask == std::string::npos ? 0 : mask);
+            const size_t barrier = sass.find("BAR.SYNC.DEFER_BLOCKING 0x2,", fence == std::string::npos ? 0 : fence);
+            EXPECT_NE(fence, std::string::npos) << "no fence.proxy.async after rounding B";
+            EXPECT_NE(barrier, std::string::npos) << "no barrier 2 after the fence";
+            EXPECT_LT(barrier, wgmma) << "B must be rounded, fenced and the barrier passed before the first HGMMA";
         });
         deep_gemm::jit::set_log_sink(nullptr);
         int registers = -1;

@@ -1,8 +1,9 @@
-"""GPU correctness of deep_gemm.tf32_hc_prenorm_gemm against hc_prenorm_reference.py (float64, b truncated
-to TF32, the kernel's split layout), on fresh random data with NaN-poisoned outputs: ragged m and k, n from
-1 to 64, num_splits None / 1 / 2 / 16 / more splits than K blocks, strided and padded operands, results
-that do not depend on timing (two calls bitwise equal), PDL, a CUDA graph replay, and DeepGEMM's own test
-loop and bar (calc_diff < 1e-8 against a TF32 torch matmul). Skipped without a Hopper GPU.
+"""GPU correctness of deep_gemm.tf32_hc_prenorm_gemm against hc_prenorm_reference.py (float64, b rounded to
+nearest TF32 with ties away from zero, the kernel's split layout), on fresh random data with NaN-poisoned
+outputs: ragged m and k, n from 1 to 64, num_splits None / 1 / 2 / 16 / more splits than K blocks, strided
+and padded operands, results that do not depend on timing (two calls bitwise equal), PDL, a CUDA graph
+replay, and DeepGEMM's own test loop and bar (calc_diff < 1e-8 against a TF32 torch matmul). Skipped
+without a Hopper GPU.
 """
 import pytest
 import torch
@@ -19,9 +20,9 @@ from hc_prenorm_reference import hc_prenorm_reference, split_ranges  # noqa: E40
 
 op = deep_gemm.tf32_hc_prenorm_gemm
 # Against the float64 reference with the same TF32 b, only the FP32 accumulation (the tensor core's for d,
-# ours for sqr_sum) differs: calc_diff should be around 1e-12 or below. A b rounded to nearest instead of
-# truncated gives ~1e-7 (tests/python/test_hc_prenorm_gemm.py measures it on the CPU), a wrong split or a
-# lost block far more.
+# ours for sqr_sum) differs: calc_diff should be around 1e-12 or below. A b truncated instead of rounded
+# gives ~1.3e-7 and a b not rounded at all ~2e-8 (tests/python/test_hc_prenorm_gemm.py measures both on the
+# CPU), a wrong split or a lost block far more.
 TIGHT = 1e-9
 SQR_RTOL = 1e-5  # FP32 sums of up to 28672 squares, in chains of at most k / 64 tile sums
 
@@ -207,5 +208,10 @@ def test_deepgemm_shapes_and_bar(m, n, k, splits):
     finally:
         torch.backends.cuda.matmul.allow_tf32 = old
     ref_s = a.float().square().sum(-1)
+    # Which side is off when the bar is missed: torch's TF32 matmul against the float64 reference (b rounded
+    # to nearest) tells a torch/cuBLAS that rounds differently from a kernel fault. Products of a BF16 and a
+    # TF32 value are exact in FP32, so with the same rounding of b only the accumulation order differs.
+    torch_vs_ref = float(calc_diff(ref_d, hc_prenorm_reference(a, b)[0]))
     diff = max(float(calc_diff(final_d, ref_d)), float(calc_diff(final_s, ref_s)))
-    assert diff < 1e-8, f'm={m} n={n} k={k} splits={splits}: {diff:.3e} against the TF32 torch matmul'
+    assert diff < 1e-8, (f'm={m} n={n} k={k} splits={splits}: {diff:.3e} against the TF32 torch matmul '
+                         f'(torch against the round-to-nearest reference: {torch_vs_ref:.3e})')

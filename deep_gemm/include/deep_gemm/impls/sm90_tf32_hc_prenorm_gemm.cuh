@@ -1,5 +1,6 @@
 // TF32 "hyper-connection pre-norm" GEMM: for BF16 A [m, k] and FP32 B [n, k] (n <= 64),
-//   d[s][i][j] = sum over k in split s of A[i, k] * tf32(B[j, k])   (TF32 products, FP32 accumulation)
+//   d[s][i][j] = sum over k in split s of A[i, k] * tf32(B[j, k])   (TF32 products, FP32 accumulation;
+//                tf32() rounds to nearest, ties away from zero, as torch's TF32 matmul does)
 //   sqr_sum[s][i] = sum over k in split s of A[i, k]^2               (FP32)
 // where split s of S covers the 64-wide K blocks [s * q + min(s, r), ...) with q = nkb / S, r = nkb % S
 // (nkb = ceil(k / 64); the first r splits get one block more; an empty split writes zeros).
@@ -8,6 +9,12 @@
 // - A unit (one CTA) is a 128-row block of A times a run of K blocks. A producer warp streams 128 x 64
 //   BF16 tiles of A and kBlockN x 64 FP32 tiles of B by TMA (128-byte swizzle, zero fill past m, n and k)
 //   through a kStages ring; two math warpgroups each own 64 rows.
+// - B reaches the wgmmas from shared memory, where TMA leaves raw FP32 (a TF32 wgmma would drop the low 13
+//   mantissa bits: truncation). So the math threads first round the stage's B tile in place with
+//   cvt.rna.tf32.f32 (kBlockN * 16 16-byte vectors over 256 threads: at most 4 each), fence it for the async
+//   proxy and meet at a named barrier before the stage's wgmmas. Rounding where B is produced (a pre-pass over
+//   b) would cost a launch and a second pass over b, which is as large as a for small m; the in-place pass
+//   costs a few shared-memory accesses and one barrier per K block, in a kernel bound by reading a.
 // - A math thread reads its wgmma A fragment (2 rows x 2 columns per 8-wide K step) straight from the
 //   swizzled BF16 tile, widens it to FP32 by a shift (exact: every BF16 value is a TF32 value), squares
 //   and adds it to its row sums, and issues TF32 wgmmas with A from registers and B from shared memory.
@@ -25,6 +32,7 @@
 #include "../common/types.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
+#include "../ptx/tf32.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma_tf32.cuh"
 
@@ -34,6 +42,7 @@ constexpr u32 kBlockM = 128, kBlockK = 64;
 constexpr u32 kMathThreads = 256;              // two warpgroups of 64 rows
 constexpr u32 kThreads = kMathThreads + 32;    // + one producer warp
 constexpr u32 kABytes = kBlockM * kBlockK * 2;  // one BF16 tile: 128 rows of 128 bytes
+constexpr u32 kReduceBarrier = 1, kRoundedBarrier = 2;  // named barriers of the math threads
 
 template <u32 kBlockN>
 struct Layout {
@@ -63,6 +72,28 @@ __device__ __forceinline__ void unit_k_blocks(u32 num_k_blocks, u32 num_splits, 
     const u32 lo = split_count * j / reduce, hi = split_count * (j + 1) / reduce;
     first = split_first + lo;
     count = hi - lo;
+}
+
+// Rounds the B tile at `b` (kBlockN x 64 FP32 values, two swizzled halves: an elementwise pass does not care
+// where each value sits) to TF32 in place, thread `tid` of the kMathThreads taking every kMathThreads-th
+// 16-byte vector, and orders its writes before later wgmma (async proxy) reads. The caller's barrier makes
+// every thread's part visible before any wgmma reads the tile.
+template <u32 kBlockN>
+__device__ __forceinline__ void round_b_tile_to_tf32(u8* b, u32 tid) {
+    constexpr u32 kVectors = kBlockN * 64 * 4 / 16;
+    #pragma unroll
+    for (u32 i = 0; i < ceil_div(kVectors, kMathThreads); ++i) {
+        const u32 v = tid + i * kMathThreads;
+        if (kVectors % kMathThreads != 0 and v >= kVectors) break;
+        uint4* p = reinterpret_cast<uint4*>(b) + v;
+        uint4 x = *p;
+        x.x = ptx::cvt_rna_tf32(x.x);
+        x.y = ptx::cvt_rna_tf32(x.y);
+        x.z = ptx::cvt_rna_tf32(x.z);
+        x.w = ptx::cvt_rna_tf32(x.w);
+        *p = x;
+    }
+    ptx::fence_proxy_async_smem();
 }
 
 template <u32 kBlockN, u32 kStages>
@@ -135,7 +166,8 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
         const u32 stage = t % kStages, phase = (t / kStages) & 1u;
         ptx::mbarrier_wait(&full[stage], phase);
         const u8* a = smem_a + stage * kABytes;
-        const u32 b_addr = smem_addr(smem_b + stage * L::kBBytes);
+        u8* b = smem_b + stage * L::kBBytes;
+        const u32 b_addr = smem_addr(b);
         u32 frag[8][4];
         #pragma unroll
         for (u32 kk = 0; kk < 8; ++kk) {
@@ -150,6 +182,8 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
             frag[kk][2] = static_cast<u32>(x01) << 16;
             frag[kk][3] = static_cast<u32>(x11) << 16;
         }
+        // B after A's loads are issued, so that their latencies overlap; the barrier waits below the squares.
+        round_b_tile_to_tf32<kBlockN>(b, tid);
         // The tile's 16 squares per row first, then one add into the running sum: the running sums see
         // k / 64 additions instead of k / 4 (smaller FP32 rounding drift over long K).
         float t0 = 0.0f, t1 = 0.0f;
@@ -164,6 +198,7 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
         }
         ss0 += t0;
         ss1 += t1;
+        ptx::named_barrier_sync(kRoundedBarrier, kMathThreads);  // the whole B tile is rounded
         ptx::wgmma_fence();
         #pragma unroll
         for (u32 kk = 0; kk < 8; ++kk) {
@@ -198,14 +233,14 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
             __stcg(mine + (L::kNumAccum + 1) * kMathThreads, ss1);
         }
         __threadfence();  // the slot is visible GPU-wide before the counter says so
-        ptx::named_barrier_sync(1, kMathThreads);
+        ptx::named_barrier_sync(kReduceBarrier, kMathThreads);
         if (tid == 0) {
             const u32 arrived = atomicAdd(&counters[group], 1u);
             const bool last = arrived == reduce - 1;
             if (last) counters[group] = 0;  // every unit of the group has counted: ready for the next launch
             *last_flag = last ? 1u : 0u;
         }
-        ptx::named_barrier_sync(1, kMathThreads);
+        ptx::named_barrier_sync(kReduceBarrier, kMathThreads);
         if (*last_flag == 0) return;
         __threadfence();
         // Sum the group's slots. Only the warps whose 16 rows reach below m wrote slots ("source" warps);
@@ -250,7 +285,7 @@ __device__ __forceinline__ void tf32_hc_prenorm_gemm(const TmaDescriptor& tmap_a
                 #pragma unroll
                 for (u32 i = 0; i < L::kSlotFloats; ++i) runs[((part - 1) * L::kSlotFloats + i) * width + src] = sum[i];
             }
-            ptx::named_barrier_sync(1, kMathThreads);
+            ptx::named_barrier_sync(kReduceBarrier, kMathThreads);
             if (part == 0) {
                 for (u32 p = 1; p < parts; ++p) {
                     #pragma unroll

@@ -3,8 +3,8 @@
 // .b32 registers per thread; no transpose bits). B comes from shared memory through a descriptor
 // (wgmma.cuh: make_smem_desc_kmajor_sw128), K-major. A TF32 element is the top 19 bits of a 32-bit word
 // (sign, 8 exponent, 10 mantissa bits): a BF16 value shifted into the top half of a register is exact;
-// FP32 data given as is loses its low 13 mantissa bits (truncation; tests/python/test_hc_prenorm_gemm_gpu.py
-// checks the kernel against a reference that truncates).
+// FP32 data given as is loses its low 13 mantissa bits (truncation toward zero; an H100 run showed it), so
+// FP32 operands are rounded to nearest first (tf32.cuh: cvt_rna_tf32), as torch's TF32 matmul does.
 #pragma once
 
 #include "wgmma.cuh"
