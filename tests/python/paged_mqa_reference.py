@@ -42,9 +42,10 @@ def row_lengths(context_lens: torch.Tensor, next_n: int) -> torch.Tensor:
 
 
 def ref_paged_mqa_logits(q: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor, context_lens: torch.Tensor,
-                         block_table: torch.Tensor, max_context_len: int) -> torch.Tensor:
+                         block_table: torch.Tensor, max_context_len: int, magnitude: bool = False) -> torch.Tensor:
     """float32 [B * next_n, max_context_len]; -inf outside each row's range. q: [B, next_n, H, D] (any float dtype,
-    FP8 included: its values are used exactly)."""
+    FP8 included: its values are used exactly). magnitude=True gives instead sum_h |w_h| * (|q_h| . |k|) * scale,
+    the scale of the rounding error an FP32-accumulated evaluation of the same sum can make."""
     batch, next_n, heads, dim = q.shape
     codes, scales = unpack_kv_cache(kv_cache)
     lens = row_lengths(context_lens, next_n).clamp(0, max_context_len)
@@ -56,9 +57,13 @@ def ref_paged_mqa_logits(q: torch.Tensor, kv_cache: torch.Tensor, weights: torch
         pages = block_table[b, :(n + BLOCK_KV - 1) // BLOCK_KV].long()
         kv = codes[pages].reshape(-1, dim)[:n]                     # [n, D]
         sf = scales[pages].reshape(-1)[:n]                         # [n]
-        score = torch.einsum('thd,nd->thn', q[b].float(), kv)      # [next_n, H, n]
         w = weights[b * next_n:(b + 1) * next_n].float()           # [next_n, H]
-        logit = (score.relu() * w[:, :, None]).sum(dim=1) * sf     # [next_n, n]
+        if magnitude:
+            score = torch.einsum('thd,nd->thn', q[b].float().abs(), kv.abs())
+            logit = (score * w.abs()[:, :, None]).sum(dim=1) * sf
+        else:
+            score = torch.einsum('thd,nd->thn', q[b].float(), kv)  # [next_n, H, n]
+            logit = (score.relu() * w[:, :, None]).sum(dim=1) * sf  # [next_n, n]
         for t in range(next_n):
             m = int(lens[b, t])
             out[b * next_n + t, :m] = logit[t, :m]

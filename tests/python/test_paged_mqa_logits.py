@@ -73,6 +73,18 @@ def test_reference_matches_loop_formula(next_n, lens_2d, lens):
     torch.testing.assert_close(got[finite], want[finite], rtol=1e-4, atol=1e-3)
 
 
+def test_reference_magnitude_is_the_abs_loop_formula():
+    """magnitude=True (the GPU test's error scale) is the loop formula with every term made non-negative."""
+    q, kv_cache, kv_dequant, w, lens_t, table = make_problem(3, 2, 4, 32, [2, 65, 128], False)
+    got = ref.ref_paged_mqa_logits(q, kv_cache, w, lens_t, table, 160, magnitude=True)
+    want = loop_formula(q.float().abs(), kv_dequant.abs(), w.abs(), lens_t, table, 160)
+    finite = torch.isfinite(want)
+    assert torch.equal(finite, torch.isfinite(got)) and finite.any()
+    torch.testing.assert_close(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+    plain = ref.ref_paged_mqa_logits(q, kv_cache, w, lens_t, table, 160)
+    assert (plain[finite].abs() <= got[finite] * (1 + 1e-6)).all()
+
+
 def test_pack_unpack_round_trip():
     x = torch.randn(3, 64, 1, 128)
     kv_cache, dequant = ref.pack_kv_cache(x)

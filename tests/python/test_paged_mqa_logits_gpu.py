@@ -92,7 +92,13 @@ def run_and_check(q, kv_cache, weights, lens, table, max_len, clean, logits_dtyp
     diff = calc_diff(got[inside], want[inside])
     assert diff < (3e-5 if logits_dtype == torch.bfloat16 else 5e-6), diff
     if logits_dtype == torch.float32:
-        torch.testing.assert_close(got[inside], want[inside], rtol=1e-4, atol=1e-3)
+        # Element-wise: FP8 wgmmas accumulate with fewer bits than FP32, so the kernel's error scales with the
+        # sum of the terms' magnitudes, not with the (cancelling) result. On an H200 the worst error was
+        # 2.8e-5 of that magnitude (the FP32 reference's own: 1.6e-8); a dropped head or a wrong page is 1e-2
+        # or more of it. The bar 2^-12 sits between.
+        scale = ref.ref_paged_mqa_logits(q, kv_cache, weights, lens, table, max_len, magnitude=True)[inside]
+        worst = float(((got[inside] - want[inside]).abs() / scale.clamp(min=1e-30)).max())
+        assert worst < 2.0 ** -12, f'an element differs by {worst:.3g} of its terms\' magnitude
     return out, meta
 
 
