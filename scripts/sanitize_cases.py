@@ -479,6 +479,59 @@ def check_paged_mqa_logits() -> None:
                                                torch.bfloat16)
         torch.cuda.synchronize()
 
+
+def _tests_dir() -> str:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    return path
+
+
+def check_mqa_logits() -> None:
+    """Dense MQA logits: ragged windows (empty, past the ends, negative starts) clamped on the device, H 64 and 32,
+    a compressed (max_seqlen_k) output."""
+    _tests_dir()
+    from mqa_logits_reference import mqa_logits_ref
+    torch.manual_seed(0)
+    for s, skv, heads, dim, max_k in ((37, 300, 64, 128, 0), (20, 130, 32, 64, 96)):
+        q = torch.randn(s, heads, dim).to(torch.float8_e4m3fn)
+        kv_f = torch.randn(skv, dim)
+        kv_sf = kv_f.abs().amax(1).clamp_min(1e-4) / 448.0
+        kv = (kv_f / kv_sf[:, None]).to(torch.float8_e4m3fn)
+        w = torch.randn(s, heads)
+        ks = torch.randint(-5, skv + 5, (s,), dtype=torch.int32)
+        ke = ks + torch.randint(-3, skv // 3, (s,), dtype=torch.int32)
+        ks[0], ke[0] = 0, skv
+        if max_k:
+            ke = torch.minimum(ke, ks + max_k)
+        got = deep_gemm.fp8_fp4_mqa_logits((q.cuda(), None), (kv.cuda(), kv_sf.cuda()), w.cuda(), ks.cuda(), ke.cuda(),
+                                           True, max_k, torch.float32).cpu().double()
+        want, written, _ = mqa_logits_ref(q.float(), kv.float(), kv_sf, w, ks, ke, True, max_k)
+        assert got.shape == want.shape, "mqa logits: shape"
+        assert calc_diff(got[written], want[written]) < 1e-5, "mqa logits wrong"
+        assert torch.isneginf(got[~written]).all(), "mqa logits: -inf outside the windows"
+
+
+def check_fp8_einsum() -> None:
+    """fp8_einsum('bhr,hdr->bhd'): the head-batched FP8 kernel with a ragged batch (77) and d (200)."""
+    _tests_dir()
+    import einsum_reference as ref
+    torch.manual_seed(0)
+    b, h, r, d = 77, 3, 256, 200
+    x, y = torch.randn(b, h, r), torch.randn(h, d, r)
+    qx, sx = per_token_cast_to_fp8(x.view(-1, r).cuda(), use_ue8m0=False)
+    qx, sx = qx.view(b, h, r), sx.view(b, h, -1)
+    qy = torch.empty(h, d, r, device="cuda", dtype=torch.float8_e4m3fn)
+    sy = torch.empty(h, (d + 127) // 128, r // 128, device="cuda")
+    for i in range(h):
+        qy[i], sy[i] = per_block_cast_to_fp8(y[i].cuda(), use_ue8m0=False)
+    z = torch.full((b, h, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+    deep_gemm.fp8_einsum("bhr,hdr->bhd", (qx, sx), (qy, sy), z)
+    want = ref.bhr_hdr_bhd(ref.dequant_per_token(qx.cpu(), sx.cpu()), ref.dequant_per_block(qy.cpu(), sy.cpu()))
+    got = z.cpu().double()
+    assert not got.isnan().any() and calc_diff(got, want.double()) < 1e-4, "fp8_einsum wrong"
+
+
 if __name__ == "__main__":
     # Optional arguments: run only the cases whose names contain one of them (e.g. "bf16").
     cases = [f for name, f in list(globals().items()) if name.startswith("check_") and callable(f)]  # in file order
