@@ -84,9 +84,7 @@ fi
 PEER_SRC="${PEER_SRC:-/tmp/deepgemm-peer/DeepGEMM-v2.6.1}"
 if has peer; then
     t0=$(date +%s)
-    # -Bsymbolic: the peer's std::regex calls must bind to its own template copies; without it they bound to
-    # libtorch's (another GCC's layout) and the peer crashed in its include parser on its first call.
-    LDFLAGS="-Wl,-Bsymbolic ${LDFLAGS:-}" bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
+    bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
     note "peer build: rc=$? in $(( $(date +%s) - t0 )) s ($PEER_SRC)"
 fi
 
