@@ -98,7 +98,7 @@ def run_and_check(q, kv_cache, weights, lens, table, max_len, clean, logits_dtyp
         # or more of it. The bar 2^-12 sits between.
         scale = ref.ref_paged_mqa_logits(q, kv_cache, weights, lens, table, max_len, magnitude=True)[inside]
         worst = float(((got[inside] - want[inside]).abs() / scale.clamp(min=1e-30)).max())
-        assert worst < 2.0 ** -12, f'an element differs by {worst:.3g} of its terms\' magnitude
+        assert worst < 2.0 ** -12, f'an element differs by {worst:.3g} of its terms\' magnitude'
     return out, meta
 
 
