@@ -363,21 +363,14 @@ void run_gemm(GemmOp op, const GemmCall& call) {
     if (handle_empty(p, call)) return;
     require_sm90(check, device);
 
+    // validate() chose the kernel from the op's family and recipe (it rejects the FP8 1D2D recipe for the
+    // K-grouped op), so every case runs.
     switch (p.kernel) {
-        case Kernel::kFp8_1D2D:
-            if (spec.grouping != G::kKContiguous) return run_fp8_1d2d(spec, p, call, device);
-            break;
-        case Kernel::kFp8_1D1D:
+        case kernels::GemmKernel::kFp8_1d2d: return run_fp8_1d2d(spec, p, call, device);
+        case kernels::GemmKernel::kFp8_1d1d:
             return spec.grouping == G::kKContiguous ? run_fp8_k_grouped(spec, p, call, device) : run_fp8_1d1d(spec, p, call, device);
-        case Kernel::kBf16:
-            return run_bf16(spec, check, p, call, device);
-        default:
-            break;
+        case kernels::GemmKernel::kBf16: return run_bf16(spec, check, p, call, device);
     }
-    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented)",
-                                      p.kernel == Kernel::kFp8_1D1D ? "the 1D1D FP8 kernel (recipe (1, 1, 128), FP32 output)"
-                                      : p.kernel == Kernel::kBf16   ? "the BF16 GEMM kernel"
-                                                                    : "the grouped FP8 kernel"));
 }
 
 }  // namespace deep_gemm::api

@@ -208,12 +208,12 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         const std::optional<bool> is_1d1d = fp8_recipe_is_1d1d(spec, p.recipe);
         if (not is_1d1d)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
-        p.kernel = *is_1d1d ? Kernel::kFp8_1D1D : Kernel::kFp8_1D2D;
+        p.kernel = *is_1d1d ? kernels::GemmKernel::kFp8_1d1d : kernels::GemmKernel::kFp8_1d2d;
         if (spec.op == GemmOp::kFp8NtSkipHeadMid and *is_1d1d)
             check.value_error(fmt::format("recipe must be (1, 128, 128) on SM90 (the 1D2D kernel's head-split epilogue); got {}",
                                           recipe_str(p.recipe)));
     } else {
-        p.kernel = Kernel::kBf16;
+        p.kernel = kernels::GemmKernel::kBf16;
     }
 
     // ---- dtypes (TypeError) ----
@@ -224,12 +224,12 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         check.dtype(*call.sfb, "sfb", at::kFloat);
     }
     at::ScalarType d_dtype;
-    if (p.kernel == Kernel::kFp8_1D1D) {
+    if (p.kernel == kernels::GemmKernel::kFp8_1d1d) {
         d_dtype = at::kFloat;
         if (call.d->scalar_type() != at::kFloat)
             check.type_error(fmt::format("d must have dtype float32 with recipe {} (the 1D1D kernel accumulates in FP32); got {}",
                                          recipe_str(p.recipe), dtype_name(call.d->scalar_type())));
-    } else if (p.kernel == Kernel::kFp8_1D2D) {
+    } else if (p.kernel == kernels::GemmKernel::kFp8_1d2d) {
         d_dtype = at::kBFloat16;
         if (call.d->scalar_type() != at::kBFloat16)
             check.type_error(fmt::format("d must have dtype bfloat16 with recipe {} (the 1D2D kernel writes BF16); got {}{}",
