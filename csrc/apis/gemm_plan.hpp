@@ -86,22 +86,13 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
         }
         return {kernels::plan_gemm(p, limits)};
     }
-    // FP8 1D1D: dense, or K-grouped as one dense launch per non-empty group.
+    // FP8 1D1D: dense, or K-grouped (one dense launch per non-empty group, kernels::plan_k_grouped_fp8_gemm).
     p.kernel = kernels::GemmKernel::kFp8_1d1d;
-    p.mode = kernels::GemmGroupedMode::kNone;
     if (spec->grouping != Grouping::kKContiguous) return {kernels::plan_gemm(p, limits)};
     std::vector<int> ks = call.ks;
     if (ks.empty()) ks.assign(size_t(std::max(call.num_groups, 1)), call.k / std::max(call.num_groups, 1));
-    std::vector<kernels::GemmKernelSource> sources;
-    for (int kg : ks) {
-        if (kg == 0) continue;
-        p.k = kg;
-        kernels::GemmKernelSource src = kernels::plan_gemm(p, limits);
-        bool seen = false;
-        for (const auto& s : sources) seen = seen || s.symbol == src.symbol;
-        if (!seen) sources.push_back(std::move(src));
-    }
-    return sources;
+    p.num_groups = int(ks.size());
+    return kernels::plan_k_grouped_fp8_gemm(p, ks, limits);
 }
 
 }  // namespace deep_gemm::api

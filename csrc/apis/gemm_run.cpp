@@ -5,10 +5,10 @@
 #include "gemm_internal.hpp"
 
 #include <ATen/ATen.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <tuple>
 
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
@@ -221,12 +221,8 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
 // [N, K_g] K-major, stored back to back in a and b; sfa [M, sum(K_g)/128] and sfb [N, sum(K_g)/128] (DeepGEMM's form)
-// or their transposes.
-// One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (the K_g are on
-// the host, so this is exact and needs nothing device-side); empty groups get d[g] = c[g] or zeros. Cost:
-// G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and the tail wave of
-// one group does not overlap the next group's tiles; a single launch with per-group maps in the kernel
-// parameters would remove both, at the price of a grouped scheduler in the kernel.
+// or their transposes. The kernels run the groups (kernels::run_k_grouped_fp8_gemm); this makes the scales
+// TMA-readable and gives the empty groups d[g] = c[g] or zeros.
 void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const int64_t m = p.m, n = p.n;
     // Scales: a group's rows start at its K prefix / 128; TMA needs 16-byte rows, so pad M and N to 4.
@@ -244,40 +240,31 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
     const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);
 
-    const auto* a = static_cast<const uint8_t*>(call.a->const_data_ptr());
-    const auto* b = static_cast<const uint8_t*>(call.b->const_data_ptr());
-    float* d = call.d->mutable_data_ptr<float>();
-    const float* c = p.has_c ? (p.c_is_d ? d : call.c->const_data_ptr<float>()) : nullptr;
+    for (int64_t g = 0; g < p.groups; ++g) {
+        if (call.ks[static_cast<size_t>(g)] != 0) continue;
+        // d[g] = c[g] (nothing to do when c is d) or zeros.
+        at::Tensor dg = call.d->select(0, g);
+        if (not p.has_c) {
+            dg.zero_();
+        } else if (not p.c_is_d) {
+            dg.copy_(call.c->select(0, g));
+        }
+    }
 
     kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d1d, p, call, device);
     desc.problem.op = spec.name;
+    desc.problem.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
+    desc.problem.num_groups = static_cast<int>(p.groups);
     kernels::GemmOperands& o = desc.operands;
-    o.sfa_stride = sfa_stride, o.sfb_stride = sfb_stride;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.sfa = sfa, o.sfa_stride = sfa_stride;
+    o.sfb = sfb, o.sfb_stride = sfb_stride;
+    o.d = call.d->mutable_data_ptr<float>();
+    o.c = p.has_c ? (p.c_is_d ? o.d : call.c->const_data_ptr<float>()) : nullptr;
     o.ldd = n, o.ldc = n;
-    int64_t k_prefix = 0;
-    for (int64_t g = 0; g < p.groups; ++g) {
-        const int64_t kg = call.ks[static_cast<size_t>(g)];
-        if (kg == 0) {
-            // d[g] = c[g] (nothing to do when c is d) or zeros.
-            at::Tensor dg = call.d->select(0, g);
-            if (not p.has_c) {
-                dg.zero_();
-            } else if (not p.c_is_d) {
-                dg.copy_(call.c->select(0, g));
-            }
-            continue;
-        }
-        o.a = a + m * k_prefix;
-        o.b = b + n * k_prefix;
-        o.lda = kg, o.ldb = kg;
-        desc.problem.k = static_cast<int>(kg);
-        o.sfa = sfa + (k_prefix / 128) * sfa_stride;
-        o.sfb = sfb + (k_prefix / 128) * sfb_stride;
-        o.d = d + g * m * n;
-        o.c = c != nullptr ? c + g * m * n : nullptr;
-        kernels::run_gemm(desc);
-        k_prefix += kg;
-    }
+    o.d_group_stride = o.c_group_stride = m * n;
+    kernels::run_k_grouped_fp8_gemm(desc, std::span<const int64_t>(call.ks.data(), call.ks.size()));
 }
 
 // Memory order and leading dimension of an operand view [.., MN, K] as the BF16 kernel wants them.
