@@ -5,8 +5,8 @@
 
 #include <array>
 
-#include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "gemm.hpp"
+#include "gemm_problem.hpp"
 
 namespace deep_gemm::api {
 
@@ -21,7 +21,7 @@ struct Problem {
     bool has_sf = false, has_c = false, has_layout = false;
     bool c_is_d = false;  // c and d are the same memory with the same layout (accumulate in place)
     Recipe recipe = kRecipe1D2D;
-    kernels::GemmKernel kernel = kernels::GemmKernel::kFp8_1d2d;  // from the family and recipe (always set)
+    kernels::GemmKernel kernel = kernels::GemmKernel::kFp8_1d2d;  // recipe_kernel() (always set)
 };
 
 // Validates every argument of `call` against the op's rules (raising through `check`) and returns what

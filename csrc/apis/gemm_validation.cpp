@@ -205,11 +205,11 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     // ---- recipe and kernel choice ----
     if (fp8) {
         p.recipe = call.recipe.value_or(default_fp8_recipe(spec));
-        const std::optional<bool> is_1d1d = fp8_recipe_is_1d1d(spec, p.recipe);
-        if (not is_1d1d)
+        const std::optional<kernels::GemmKernel> kernel = recipe_kernel(spec, p.recipe);
+        if (not kernel)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
-        p.kernel = *is_1d1d ? kernels::GemmKernel::kFp8_1d1d : kernels::GemmKernel::kFp8_1d2d;
-        if (spec.op == GemmOp::kFp8NtSkipHeadMid and *is_1d1d)
+        p.kernel = *kernel;
+        if (spec.op == GemmOp::kFp8NtSkipHeadMid and p.kernel == kernels::GemmKernel::kFp8_1d1d)
             check.value_error(fmt::format("recipe must be (1, 128, 128) on SM90 (the 1D2D kernel's head-split epilogue); got {}",
                                           recipe_str(p.recipe)));
     } else {

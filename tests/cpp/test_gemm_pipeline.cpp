@@ -118,7 +118,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
 
 TEST(GemmPipeline, PlanFp8_1d1dMatchesTheHeuristicKey) {
     GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
-    call.fp8_recipe_1d1d = true;
+    call.recipe = deep_gemm::api::kRecipe1D1D;
     call.with_c = true;
     k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
     key.n = 7168, key.k = 2048, key.with_c = true;
