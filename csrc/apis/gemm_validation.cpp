@@ -181,7 +181,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         check.strided(*call.sfb, "sfb");
     }
     if (call.c != nullptr) check.strided(*call.c, "c");
-    if (call.layout != nullptr) check.strided(*call.layout, spec.grouping == G::kMMasked ? "masked_m" : "grouped_layout");
+    // The grouping tensor's name in messages: masked_m for the masked ops, grouped_layout for the others
+    // (the K-grouped ops' ks_tensor included).
+    const char* layout_name = spec.grouping == G::kMMasked ? "masked_m" : "grouped_layout";
+    if (call.layout != nullptr) check.strided(*call.layout, layout_name);
 
     // ---- views (in the kernel's "nt" orientation) ----
     p.a = make_view(*call.a, "a", spec.trans_a);
@@ -196,9 +199,6 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     if (p.has_c) p.c = make_view(*call.c, "c");
     p.has_layout = call.layout != nullptr;
     if (p.has_layout) {
-        const char* layout_name = spec.grouping == G::kMContiguous ? "grouped_layout"
-                                  : spec.grouping == G::kMMasked   ? "masked_m"
-                                                                   : "grouped_layout";
         p.layout = make_view(*call.layout, layout_name);
     }
 
