@@ -1,19 +1,18 @@
 // What the GEMM sources share (internal to csrc/apis; the public interface is gemm.hpp; the op spec table
-// is gemm_ops.hpp): the kernel choice and the Problem that validate() builds from a call.
+// is gemm_ops.hpp): the Problem that validate() builds from a call, with the kernel it runs on.
 // gemm_validation.cpp validates calls; gemm_run.cpp runs them.
 #pragma once
 
 #include <array>
 
 #include "gemm.hpp"
+#include "gemm_problem.hpp"
 
 namespace deep_gemm::api {
 
 // Short names for the per-op rules.
 using F = Family;
 using G = Grouping;
-
-enum class Kernel { kNone, kFp8_1D2D, kFp8_1D1D, kBf16 };
 
 // Everything validation learned about a call.
 struct Problem {
@@ -22,7 +21,7 @@ struct Problem {
     bool has_sf = false, has_c = false, has_layout = false;
     bool c_is_d = false;  // c and d are the same memory with the same layout (accumulate in place)
     Recipe recipe = kRecipe1D2D;
-    Kernel kernel = Kernel::kNone;
+    kernels::GemmKernel kernel = kernels::GemmKernel::kFp8_1d2d;  // recipe_kernel() (always set)
 };
 
 // Validates every argument of `call` against the op's rules (raising through `check`) and returns what

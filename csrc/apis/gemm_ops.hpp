@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <optional>
 #include <string_view>
 
 namespace deep_gemm::api {
@@ -62,7 +61,7 @@ inline const GemmOpSpec* find_op_spec(std::string_view name) {
     return nullptr;
 }
 
-// FP8 scale granularities (g_mn_a, g_mn_b, g_k) and which kernel each op runs them on.
+// FP8 scale granularities (g_mn_a, g_mn_b, g_k).
 using Recipe = std::array<int64_t, 3>;
 inline constexpr Recipe kRecipe1D2D = {1, 128, 128};
 inline constexpr Recipe kRecipe1D1D = {1, 1, 128};
@@ -72,14 +71,7 @@ inline Recipe default_fp8_recipe(const GemmOpSpec& spec) {
     return spec.grouping == Grouping::kKContiguous ? kRecipe1D1D : kRecipe1D2D;
 }
 
-// Whether `recipe` runs on the 1D1D kernel (true) or the 1D2D kernel (false) for this FP8 op; nullopt when the
-// op does not take it (fp8_recipes_allowed() says which it takes).
-inline std::optional<bool> fp8_recipe_is_1d1d(const GemmOpSpec& spec, const Recipe& recipe) {
-    const bool k_grouped = spec.grouping == Grouping::kKContiguous;
-    if (recipe == kRecipe1D1D && (k_grouped || spec.grouping == Grouping::kNone)) return true;
-    if (recipe == kRecipe1D2D && !k_grouped) return false;
-    return std::nullopt;
-}
+// The recipes an FP8 op takes (recipe_kernel() in gemm_problem.hpp maps each to its kernel).
 inline const char* fp8_recipes_allowed(const GemmOpSpec& spec) {
     switch (spec.grouping) {
         case Grouping::kKContiguous: return "(1, 1, 128) (the 1D1D kernel)";

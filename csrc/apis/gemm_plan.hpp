@@ -1,8 +1,8 @@
 // Which kernels a GEMM op call would compile, from a plain description of the call (op name, sizes, groups,
 // output dtype, recipe) and assumed device limits: no tensors and no GPU. For compiling kernels ahead of
 // time on a CPU machine (warm-up lists of op + shape). The choice is the one run_gemm makes (same op table,
-// same config memo, key and source), for tensors laid out as the ops produce them: contiguous, 16-byte
-// aligned outputs. Header-only and torch-free.
+// same problem description (gemm_problem.hpp), config memo, key and source), for tensors laid out as the ops
+// produce them: contiguous, 16-byte aligned outputs. Header-only and torch-free.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,7 @@
 
 #include "../jit/errors.hpp"
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
-#include "gemm_ops.hpp"
+#include "gemm_problem.hpp"
 
 namespace deep_gemm::api {
 
@@ -23,7 +23,7 @@ struct GemmCallShape {
     int m = 0, n = 0, k = 0;
     int num_groups = 1;
     int expected_m = 0;             // masked (0: max_m) and FP8 psum layout (0: none): the config hint
-    bool fp8_recipe_1d1d = false;   // FP8 dense: recipe (1, 1, 128), FP32 D (else (1, 128, 128), BF16 D)
+    std::optional<Recipe> recipe;   // FP8 (nullopt: the op's default); dense (1, 1, 128): the FP32-output kernel
     bool d_fp32 = false;            // BF16: float32 D
     bool with_c = false;            // a C is given (FP8 dense and BF16)
     bool c_fp32 = false;            // FP8 1D2D with C: C is float32 (else bfloat16)
@@ -43,65 +43,45 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
     const GemmOpSpec* spec = find_op_spec(call.op);
     if (spec == nullptr) throw jit::Error("plan_gemm_call: unknown GEMM op '" + call.op + "'");
 
-    kernels::GemmProblem p;
-    p.op = spec->name;
-    p.m = call.m, p.n = call.n, p.k = call.k;
-    p.expected_m = call.expected_m;
-    p.with_c = call.with_c;
-    p.block_m_multiple = call.block_m_multiple, p.block_n_multiple = call.block_n_multiple;
-    p.compiled_dims = call.compiled_dims ? std::string_view(*call.compiled_dims) : spec->default_compiled_dims;
-    if (spec->grouping != Grouping::kNone) p.num_groups = call.num_groups;
-    switch (spec->grouping) {
-        case Grouping::kMContiguous:
-            p.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                          : kernels::GemmGroupedMode::kMGroupedContiguous;
-            p.alignment = call.mk_alignment;
-            p.ensure_zero_padding = call.ensure_zero_padding;
-            break;
-        case Grouping::kMMasked: p.mode = kernels::GemmGroupedMode::kMGroupedMasked; break;
-        case Grouping::kKContiguous: p.mode = kernels::GemmGroupedMode::kKGroupedContiguous; break;
-        default: break;
-    }
+    const std::optional<kernels::GemmKernel> kernel = recipe_kernel(*spec, call.recipe.value_or(default_fp8_recipe(*spec)));
+    if (!kernel) throw jit::Error("plan_gemm_call: " + call.op + ": recipe must be " + fp8_recipes_allowed(*spec));
 
-    if (spec->family == Family::kBf16) {
-        p.kernel = kernels::GemmKernel::kBf16;
-        // The BF16 ops hand the kernel A [M, K] / B [N, K] views: stored transposed = MN-major.
-        const bool k_grouped = spec->grouping == Grouping::kKContiguous;
-        p.a_k_major = !spec->trans_a && !k_grouped;
-        p.b_k_major = !spec->trans_b && !k_grouped;
-        p.d_fp32 = call.d_fp32 || k_grouped;
-        p.d_tma_ok = (p.n * (p.d_fp32 ? 4 : 2)) % 16 == 0;
-        return {kernels::plan_gemm(p, limits)};
+    GemmCallScalars s;
+    s.kernel = *kernel;
+    s.m = call.m, s.n = call.n, s.k = call.k;
+    s.num_groups = call.num_groups;
+    s.expected_m = call.expected_m;
+    s.use_psum_layout = call.use_psum_layout;
+    s.ensure_zero_padding = call.ensure_zero_padding;
+    s.mk_alignment = call.mk_alignment;
+    s.d_fp32 = call.d_fp32;
+    s.with_c = call.with_c;
+    s.c_fp32 = call.c_fp32;
+    s.block_m_multiple = call.block_m_multiple, s.block_n_multiple = call.block_n_multiple;
+    s.compiled_dims = call.compiled_dims ? std::string_view(*call.compiled_dims) : spec->default_compiled_dims;
+    kernels::GemmProblem p = gemm_problem(*spec, s);
+
+    switch (*kernel) {
+        case kernels::GemmKernel::kBf16:
+            p.d_tma_ok = (p.n * (p.d_fp32 ? 4 : 2)) % 16 == 0;
+            return {kernels::plan_gemm(p, limits)};
+        case kernels::GemmKernel::kFp8_1d2d:  // K-major views of every variant; D is bf16
+            p.d_tma_ok = p.n % 8 == 0;
+            if (spec->op == GemmOp::kFp8NtSkipHeadMid) {
+                if (call.head_splits.size() != 3 || call.with_c)
+                    throw jit::Error("plan_gemm_call: fp8_gemm_nt_skip_head_mid takes head_splits (left, mid, right), recipe "
+                                     "(1, 128, 128) and no C");
+                p.head_left = call.head_splits[0], p.head_mid = call.head_splits[1], p.head_right = call.head_splits[2];
+            }
+            return {kernels::plan_gemm(p, limits)};
+        case kernels::GemmKernel::kFp8_1d1d: break;
     }
-    if (spec->grouping != Grouping::kKContiguous && !call.fp8_recipe_1d1d) {
-        // The FP8 1D2D kernel takes K-major views of every variant; D is bf16; a C is added in the epilogue.
-        p.kernel = kernels::GemmKernel::kFp8_1d2d;
-        p.c_fp32 = call.with_c && call.c_fp32;
-        p.d_tma_ok = p.n % 8 == 0;
-        if (spec->op == GemmOp::kFp8NtSkipHeadMid) {
-            if (call.head_splits.size() != 3 || call.fp8_recipe_1d1d || call.with_c)
-                throw jit::Error("plan_gemm_call: fp8_gemm_nt_skip_head_mid takes head_splits (left, mid, right), recipe "
-                                 "(1, 128, 128) and no C");
-            p.head_left = call.head_splits[0], p.head_mid = call.head_splits[1], p.head_right = call.head_splits[2];
-        }
-        return {kernels::plan_gemm(p, limits)};
-    }
-    // FP8 1D1D: dense, or K-grouped as one dense launch per non-empty group.
-    p.kernel = kernels::GemmKernel::kFp8_1d1d;
-    p.mode = kernels::GemmGroupedMode::kNone;
+    // FP8 1D1D: dense, or K-grouped (one dense launch per non-empty group, kernels::plan_k_grouped_fp8_gemm).
     if (spec->grouping != Grouping::kKContiguous) return {kernels::plan_gemm(p, limits)};
     std::vector<int> ks = call.ks;
     if (ks.empty()) ks.assign(size_t(std::max(call.num_groups, 1)), call.k / std::max(call.num_groups, 1));
-    std::vector<kernels::GemmKernelSource> sources;
-    for (int kg : ks) {
-        if (kg == 0) continue;
-        p.k = kg;
-        kernels::GemmKernelSource src = kernels::plan_gemm(p, limits);
-        bool seen = false;
-        for (const auto& s : sources) seen = seen || s.symbol == src.symbol;
-        if (!seen) sources.push_back(std::move(src));
-    }
-    return sources;
+    p.num_groups = int(ks.size());
+    return kernels::plan_k_grouped_fp8_gemm(p, ks, limits);
 }
 
 }  // namespace deep_gemm::api

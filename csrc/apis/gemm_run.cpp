@@ -5,10 +5,10 @@
 #include "gemm_internal.hpp"
 
 #include <ATen/ATen.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <tuple>
 
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
@@ -55,17 +55,33 @@ bool packed_row_major(const View& v) {
     return true;
 }
 
-// The description of a kernel call with the settings every op shares (the caller adds tensors and grouping).
-kernels::GemmDesc call_desc(kernels::GemmKernel kernel, const Problem& p, const GemmCall& call, int device) {
+int clamp_to_int(int64_t v) { return static_cast<int>(std::min<int64_t>(v, std::numeric_limits<int>::max())); }
+
+// The description of a kernel call: the problem as the planner builds it (gemm_problem.hpp) from what
+// validation learned, plus the device settings; the caller adds the tensors (and BF16 the majors of their memory).
+kernels::GemmDesc call_desc(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
+    GemmCallScalars s;
+    s.kernel = p.kernel;
+    s.m = static_cast<int>(p.m), s.n = static_cast<int>(p.n), s.k = static_cast<int>(p.k);
+    s.num_groups = static_cast<int>(p.groups);
+    if (spec.grouping == G::kMMasked) {
+        s.expected_m = clamp_to_int(call.expected_m);
+    } else if (spec.grouping == G::kMContiguous) {
+        s.use_psum_layout = call.use_psum_layout;
+        s.ensure_zero_padding = call.ensure_zero_padding;
+        s.mk_alignment = get_mk_alignment_for_contiguous_layout();
+        if (call.use_psum_layout and call.expected_m_for_psum_layout) s.expected_m = clamp_to_int(*call.expected_m_for_psum_layout);
+    }
+    s.d_fp32 = call.d->scalar_type() == at::kFloat;
+    s.with_c = p.has_c;
+    s.c_fp32 = p.has_c and call.c->scalar_type() == at::kFloat;
+    std::tie(s.block_m_multiple, s.block_n_multiple) = get_block_size_multiple_of();
+    s.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
+
     kernels::GemmDesc desc;
-    desc.problem.kernel = kernel;
-    desc.problem.m = static_cast<int>(p.m);
-    desc.problem.n = static_cast<int>(p.n);
-    desc.problem.k = static_cast<int>(p.k);
-    desc.problem.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
+    desc.problem = gemm_problem(spec, s);
     desc.problem.num_sms = num_sms_for_device(device);
     desc.problem.pdl = get_pdl();
-    std::tie(desc.problem.block_m_multiple, desc.problem.block_n_multiple) = get_block_size_multiple_of();
     desc.problem.device = device;
     desc.operands.stream = current_stream(device);
     return desc;
@@ -86,24 +102,6 @@ void set_epilogue_c(const Problem& p, const GemmCall& call, at::ScalarType dtype
     const at::Tensor& c = usable ? *call.c : (holder = call.c->to(dtype).contiguous());
     o.c = c.const_data_ptr();
     o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
-}
-
-int clamp_to_int(int64_t v) { return static_cast<int>(std::min<int64_t>(v, std::numeric_limits<int>::max())); }
-
-// The M-grouped fields of the problem, as every M-grouped runner (and api::plan_gemm_call) sets them: the mode,
-// the masked rows-per-group hint, the contiguous layout's alignment and padding rule, and the psum layout's
-// rows-per-group hint (the choosers that take none ignore it).
-void set_m_grouping(kernels::GemmProblem& q, const GemmCall& call, bool masked) {
-    if (masked) {
-        q.mode = kernels::GemmGroupedMode::kMGroupedMasked;
-        q.expected_m = clamp_to_int(call.expected_m);
-        return;
-    }
-    q.mode = call.use_psum_layout ? kernels::GemmGroupedMode::kMGroupedContiguousPsum
-                                  : kernels::GemmGroupedMode::kMGroupedContiguous;
-    q.alignment = get_mk_alignment_for_contiguous_layout();
-    q.ensure_zero_padding = call.ensure_zero_padding;
-    if (call.use_psum_layout and call.expected_m_for_psum_layout) q.expected_m = clamp_to_int(*call.expected_m_for_psum_layout);
 }
 
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
@@ -134,7 +132,7 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         sfb_ptr = sfb_converted.const_data_ptr<float>();
     }
 
-    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d2d, p, call, device);
+    kernels::GemmDesc desc = call_desc(spec, p, call, device);
     kernels::GemmProblem& q = desc.problem;
     kernels::GemmOperands& o = desc.operands;
     o.a = call.a->const_data_ptr();
@@ -155,17 +153,13 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         q.head_right = static_cast<int>(call.head_splits[2]);
         if (p.m <= 1) o.ldd = align_up(p.d.size[1], 8);
     }
-    // c (dense only): the epilogue reads it and stores d = c + A @ B; a bfloat16 or float32 c is read as is.
+    // c (dense only): the epilogue reads it and stores d = c + A @ B; a bfloat16 or float32 c is read as is
+    // (q.c_fp32 says which).
     at::Tensor c_converted;
-    if (p.has_c) {
-        set_epilogue_c(p, call, call.c->scalar_type(), c_converted, o);
-        q.c_fp32 = call.c->scalar_type() == at::kFloat;
-    }
+    if (p.has_c) set_epilogue_c(p, call, call.c->scalar_type(), c_converted, o);
     if (spec.grouping != G::kNone) {
         o.grouped = call.layout->const_data_ptr<int>();
-        q.num_groups = static_cast<int>(p.groups);
         o.b_group_stride = p.groups > 1 ? p.b.stride[0] : p.n * o.ldb;
-        set_m_grouping(q, call, masked);
         if (masked) {
             o.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * o.lda;
             o.sfa_group_stride = sfa_group_stride;
@@ -202,8 +196,7 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
     const MnMajorScales sfa = mn_major_scales(spec, p.sfa, *call.sfa, spec.trans_a, "sfa");
     const MnMajorScales sfb = mn_major_scales(spec, p.sfb, *call.sfb, spec.trans_b, "sfb");
 
-    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d1d, p, call, device);
-    desc.problem.op = spec.name;
+    kernels::GemmDesc desc = call_desc(spec, p, call, device);
     kernels::GemmOperands& o = desc.operands;
     o.a = call.a->const_data_ptr();
     o.b = call.b->const_data_ptr();
@@ -221,12 +214,8 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
 // [N, K_g] K-major, stored back to back in a and b; sfa [M, sum(K_g)/128] and sfb [N, sum(K_g)/128] (DeepGEMM's form)
-// or their transposes.
-// One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (the K_g are on
-// the host, so this is exact and needs nothing device-side); empty groups get d[g] = c[g] or zeros. Cost:
-// G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and the tail wave of
-// one group does not overlap the next group's tiles; a single launch with per-group maps in the kernel
-// parameters would remove both, at the price of a grouped scheduler in the kernel.
+// or their transposes. The kernels run the groups (kernels::run_k_grouped_fp8_gemm); this makes the scales
+// TMA-readable and gives the empty groups d[g] = c[g] or zeros.
 void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const int64_t m = p.m, n = p.n;
     // Scales: a group's rows start at its K prefix / 128; TMA needs 16-byte rows, so pad M and N to 4.
@@ -244,40 +233,28 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
     const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);
 
-    const auto* a = static_cast<const uint8_t*>(call.a->const_data_ptr());
-    const auto* b = static_cast<const uint8_t*>(call.b->const_data_ptr());
-    float* d = call.d->mutable_data_ptr<float>();
-    const float* c = p.has_c ? (p.c_is_d ? d : call.c->const_data_ptr<float>()) : nullptr;
-
-    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kFp8_1d1d, p, call, device);
-    desc.problem.op = spec.name;
-    kernels::GemmOperands& o = desc.operands;
-    o.sfa_stride = sfa_stride, o.sfb_stride = sfb_stride;
-    o.ldd = n, o.ldc = n;
-    int64_t k_prefix = 0;
     for (int64_t g = 0; g < p.groups; ++g) {
-        const int64_t kg = call.ks[static_cast<size_t>(g)];
-        if (kg == 0) {
-            // d[g] = c[g] (nothing to do when c is d) or zeros.
-            at::Tensor dg = call.d->select(0, g);
-            if (not p.has_c) {
-                dg.zero_();
-            } else if (not p.c_is_d) {
-                dg.copy_(call.c->select(0, g));
-            }
-            continue;
+        if (call.ks[static_cast<size_t>(g)] != 0) continue;
+        // d[g] = c[g] (nothing to do when c is d) or zeros.
+        at::Tensor dg = call.d->select(0, g);
+        if (not p.has_c) {
+            dg.zero_();
+        } else if (not p.c_is_d) {
+            dg.copy_(call.c->select(0, g));
         }
-        o.a = a + m * k_prefix;
-        o.b = b + n * k_prefix;
-        o.lda = kg, o.ldb = kg;
-        desc.problem.k = static_cast<int>(kg);
-        o.sfa = sfa + (k_prefix / 128) * sfa_stride;
-        o.sfb = sfb + (k_prefix / 128) * sfb_stride;
-        o.d = d + g * m * n;
-        o.c = c != nullptr ? c + g * m * n : nullptr;
-        kernels::run_gemm(desc);
-        k_prefix += kg;
     }
+
+    kernels::GemmDesc desc = call_desc(spec, p, call, device);  // K-grouped, num_groups G
+    kernels::GemmOperands& o = desc.operands;
+    o.a = call.a->const_data_ptr();
+    o.b = call.b->const_data_ptr();
+    o.sfa = sfa, o.sfa_stride = sfa_stride;
+    o.sfb = sfb, o.sfb_stride = sfb_stride;
+    o.d = call.d->mutable_data_ptr<float>();
+    o.c = p.has_c ? (p.c_is_d ? o.d : call.c->const_data_ptr<float>()) : nullptr;
+    o.ldd = n, o.ldc = n;
+    o.d_group_stride = o.c_group_stride = m * n;
+    kernels::run_k_grouped_fp8_gemm(desc, std::span<const int64_t>(call.ks.data(), call.ks.size()));
 }
 
 // Memory order and leading dimension of an operand view [.., MN, K] as the BF16 kernel wants them.
@@ -295,14 +272,10 @@ OperandMemory operand_memory(const View& v, int64_t elems_per_16b) {
 
 // k_grouped_bf16_gemm_tn_contiguous: a [sum_K, M] and b [sum_K, N] contiguous (MN-major for the kernel);
 // d and c float32 [G, M, N] contiguous. Groups with K == 0 are handled by the kernel (d[g] = c[g] or zeros).
-void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
-    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kBf16, p, call, device);
-    kernels::GemmProblem& q = desc.problem;
+// The problem (call_desc) has the K-grouped mode, MN-major operands and FP32 D.
+void run_bf16_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
+    kernels::GemmDesc desc = call_desc(spec, p, call, device);
     kernels::GemmOperands& o = desc.operands;
-    q.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
-    q.num_groups = static_cast<int>(p.groups);
-    q.a_k_major = false, q.b_k_major = false;
-    q.d_fp32 = true;
     o.a = call.a->const_data_ptr();
     o.b = call.b->const_data_ptr();
     o.lda = p.m, o.ldb = p.n;
@@ -318,16 +291,15 @@ void run_bf16_k_grouped(const Problem& p, const GemmCall& call, int device) {
 }
 
 void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, const GemmCall& call, int device) {
-    if (spec.grouping == G::kKContiguous) return run_bf16_k_grouped(p, call, device);
+    if (spec.grouping == G::kKContiguous) return run_bf16_k_grouped(spec, p, call, device);
     const bool d_fp32 = call.d->scalar_type() == at::kFloat;
     const OperandMemory ma = operand_memory(p.a, 8), mb = operand_memory(p.b, 8);
     const int id = p.d.dim - 2;
 
-    kernels::GemmDesc desc = call_desc(kernels::GemmKernel::kBf16, p, call, device);
+    kernels::GemmDesc desc = call_desc(spec, p, call, device);
     kernels::GemmProblem& q = desc.problem;
     kernels::GemmOperands& o = desc.operands;
-    q.a_k_major = ma.k_major, q.b_k_major = mb.k_major;
-    q.d_fp32 = d_fp32;
+    q.a_k_major = ma.k_major, q.b_k_major = mb.k_major;  // the memory's, which may differ from the op's letters
     o.a = call.a->const_data_ptr();
     o.b = call.b->const_data_ptr();
     o.lda = ma.ld, o.ldb = mb.ld;
@@ -340,11 +312,8 @@ void run_bf16(const GemmOpSpec& spec, const Checker& check, const Problem& p, co
 
     if (spec.grouping != G::kNone) {
         o.grouped = call.layout->const_data_ptr<int>();
-        q.num_groups = static_cast<int>(p.groups);
         o.b_group_stride = p.b.stride[0];
-        const bool masked = spec.grouping != G::kMContiguous;
-        set_m_grouping(q, call, masked);
-        if (masked) {
+        if (spec.grouping == G::kMMasked) {
             o.a_group_stride = p.a.stride[0];
             o.d_group_stride = p.groups > 1 ? p.d.stride[0] : p.m * o.ldd;
         }
@@ -363,21 +332,14 @@ void run_gemm(GemmOp op, const GemmCall& call) {
     if (handle_empty(p, call)) return;
     require_sm90(check, device);
 
+    // validate() chose the kernel from the op's family and recipe (it rejects the FP8 1D2D recipe for the
+    // K-grouped op), so every case runs.
     switch (p.kernel) {
-        case Kernel::kFp8_1D2D:
-            if (spec.grouping != G::kKContiguous) return run_fp8_1d2d(spec, p, call, device);
-            break;
-        case Kernel::kFp8_1D1D:
+        case kernels::GemmKernel::kFp8_1d2d: return run_fp8_1d2d(spec, p, call, device);
+        case kernels::GemmKernel::kFp8_1d1d:
             return spec.grouping == G::kKContiguous ? run_fp8_k_grouped(spec, p, call, device) : run_fp8_1d1d(spec, p, call, device);
-        case Kernel::kBf16:
-            return run_bf16(spec, check, p, call, device);
-        default:
-            break;
+        case kernels::GemmKernel::kBf16: return run_bf16(spec, check, p, call, device);
     }
-    check.not_implemented(fmt::format("{} is not available in this build yet (kernel not implemented)",
-                                      p.kernel == Kernel::kFp8_1D1D ? "the 1D1D FP8 kernel (recipe (1, 1, 128), FP32 output)"
-                                      : p.kernel == Kernel::kBf16   ? "the BF16 GEMM kernel"
-                                                                    : "the grouped FP8 kernel"));
 }
 
 }  // namespace deep_gemm::api

@@ -181,7 +181,10 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         check.strided(*call.sfb, "sfb");
     }
     if (call.c != nullptr) check.strided(*call.c, "c");
-    if (call.layout != nullptr) check.strided(*call.layout, spec.grouping == G::kMMasked ? "masked_m" : "grouped_layout");
+    // The grouping tensor's name in messages: masked_m for the masked ops, grouped_layout for the others
+    // (the K-grouped ops' ks_tensor included).
+    const char* layout_name = spec.grouping == G::kMMasked ? "masked_m" : "grouped_layout";
+    if (call.layout != nullptr) check.strided(*call.layout, layout_name);
 
     // ---- views (in the kernel's "nt" orientation) ----
     p.a = make_view(*call.a, "a", spec.trans_a);
@@ -196,24 +199,21 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     if (p.has_c) p.c = make_view(*call.c, "c");
     p.has_layout = call.layout != nullptr;
     if (p.has_layout) {
-        const char* layout_name = spec.grouping == G::kMContiguous ? "grouped_layout"
-                                  : spec.grouping == G::kMMasked   ? "masked_m"
-                                                                   : "grouped_layout";
         p.layout = make_view(*call.layout, layout_name);
     }
 
     // ---- recipe and kernel choice ----
     if (fp8) {
         p.recipe = call.recipe.value_or(default_fp8_recipe(spec));
-        const std::optional<bool> is_1d1d = fp8_recipe_is_1d1d(spec, p.recipe);
-        if (not is_1d1d)
+        const std::optional<kernels::GemmKernel> kernel = recipe_kernel(spec, p.recipe);
+        if (not kernel)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
-        p.kernel = *is_1d1d ? Kernel::kFp8_1D1D : Kernel::kFp8_1D2D;
-        if (spec.op == GemmOp::kFp8NtSkipHeadMid and *is_1d1d)
+        p.kernel = *kernel;
+        if (spec.op == GemmOp::kFp8NtSkipHeadMid and p.kernel == kernels::GemmKernel::kFp8_1d1d)
             check.value_error(fmt::format("recipe must be (1, 128, 128) on SM90 (the 1D2D kernel's head-split epilogue); got {}",
                                           recipe_str(p.recipe)));
     } else {
-        p.kernel = Kernel::kBf16;
+        p.kernel = kernels::GemmKernel::kBf16;
     }
 
     // ---- dtypes (TypeError) ----
@@ -224,12 +224,12 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         check.dtype(*call.sfb, "sfb", at::kFloat);
     }
     at::ScalarType d_dtype;
-    if (p.kernel == Kernel::kFp8_1D1D) {
+    if (p.kernel == kernels::GemmKernel::kFp8_1d1d) {
         d_dtype = at::kFloat;
         if (call.d->scalar_type() != at::kFloat)
             check.type_error(fmt::format("d must have dtype float32 with recipe {} (the 1D1D kernel accumulates in FP32); got {}",
                                          recipe_str(p.recipe), dtype_name(call.d->scalar_type())));
-    } else if (p.kernel == Kernel::kFp8_1D2D) {
+    } else if (p.kernel == kernels::GemmKernel::kFp8_1d2d) {
         d_dtype = at::kBFloat16;
         if (call.d->scalar_type() != at::kBFloat16)
             check.type_error(fmt::format("d must have dtype bfloat16 with recipe {} (the 1D2D kernel writes BF16); got {}{}",

@@ -31,23 +31,22 @@ std::string op_names() {
     return out;
 }
 
-// True for a recipe the op runs on the 1D1D kernel (no recipe: the op's default); ValueError for one it
-// does not take, as the op would raise.
-bool wants_1d1d(const api::GemmOpSpec& spec, const std::optional<std::vector<int64_t>>& recipe) {
+// The recipe of the call (no recipe: the op's default, nullopt); ValueError for one the op does not take, as
+// the op would raise.
+std::optional<api::Recipe> checked_recipe(const api::GemmOpSpec& spec, const std::optional<std::vector<int64_t>>& recipe) {
     const std::optional<api::Recipe> parsed =
         recipe ? std::optional<api::Recipe>(api::parse_recipe(spec.name, *recipe)) : std::nullopt;
     if (spec.family == api::Family::kBf16) {
         if (parsed)
             api::throw_value_error(fmt::format("{}: a BF16 GEMM takes no recipe; got ({}, {}, {})", spec.name,
                                                (*parsed)[0], (*parsed)[1], (*parsed)[2]));
-        return false;
+        return std::nullopt;
     }
     const api::Recipe r = parsed ? *parsed : api::default_fp8_recipe(spec);
-    const std::optional<bool> is_1d1d = api::fp8_recipe_is_1d1d(spec, r);
-    if (!is_1d1d)
+    if (!api::recipe_kernel(spec, r))
         api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
                                            api::fp8_recipes_allowed(spec), r[0], r[1], r[2]));
-    return *is_1d1d;
+    return parsed;
 }
 
 std::vector<PlannedKernel> plan_gemm_call_entry(
@@ -80,7 +79,7 @@ std::vector<PlannedKernel> plan_gemm_call_entry(
     call.expected_m = expected_m;
     call.ks = ks;
     call.head_splits = head_splits;
-    call.fp8_recipe_1d1d = wants_1d1d(*spec, recipe);
+    call.recipe = checked_recipe(*spec, recipe);
     call.d_fp32 = d_fp32;
     call.with_c = with_c;
     call.c_fp32 = c_fp32;

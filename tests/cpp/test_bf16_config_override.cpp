@@ -63,7 +63,7 @@ TEST(Bf16ConfigOverride, AcceptsGoodValues) {
         const char* text;
         Sm90Bf16ConfigOverride expected;
     };
-    // The multicast field maps onto Bf16GemmArgs::multicast requests: absent 0 (heuristic), 0 -> 1 (off),
+    // The multicast field maps onto GemmProblem::multicast requests: absent 0 (heuristic), 0 -> 1 (off),
     // 1 -> 2 (on when legal).
     const Case cases[] = {
         {"128,256,0", make(128, 256, 0, 0)},

@@ -4,6 +4,7 @@
 // deliberate), and bad plans raise.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -118,7 +119,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
 
 TEST(GemmPipeline, PlanFp8_1d1dMatchesTheHeuristicKey) {
     GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
-    call.fp8_recipe_1d1d = true;
+    call.recipe = deep_gemm::api::kRecipe1D1D;
     call.with_c = true;
     k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
     key.n = 7168, key.k = 2048, key.with_c = true;
@@ -179,6 +180,52 @@ TEST(GemmPipeline, PlanRejectsWhatRunWould) {
     k::DeviceLimits tiny;
     tiny.smem_optin = 32 * 1024;  // not even 3 stages of the smallest FP8 tile (33584 bytes) fit
     EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_nt", 4096, 4096, 4096), tiny), deep_gemm::jit::Error);
+}
+
+// The one problem description (apis/gemm_problem.hpp) that run_gemm and plan_gemm_call both build: the kernel
+// of each op's recipes, the grouped mode of each grouping and the BF16 operand majors of the op's letters.
+TEST(GemmPipeline, OneProblemDescriptionPerOp) {
+    namespace api = deep_gemm::api;
+    for (const api::GemmOpSpec& spec : api::kSpecs) {
+        SCOPED_TRACE(spec.name);
+        const bool k_grouped = spec.grouping == api::Grouping::kKContiguous;
+        const std::optional<k::GemmKernel> kernel = api::recipe_kernel(spec, api::default_fp8_recipe(spec));
+        ASSERT_TRUE(kernel.has_value());
+        if (spec.family == api::Family::kBf16) {
+            EXPECT_EQ(*kernel, k::GemmKernel::kBf16);
+        } else {
+            EXPECT_EQ(*kernel, k_grouped ? k::GemmKernel::kFp8_1d1d : k::GemmKernel::kFp8_1d2d);
+            // 1D2D: every FP8 op but the K-grouped one; 1D1D: the dense and K-grouped ones.
+            EXPECT_EQ(api::recipe_kernel(spec, api::kRecipe1D2D).has_value(), !k_grouped);
+            EXPECT_EQ(api::recipe_kernel(spec, api::kRecipe1D1D).has_value(),
+                      k_grouped || spec.grouping == api::Grouping::kNone);
+        }
+        api::GemmCallScalars s;
+        s.kernel = *kernel;
+        s.m = 256, s.n = 512, s.k = 1024, s.num_groups = 4, s.expected_m = 64;
+        const k::GemmProblem p = api::gemm_problem(spec, s);
+        EXPECT_EQ(p.kernel, *kernel);
+        EXPECT_STREQ(p.op, spec.name);
+        const k::GemmGroupedMode modes[] = {k::GemmGroupedMode::kNone, k::GemmGroupedMode::kMGroupedContiguous,
+                                            k::GemmGroupedMode::kMGroupedMasked, k::GemmGroupedMode::kKGroupedContiguous};
+        EXPECT_EQ(p.mode, modes[int(spec.grouping)]);
+        EXPECT_EQ(p.num_groups, spec.grouping == api::Grouping::kNone ? 0 : 4);
+        EXPECT_EQ(p.expected_m, spec.grouping == api::Grouping::kMMasked ? 64 : 0);  // contiguous: psum layout only
+        if (spec.family == api::Family::kBf16) {
+            EXPECT_EQ(p.a_k_major, !spec.trans_a && !k_grouped);
+            EXPECT_EQ(p.b_k_major, !spec.trans_b && !k_grouped);
+            EXPECT_EQ(p.d_fp32, k_grouped);
+        }
+    }
+    // A K-grouped FP8 problem plans one kernel per distinct non-empty group K, and nothing else does.
+    k::GemmProblem kg = deep_gemm::api::gemm_problem(*deep_gemm::api::find_op_spec("k_grouped_fp8_gemm_nt_contiguous"),
+                                                     {.kernel = k::GemmKernel::kFp8_1d1d, .m = 256, .n = 512, .k = 1024,
+                                                      .num_groups = 3, .compiled_dims = "mn"});
+    const std::vector<int> ks = {512, 0, 512};
+    EXPECT_EQ(k::plan_k_grouped_fp8_gemm(kg, ks, {}).size(), 1u);
+    EXPECT_THROW(k::plan_k_grouped_fp8_gemm(kg, std::vector<int>{512, 512}, {}), deep_gemm::jit::Error);
+    kg.mode = k::GemmGroupedMode::kNone;
+    EXPECT_THROW(k::plan_k_grouped_fp8_gemm(kg, ks, {}), deep_gemm::jit::Error);
 }
 
 // The contiguous schedulers look groups up per segment: BLOCK_M up to 128, or a 128-row half of a 256-row

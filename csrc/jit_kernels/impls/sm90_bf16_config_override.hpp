@@ -24,7 +24,7 @@ struct Sm90Bf16ConfigOverride {
     int block_m = 0;     // 0 = no override
     int block_n = 0;
     int num_stages = 0;  // 0 = as many as fit
-    // The multicast field as a Bf16GemmArgs::multicast request: 0 = field absent (heuristic), 1 = off,
+    // The multicast field as a GemmProblem::multicast request: 0 = field absent (heuristic), 1 = off,
     // 2 = on when legal.
     int multicast_request = 0;
 

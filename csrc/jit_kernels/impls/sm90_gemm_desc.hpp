@@ -8,9 +8,11 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 
@@ -93,6 +95,17 @@ struct GemmDesc {
 // jit::Error naming the op, never crash. K == 0 is the caller's (D = C or zeros).
 void run_gemm(const GemmDesc& desc);
 
+// K-grouped FP8 (kernel kFp8_1d1d, mode kKGroupedContiguous, num_groups G, k = sum of K): for each group g,
+// d[g] = c[g] + A_g @ B_g^T, with A_g [M, K_g] and B_g [N, K_g] K-major and stored back to back from a and b
+// (lda, ldb unused), sfa / sfb MN-major with group g's rows from K prefix / 128 (sfa_stride, sfb_stride), d
+// and c [G, M, N] (ldd = ldc = N, d_group_stride = c_group_stride = M * N). `ks` holds the G values of K_g on
+// the host. One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (exact,
+// nothing device-side); groups with K_g == 0 are the caller's (d[g] = c[g] or zeros), as K == 0 is for
+// run_gemm. Cost: G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and
+// the tail wave of one group does not overlap the next group's tiles; a single launch with per-group maps in
+// the kernel parameters would remove both, at the price of a grouped scheduler in the kernel.
+void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks);
+
 // The compile-time part of one kernel instance, for every SM90 GEMM kernel: compared and hashed bytewise
 // (no padding). Fields a kernel does not have stay at their defaults.
 struct GemmKernelKey {
@@ -156,8 +169,12 @@ struct DeviceLimits {
 };
 
 // The kernel run_gemm would build for `problem` on a device with `limits`: the same config choice, key and
-// source, with no GPU. Raises jit::Error as run_gemm would for an impossible config. K-grouped FP8 calls
-// launch one dense 1D1D kernel per group: plan each group's K with kernel kFp8_1d1d.
+// source, with no GPU. Raises jit::Error as run_gemm would for an impossible config.
 GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits);
+
+// The distinct kernels run_k_grouped_fp8_gemm would build for a K-grouped FP8 problem whose groups have the
+// values of K in `ks` (groups with K == 0 launch nothing), in first-use order.
+std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem, std::span<const int> ks,
+                                                      const DeviceLimits& limits);
 
 }  // namespace deep_gemm::kernels
