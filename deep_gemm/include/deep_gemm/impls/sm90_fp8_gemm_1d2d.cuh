@@ -24,7 +24,7 @@
 // that store into the next tile's first K block ("deferred store" below).
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
-// csrc/jit_kernels/heuristics/sm90_fp8.hpp):
+// csrc/jit_kernels/heuristics/sm90_fp8_config.hpp):
 //   [D staging BLOCK_M*BLOCK_N*2][A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4]
 //   [full barriers S*8][empty barriers S*8]
 #pragma once
