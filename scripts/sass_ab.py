@@ -26,6 +26,7 @@ CALLS = [
     ('m_grouped_fp8_gemm_nt_contiguous', 8192, 4096, 7168, 8, 0, False, False),
     ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, False),
     ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, True),
+    ('k_grouped_fp8_gemm_nt_contiguous', 4096, 7168, 4 * 2048, 4, 0, False, False),
 ]
 
 # The other kernels that share the PTX / common headers, built through their compile hooks (which return the

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_gemm_prologue.cuh"
 #include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
@@ -138,23 +139,11 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
     const u32 peer_rank = cta_rank ^ 1u;
 
-    if (threadIdx.x == 0) {
-        ptx::tma_prefetch_descriptor(tmap_a);
-        ptx::tma_prefetch_descriptor(tmap_b);
-        ptx::tma_prefetch_descriptor(tmap_sfa);
-        if constexpr (Epilogue::kUsesTensorMap) ptx::tma_prefetch_descriptor(tmap_d);
-        // One arrival per math warp (of both CTAs with multicast: a slot is free when the peer is done too).
-        pipe.init(kMulticast * (Layout::kNumMathThreads / 32));
-    }
-    // With multicast the peer writes this CTA's slots and arrives on its barriers: both CTAs' barriers must
-    // be initialised before either producer starts.
-    if constexpr (kMulticast > 1) {
-        ptx::cluster_sync();
-    } else {
-        __syncthreads();
-    }
-    // PDL: inputs may be written by the previous kernel; nothing global is touched before this.
-    ptx::grid_dependency_wait();
+    // One arrival per math warp (of both CTAs with multicast: a slot is free when the peer is done too).
+    if (threadIdx.x == 0)
+        sm90_gemm_prefetch_and_init<Epilogue::kUsesTensorMap>(pipe, kMulticast * (Layout::kNumMathThreads / 32),
+                                                              tmap_d, tmap_a, tmap_b, tmap_sfa);
+    sm90_gemm_wait_setup<kMulticast>();
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
