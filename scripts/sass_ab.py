@@ -1,6 +1,7 @@
 """Checks that kernel header changes leave existing kernels' machine code alone: plans a few shipped GEMM kernels
-(as the ops plan them for an H200, no GPU needed), builds each for sm_90a with the package's headers and with an
-OLD include tree, and compares the SASS text. Exit status 1 when any differs.
+(as the ops plan them for an H200, no GPU needed) and takes a few MQA-logits, paged MQA-logits and HC-prenorm
+kernels from their compile hooks, builds each for sm_90a with the package's headers and with an OLD include
+tree, and compares the SASS text. Exit status 1 when any differs.
 
     mkdir -p /tmp/old && git archive <commit> deep_gemm/include | tar -x -C /tmp/old
     PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py /tmp/old/deep_gemm/include [--ops ...]
@@ -23,19 +24,37 @@ CALLS = [
     ('fp8_gemm_nt', 128, 512, 7168, 1, 0, False, False),
     ('m_grouped_fp8_gemm_nt_masked', 256, 4096, 7168, 4, 128, False, False),
     ('m_grouped_fp8_gemm_nt_contiguous', 8192, 4096, 7168, 8, 0, False, False),
+    ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, False),
+    ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, True),
+    ('k_grouped_fp8_gemm_nt_contiguous', 4096, 7168, 4 * 2048, 4, 0, False, False),
+]
+
+# The other kernels that share the PTX / common headers, built through their compile hooks (which return the
+# cache entry): (label, hook name, keyword arguments).
+HOOKS = [
+    ('mqa_logits', '_compile_mqa_logits_kernel',
+     dict(num_heads=64, head_dim=128, bf16_logits=False, compressed=False, clean=True)),
+    ('mqa_logits', '_compile_mqa_logits_kernel',
+     dict(num_heads=32, head_dim=128, bf16_logits=True, compressed=True, clean=False)),
+    ('paged_mqa_logits', '_compile_paged_mqa_kernel',
+     dict(num_heads=64, next_n=2, lens_2d=False, clean=True, bf16_logits=False)),
+    ('tf32_hc_prenorm_gemm', '_compile_hc_prenorm_kernel', dict(m=13, n=24, k=28672)),
 ]
 
 
-def sass_of(_C, name, symbol, code):
-    entry = _C.build_source(name, symbol, code, 'sm_90a')
+def sass_in(entry):
     with open(os.path.join(entry['dir'], 'kernel.sass')) as f:
         return f.read()
+
+
+def sass_of(_C, name, symbol, code):
+    return sass_in(_C.build_source(name, symbol, code, 'sm_90a'))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('old_include', help='deep_gemm/include of the commit to compare against')
-    parser.add_argument('--ops', help='comma-separated subset of the ops above')
+    parser.add_argument('--ops', help='comma-separated subset of the ops / hook labels above')
     args = parser.parse_args()
     os.environ['DG_JIT_DUMP_SASS'] = '1'
     from deep_gemm import _C
@@ -47,6 +66,8 @@ def main():
         if wanted is not None and op not in wanted:
             continue
         kwargs = dict(num_groups=groups, expected_m=expected_m, d_fp32=d_fp32, with_c=with_c)
+        if op.endswith('_1d1d'):  # FP32 out with per-128-row B scales: the 1D1D kernel
+            op, kwargs['recipe'] = op[:-len('_1d1d')], [1, 1, 128]
         if op.startswith('k_grouped'):
             kwargs['ks'] = [k // groups] * groups
         for name, symbol, code in _C._plan_gemm_call(op, m, n, k, **kwargs):
@@ -57,6 +78,17 @@ def main():
             same = texts[0] == texts[1]
             differing += not same
             print(f'{"same" if same else "DIFFERS"}  {op} {m}x{n}x{k}: {symbol}', flush=True)
+    for label, hook, kwargs in HOOKS:
+        if wanted is not None and label not in wanted:
+            continue
+        texts = []
+        for include in (args.old_include, new_include):
+            _C.set_include_dir(include)
+            entry = getattr(_C, hook)(**kwargs)
+            texts.append(sass_in(entry))
+        same = texts[0] == texts[1]
+        differing += not same
+        print(f'{"same" if same else "DIFFERS"}  {label} {kwargs}: {os.path.basename(entry["dir"])}', flush=True)
     _C.set_include_dir(new_include)
     return 1 if differing else 0
 

@@ -9,7 +9,7 @@
 namespace deep_gemm::jit::detail {
 
 struct IncludedHeader {
-    std::string relative_path;  // relative to the include root, '/'-separated, e.g. "deep_gemm/ptx/wgmma.cuh"
+    std::string relative_path;  // relative to the include root, '/'-separated, e.g. "deep_gemm/ptx/wgmma_atoms.cuh"
     std::string content;
 };
 

@@ -1,4 +1,4 @@
-// The FP8 1D2D config model (heuristics/sm90_fp8.hpp) against a measured H200 config sweep
+// The FP8 1D2D config model (heuristics/sm90_fp8_cost_model.hpp) against a measured H200 config sweep
 // (benchmarks/data/fp8_sweep_h200.txt): per shape it prints the measured best, the model's pick and its
 // measured time (when the sweep timed it), the old default's time and the rank correlation between modelled
 // and measured times; it checks the pick is within 3% of the best on at least 10 of the 12 shapes and never
@@ -17,7 +17,8 @@
 #include <tuple>
 #include <vector>
 
-#include "jit_kernels/heuristics/sm90_fp8.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_config.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_cost_model.hpp"
 
 namespace {
 

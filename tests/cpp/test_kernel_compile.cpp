@@ -12,7 +12,8 @@
 
 #include "jit/jit.hpp"
 #include "jit_kernels/heuristics/sm90_bf16.hpp"
-#include "jit_kernels/heuristics/sm90_fp8.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_config.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_cost_model.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
 #include "jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "kernel_compile_util.hpp"

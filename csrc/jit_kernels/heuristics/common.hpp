@@ -1,4 +1,5 @@
-// Pieces shared by the SM90 GEMM config heuristics (sm90_fp8.hpp, sm90_fp8_1d1d.hpp, sm90_bf16.hpp). Header-only and torch-free.
+// Pieces shared by the SM90 GEMM config heuristics (sm90_fp8_config.hpp, sm90_fp8_cost_model.hpp, sm90_fp8_1d1d.hpp,
+// sm90_bf16.hpp). Header-only and torch-free.
 #pragma once
 
 namespace deep_gemm::heuristics {

@@ -7,7 +7,8 @@
 #include <string>
 
 #include "common.hpp"
-#include "sm90_fp8.hpp"
+#include "sm90_fp8_config.hpp"      // the FP8 block K and stage limits
+#include "sm90_fp8_cost_model.hpp"  // sm90_fp8_cost
 
 namespace deep_gemm::heuristics {
 

@@ -8,7 +8,8 @@
 
 #include <string>
 
-#include "../heuristics/sm90_fp8.hpp"
+#include "../heuristics/sm90_fp8_config.hpp"
+#include "../heuristics/sm90_fp8_cost_model.hpp"
 #include "sm90_gemm_pipeline.hpp"
 
 namespace deep_gemm::kernels {

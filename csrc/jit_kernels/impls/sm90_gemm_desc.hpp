@@ -141,7 +141,7 @@ GemmKernelKey tile_key(GemmKernel kernel, const Config& config) {
 GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
 
 // The start of a generated source: the one wgmma specialization per operand type the kernel uses (N, 0 =
-// none), so NVRTC / NVCC parse one of ptx/wgmma.cuh's 64 instead of all of them (~40 ms of a compile).
+// none), so NVRTC / NVCC parse one of ptx/wgmma_atoms.cuh's 64 instead of all of them (~40 ms of a compile).
 std::string wgmma_selection(int fp8_n, int bf16_n);
 
 // The grouped layout of a key, shared by the kernels with M-grouped modes (FP8 1D2D, BF16):

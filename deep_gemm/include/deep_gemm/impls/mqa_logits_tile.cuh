@@ -27,7 +27,8 @@
 #include <cuda_bf16.h>
 
 #include "../common/types.cuh"
-#include "../ptx/wgmma.cuh"
+#include "../ptx/wgmma_atoms.cuh"
+#include "../ptx/wgmma_helpers.cuh"
 
 namespace deep_gemm::mqa {
 

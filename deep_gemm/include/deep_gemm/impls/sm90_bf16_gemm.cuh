@@ -29,6 +29,7 @@
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_gemm_prologue.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
@@ -36,7 +37,8 @@
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
-#include "../ptx/wgmma.cuh"
+#include "../ptx/wgmma_atoms.cuh"
+#include "../ptx/wgmma_helpers.cuh"
 #include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
@@ -109,22 +111,13 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
     const u32 peer_rank = cta_rank ^ 1u;
 
-    if (threadIdx.x == 0) {
-        ptx::tma_prefetch_descriptor(tmap_a);
-        ptx::tma_prefetch_descriptor(tmap_b);
-        if constexpr (Epilogue::kUsesTensorMap) ptx::tma_prefetch_descriptor(tmap_d);
-        // Empty barriers: every math thread arrives (one CTA), or each math warp of both CTAs (multicast).
-        pipe.init(kMulticast > 1 ? 2 * (Layout::kNumMathThreads / 32) : Layout::kNumMathThreads);
-    }
-    // The peer multicasts into this CTA's shared memory and arrives on its barriers: both CTAs' barriers
-    // must be initialised before either producer starts.
-    if constexpr (kMulticast > 1) {
-        ptx::cluster_sync();
-    } else {
-        __syncthreads();
-    }
-    // PDL: inputs (and the group layout) may be written by the previous kernel.
-    ptx::grid_dependency_wait();
+    // Empty barriers: every math thread arrives (one CTA), or each math warp of both CTAs (multicast). The PDL
+    // wait covers the group layout as well (the previous kernel may write it).
+    if (threadIdx.x == 0)
+        sm90_gemm_prefetch_and_init<Epilogue::kUsesTensorMap>(
+            pipe, kMulticast > 1 ? 2 * (Layout::kNumMathThreads / 32) : Layout::kNumMathThreads, tmap_d, tmap_a,
+            tmap_b);
+    sm90_gemm_wait_setup<kMulticast>();
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------

@@ -25,7 +25,8 @@
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
-#include "../ptx/wgmma.cuh"
+#include "../ptx/wgmma_atoms.cuh"
+#include "../ptx/wgmma_helpers.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 
 namespace deep_gemm {

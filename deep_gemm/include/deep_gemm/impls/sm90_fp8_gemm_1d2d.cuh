@@ -24,12 +24,13 @@
 // that store into the next tile's first K block ("deferred store" below).
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
-// csrc/jit_kernels/heuristics/sm90_fp8.hpp):
+// csrc/jit_kernels/heuristics/sm90_fp8_config.hpp):
 //   [D staging BLOCK_M*BLOCK_N*2][A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4]
 //   [full barriers S*8][empty barriers S*8]
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_gemm_prologue.cuh"
 #include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
@@ -39,7 +40,8 @@
 #include "../ptx/prefetch.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
-#include "../ptx/wgmma.cuh"
+#include "../ptx/wgmma_atoms.cuh"
+#include "../ptx/wgmma_helpers.cuh"
 #include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
@@ -137,23 +139,11 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
     const u32 peer_rank = cta_rank ^ 1u;
 
-    if (threadIdx.x == 0) {
-        ptx::tma_prefetch_descriptor(tmap_a);
-        ptx::tma_prefetch_descriptor(tmap_b);
-        ptx::tma_prefetch_descriptor(tmap_sfa);
-        if constexpr (Epilogue::kUsesTensorMap) ptx::tma_prefetch_descriptor(tmap_d);
-        // One arrival per math warp (of both CTAs with multicast: a slot is free when the peer is done too).
-        pipe.init(kMulticast * (Layout::kNumMathThreads / 32));
-    }
-    // With multicast the peer writes this CTA's slots and arrives on its barriers: both CTAs' barriers must
-    // be initialised before either producer starts.
-    if constexpr (kMulticast > 1) {
-        ptx::cluster_sync();
-    } else {
-        __syncthreads();
-    }
-    // PDL: inputs may be written by the previous kernel; nothing global is touched before this.
-    ptx::grid_dependency_wait();
+    // One arrival per math warp (of both CTAs with multicast: a slot is free when the peer is done too).
+    if (threadIdx.x == 0)
+        sm90_gemm_prefetch_and_init<Epilogue::kUsesTensorMap>(pipe, kMulticast * (Layout::kNumMathThreads / 32),
+                                                              tmap_d, tmap_a, tmap_b, tmap_sfa);
+    sm90_gemm_wait_setup<kMulticast>();
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------

@@ -27,7 +27,7 @@
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/sync.cuh"
 #include "../ptx/tma.cuh"
-#include "../ptx/wgmma.cuh"
+#include "../ptx/wgmma_helpers.cuh"
 #include "mqa_logits_tile.cuh"
 
 namespace deep_gemm::mqa {

@@ -1,69 +1,17 @@
-// Config choice for the SM90 FP8 1D2D GEMM (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh).
-// Header-only and torch-free. The shared-memory formula mirrors Sm90Fp8Gemm1d2dLayout in the device
-// header; every generated kernel source static_asserts that the two agree.
+// Config choice for the SM90 FP8 1D2D GEMM (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh): the
+// cost models that score candidate configs (sm90_fp8_config.hpp) and the choices built on them (the model,
+// the default; the measured rules and the first version's choice, for comparisons). Header-only and
+// torch-free.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <string>
-#include <vector>
 
 #include "common.hpp"
+#include "sm90_fp8_config.hpp"
 
 namespace deep_gemm::heuristics {
-
-struct Sm90Fp8GemmConfig {
-    int block_m = 128;
-    int block_n = 128;
-    int num_stages = 4;
-    int group_n = 8;  // scheduler: N blocks per swizzle group
-    // Promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's wgmmas
-    // run while kb is promoted (BLOCK_N <= 128).
-    int pipelined = 0;
-    // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
-    // shares A (adjacent N blocks).
-    int multicast = 0;
-    // Split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the tile's
-    // last unit adds up; 1 = off.
-    int split_k = 1;
-
-    // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
-    int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
-    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
-    bool operator==(const Sm90Fp8GemmConfig&) const = default;
-};
-
-constexpr int kSm90Fp8BlockK = 128;
-constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 registers must fit 232 regs
-constexpr int kSm90Fp8MaxBlockNPipelined = 128;  // fin + 2 scratch accumulators = 3 * BLOCK_N / 2 registers
-// 256-row tiles: two waves' fin + one scratch = 3 * BLOCK_N / 2 registers as well (no pipelined promotion).
-constexpr int kSm90Fp8MaxBlockN256 = 128;
-// 192-row tiles: three math warpgroups with 152 registers each (512 threads): fin + scratch fit for
-// BLOCK_N <= 128, fin + two scratch (pipelined) for BLOCK_N <= 80 (ptxas spills beyond; checked in SASS).
-constexpr int kSm90Fp8MaxBlockN192 = 128;
-constexpr int kSm90Fp8MaxBlockN192Pipelined = 80;
-constexpr int kSm90Fp8MaxStages = 16;
-constexpr int kSm90Fp8MaxSplitK = 16;
-constexpr int kSm90Fp8MaxStagesRules = 10;  // the cap of the rule-based and legacy choices (as measured)
-constexpr int kSm90Fp8MinStages = 3;
-
-inline int sm90_fp8_num_threads(int block_m) { return 128 + 128 * (block_m == 256 ? 2 : block_m / 64); }
-
-// Width (bytes) of the D staging swizzle: the widest of 128/64/32 that divides a BLOCK_N row of bf16.
-inline int sm90_fp8_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
-
-inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages) {
-    const int d = block_m * block_n * 2;
-    const int per_stage = block_m * kSm90Fp8BlockK + block_n * kSm90Fp8BlockK + block_m * 4 + 2 * 8;
-    return d + num_stages * per_stage;
-}
-
-inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap = kSm90Fp8MaxStages) {
-    return max_stages_that_fit(cap, kSm90Fp8MinStages, smem_limit,
-                               [&](int s) { return sm90_fp8_smem_bytes(block_m, block_n, s); });
-}
 
 // Rough cost in SM clocks of running the whole problem with tiles block_m x block_n. Per 128-K block
 // a tile needs the max of: tensor-core time (8192 FP8 FLOP/clk/SM) plus, without the pipelined promotion,
@@ -463,15 +411,6 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
         return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);
     }
     return best;
-}
-
-inline std::string to_string(const Sm90Fp8GemmConfig& c) {
-    char buf[128];
-    std::snprintf(buf, sizeof(buf),
-                  "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d split_k=%d threads=%d smem=%d",
-                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.split_k,
-                  c.num_threads(), sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages));
-    return buf;
 }
 
 }  // namespace deep_gemm::heuristics
