@@ -86,6 +86,10 @@ if has peer; then
     t0=$(date +%s)
     bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
     note "peer build: rc=$? in $(( $(date +%s) - t0 )) s ($PEER_SRC)"
+    # The peer crashed on its first call on an H200 host (SIGSEGV in std::regex, docs/performance.md): probe
+    # std::regex on this host and take a native backtrace of one peer call.
+    bash scripts/peer_probe/run.sh "$PEER_SRC" >"$OUT/peer_probe.log" 2>&1
+    note "peer probe: $(grep -E 'standalone|after torch|no torch|peer smoke|max abs' "$OUT/peer_probe.log" | tr '\n' ';')"
 fi
 
 if has peer_tests; then
