@@ -19,6 +19,16 @@ using deep_gemm::kernels::GemmGroupedMode;
 // Fake, suitably aligned addresses: the checks under test fail before anything is dereferenced.
 const void* fake(uintptr_t x) { return reinterpret_cast<const void*>(x); }
 
+// Distinct non-null addresses for A, B, their scales and D: the checks look at pointers, nothing reads them.
+template <typename Operands>
+void set_fake_pointers(Operands& o) {
+    o.a = fake(0x10000);
+    o.b = fake(0x20000);
+    o.sfa = static_cast<const float*>(fake(0x30000));
+    o.sfb = static_cast<const float*>(fake(0x40000));
+    o.d = const_cast<void*>(fake(0x50000));
+}
+
 // A valid masked call: G = 4, max_m = 100, N = 256, K = 512.
 GemmDesc masked_call() {
     GemmDesc desc;
@@ -28,11 +38,7 @@ GemmDesc masked_call() {
     desc.problem.num_groups = 4;
     desc.problem.expected_m = 50;
     auto& o = desc.operands;
-    o.a = fake(0x10000);
-    o.b = fake(0x20000);
-    o.sfa = static_cast<const float*>(fake(0x30000));
-    o.sfb = static_cast<const float*>(fake(0x40000));
-    o.d = const_cast<void*>(fake(0x50000));
+    set_fake_pointers(o);
     o.lda = 512, o.ldb = 512, o.ldd = 256, o.sfa_stride = 100;
     o.grouped = static_cast<const int*>(fake(0x60000));
     o.a_group_stride = 100 * 512;
@@ -92,11 +98,7 @@ GemmDesc fp8_heads_call() {
     desc.problem.mode = GemmGroupedMode::kHeadBatched;
     desc.problem.m = 77, desc.problem.n = 200, desc.problem.k = 512, desc.problem.num_groups = 8;
     auto& o = desc.operands;
-    o.a = fake(0x10000);
-    o.b = fake(0x20000);
-    o.sfa = static_cast<const float*>(fake(0x30000));
-    o.sfb = static_cast<const float*>(fake(0x40000));
-    o.d = const_cast<void*>(fake(0x50000));
+    set_fake_pointers(o);
     o.a_group_stride = 512, o.lda = 8 * 512;
     o.ldb = 512, o.b_group_stride = 200 * 512;
     o.sfa_stride = 80, o.sfa_group_stride = 4 * 80;
