@@ -7,8 +7,15 @@ tree, and compares the SASS text. Exit status 1 when any differs.
     PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py /tmp/old/deep_gemm/include [--ops ...]
 
 (docs/einsum.md: the einsum variants were checked this way against the kernels they extend.)
+
+When the host's generated sources change too (e.g. an entry point's parameter list), plan the GEMM calls with the
+old build first and build the old side from those sources:
+
+    PYTHONPATH=<old package> python3 scripts/sass_ab.py --dump-sources old.json
+    PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py OLD_INCLUDE --old-sources old.json
 """
 import argparse
+import json
 import os
 import sys
 
@@ -53,14 +60,20 @@ def sass_of(_C, name, symbol, code):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('old_include', help='deep_gemm/include of the commit to compare against')
+    parser.add_argument('old_include', nargs='?', help='deep_gemm/include of the commit to compare against')
     parser.add_argument('--ops', help='comma-separated subset of the ops / hook labels above')
+    parser.add_argument('--dump-sources', metavar='FILE', help='only write the planned GEMM sources, {symbol: code}')
+    parser.add_argument('--old-sources', metavar='FILE', help='build the old GEMM kernels from these sources')
     args = parser.parse_args()
+    if args.old_include is None and args.dump_sources is None:
+        parser.error('give OLD_INCLUDE (or --dump-sources FILE)')
     os.environ['DG_JIT_DUMP_SASS'] = '1'
     from deep_gemm import _C
     _C.reload_settings()
     new_include = os.path.join(os.path.dirname(os.path.abspath(_C.__file__)), 'include')
     wanted = set(args.ops.split(',')) if args.ops else None
+    old_sources = json.load(open(args.old_sources)) if args.old_sources else None
+    dumped = {}
     differing = 0
     for op, m, n, k, groups, expected_m, d_fp32, with_c in CALLS:
         if wanted is not None and op not in wanted:
@@ -71,13 +84,21 @@ def main():
         if op.startswith('k_grouped'):
             kwargs['ks'] = [k // groups] * groups
         for name, symbol, code in _C._plan_gemm_call(op, m, n, k, **kwargs):
+            if args.dump_sources:
+                dumped[symbol] = code
+                continue
             texts = []
-            for include in (args.old_include, new_include):
+            for include, source in ((args.old_include, old_sources[symbol] if old_sources else code),
+                                    (new_include, code)):
                 _C.set_include_dir(include)
-                texts.append(sass_of(_C, name, symbol, code))
+                texts.append(sass_of(_C, name, symbol, source))
             same = texts[0] == texts[1]
             differing += not same
             print(f'{"same" if same else "DIFFERS"}  {op} {m}x{n}x{k}: {symbol}', flush=True)
+    if args.dump_sources:
+        with open(args.dump_sources, 'w') as f:
+            json.dump(dumped, f, indent=1, sort_keys=True)
+        return 0
     for label, hook, kwargs in HOOKS:
         if wanted is not None and label not in wanted:
             continue
