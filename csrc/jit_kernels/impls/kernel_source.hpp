@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "../../../deep_gemm/include/deep_gemm/common/abi.hpp"
+#include "../../jit/errors.hpp"
 #include "../../jit/jit.hpp"
 
 namespace deep_gemm::kernels {
@@ -67,7 +68,12 @@ template <typename Params>
 void launch_with_params(const jit::LoadedKernel& kernel, const jit::LaunchConfig& config, Params& params) {
     void* args[Params::kNumParams];
     int i = 0;
-    params.visit_fields([&](auto& field) { args[i++] = &field; });
+    params.visit_fields([&](auto& field) {
+        if (i < Params::kNumParams) args[i] = &field;
+        ++i;
+    });
+    // Both come from the same list (DG_DEFINE_KERNEL_PARAMS); tests/cpp/test_kernel_params.cpp checks them.
+    if (i != Params::kNumParams) throw jit::Error(std::string(Params::kList) + ": parameter count mismatch");
     kernel.launch(config, args);
 }
 

@@ -1,0 +1,86 @@
+// The kernels' parameter lists (deep_gemm/include/deep_gemm/impls/*_params.hpp) and the host side that uses them
+// (csrc/jit_kernels/impls/kernel_source.hpp): the entry points' declarations are pinned token for token (they are
+// the kernels' ABI: the cached cubins and the SASS depend on them), and the host's argument array is the struct's
+// fields in the list's order.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
+#include "jit_kernels/impls/kernel_source.hpp"
+
+namespace {
+
+namespace dg = deep_gemm;
+
+// The expanded list as one string (the preprocessor separates tokens by single spaces).
+#define DG_TEST_STR(...) DG_TEST_STR_(__VA_ARGS__)
+#define DG_TEST_STR_(...) #__VA_ARGS__
+
+std::string squeeze(const std::string& s) {
+    std::string out;
+    for (char c : s)
+        if (c != ' ') out += c;
+    return out;
+}
+
+TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
+    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor ";
+    const std::string fp8_1d2d = tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
+                                 "tmap_d, const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, "
+                                 "const int* grouped, unsigned int m, unsigned int n, unsigned int k, unsigned int num_groups";
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_PARAMS))), squeeze(fp8_1d2d));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS))),
+              squeeze(fp8_1d2d + ", float* split_ws, unsigned int* split_counters"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_BF16_GEMM_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap +
+                      "tmap_d, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped, "
+                      "unsigned int m, unsigned int n, unsigned int k, unsigned int num_groups"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
+                      "tmap_sfb, float* d, const float* c, unsigned int ldd, unsigned int ldc, unsigned int m, "
+                      "unsigned int n, unsigned int k"));
+    // The implementation receives them in the same order.
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
+              "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
+}
+
+// visit_fields gives every field once, in declaration (= list) order.
+template <typename Params>
+void expect_fields_in_order(int expected_count) {
+    Params params{};
+    EXPECT_EQ(Params::kNumParams, expected_count);
+    int count = 0;
+    const char* last = nullptr;
+    params.visit_fields([&](auto& field) {
+        const char* here = reinterpret_cast<const char*>(&field);
+        EXPECT_TRUE(last == nullptr || here > last) << "field " << count << " out of order";
+        EXPECT_TRUE(here >= reinterpret_cast<const char*>(&params) &&
+                    here + sizeof(field) <= reinterpret_cast<const char*>(&params) + sizeof(params));
+        last = here;
+        ++count;
+    });
+    EXPECT_EQ(count, expected_count);
+}
+
+TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d2dParams>(14);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSplitKParams>(16);
+    expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
+    static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
+}
+
+TEST(GemmKernelParams, RenderedEntryPointUsesTheList) {
+    const deep_gemm::kernels::KernelEntry entry{"#include <x.cuh>\n", "sym", 256, "    body(DG_PARAM_NAMES(L));\n",
+                                                "static_assert(true);\n"};
+    EXPECT_EQ(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(entry),
+              "#include <x.cuh>\n\nextern \"C\" __global__ void __launch_bounds__(256, 1)\n"
+              "sym(DG_PARAM_DECLS(DG_SM90_BF16_GEMM_PARAMS)) {\n    body(DG_PARAM_NAMES(L));\n}\nstatic_assert(true);\n");
+    EXPECT_EQ(deep_gemm::kernels::param_names<dg::Sm90Fp8Gemm1d2dSplitKParams>(),
+              "DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS)");
+}
+
+}  // namespace
