@@ -17,6 +17,7 @@ old build first and build the old side from those sources:
 import argparse
 import json
 import os
+import re
 import sys
 
 # (op, m, n, k, num_groups, expected_m, d_fp32, with_c): dense, grouped and K-grouped instances of both kernels.
@@ -54,6 +55,15 @@ def sass_in(entry):
         return f.read()
 
 
+def hook_source(entry):
+    """[name, symbol, code] of a compile hook's cache entry (kernel.<name>.<key>/kernel.cu)."""
+    with open(os.path.join(entry['dir'], 'kernel.cu')) as f:
+        code = f.read()
+    name = os.path.basename(entry['dir']).split('.')[1]
+    symbol = re.search(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*(\w+)\(', code).group(1)
+    return [name, symbol, code]
+
+
 def sass_of(_C, name, symbol, code):
     return sass_in(_C.build_source(name, symbol, code, 'sm_90a'))
 
@@ -62,8 +72,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('old_include', nargs='?', help='deep_gemm/include of the commit to compare against')
     parser.add_argument('--ops', help='comma-separated subset of the ops / hook labels above')
-    parser.add_argument('--dump-sources', metavar='FILE', help='only write the planned GEMM sources, {symbol: code}')
-    parser.add_argument('--old-sources', metavar='FILE', help='build the old GEMM kernels from these sources')
+    parser.add_argument('--dump-sources', metavar='FILE',
+                        help='only write the sources: planned GEMMs {symbol: code}, hooks {label: [name, symbol, code]}')
+    parser.add_argument('--old-sources', metavar='FILE', help='build the old kernels from these sources')
     args = parser.parse_args()
     if args.old_include is None and args.dump_sources is None:
         parser.error('give OLD_INCLUDE (or --dump-sources FILE)')
@@ -95,21 +106,28 @@ def main():
             same = texts[0] == texts[1]
             differing += not same
             print(f'{"same" if same else "DIFFERS"}  {op} {m}x{n}x{k}: {symbol}', flush=True)
-    if args.dump_sources:
-        with open(args.dump_sources, 'w') as f:
-            json.dump(dumped, f, indent=1, sort_keys=True)
-        return 0
     for label, hook, kwargs in HOOKS:
         if wanted is not None and label not in wanted:
+            continue
+        hook_key = f'{label} {sorted(kwargs.items())}'
+        if args.dump_sources:
+            dumped[hook_key] = hook_source(getattr(_C, hook)(**kwargs))
             continue
         texts = []
         for include in (args.old_include, new_include):
             _C.set_include_dir(include)
+            if include == args.old_include and old_sources and hook_key in old_sources:
+                texts.append(sass_of(_C, *old_sources[hook_key]))
+                continue
             entry = getattr(_C, hook)(**kwargs)
             texts.append(sass_in(entry))
         same = texts[0] == texts[1]
         differing += not same
         print(f'{"same" if same else "DIFFERS"}  {label} {kwargs}: {os.path.basename(entry["dir"])}', flush=True)
+    if args.dump_sources:
+        with open(args.dump_sources, 'w') as f:
+            json.dump(dumped, f, indent=1, sort_keys=True)
+        return 0
     _C.set_include_dir(new_include)
     return 1 if differing else 0
 

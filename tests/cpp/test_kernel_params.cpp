@@ -9,6 +9,7 @@
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_paged_mqa_logits_params.hpp"
 #include "jit_kernels/impls/kernel_source.hpp"
 
 namespace {
@@ -42,6 +43,8 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
               squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
                       "tmap_sfb, float* d, const float* c, unsigned int ldd, unsigned int ldc, unsigned int m, "
                       "unsigned int n, unsigned int k"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_PAGED_MQA_LOGITS_PARAMS))),
+              squeeze(tmap + "tmap_q, " + tmap + "tmap_kv, " + tmap + "tmap_sf, const deep_gemm::paged_mqa::Args args"));
     // The implementation receives them in the same order.
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
               "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
@@ -70,6 +73,9 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSplitKParams>(16);
     expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
+    expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
+    // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
+    static_assert(sizeof(dg::paged_mqa::Args) == 88);
     static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
 }
 

@@ -69,7 +69,7 @@ void launch_with_params(const jit::LoadedKernel& kernel, const jit::LaunchConfig
     void* args[Params::kNumParams];
     int i = 0;
     params.visit_fields([&](auto& field) {
-        if (i < Params::kNumParams) args[i] = &field;
+        if (i < Params::kNumParams) args[i] = const_cast<void*>(static_cast<const void*>(&field));
         ++i;
     });
     // Both come from the same list (DG_DEFINE_KERNEL_PARAMS); tests/cpp/test_kernel_params.cpp checks them.
