@@ -10,6 +10,7 @@
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_paged_mqa_logits_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm_params.hpp"
 #include "jit_kernels/impls/kernel_source.hpp"
 
 namespace {
@@ -45,6 +46,11 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
                       "unsigned int n, unsigned int k"));
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_PAGED_MQA_LOGITS_PARAMS))),
               squeeze(tmap + "tmap_q, " + tmap + "tmap_kv, " + tmap + "tmap_sf, const deep_gemm::paged_mqa::Args args"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_TF32_HC_PRENORM_GEMM_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap +
+                      "tmap_b, float* d, long long d_row_stride, long long d_split_stride, float* sqr_sum, "
+                      "long long s_split_stride, int m, int n, unsigned num_k_blocks, unsigned num_splits, "
+                      "unsigned reduce, float* workspace, unsigned* counters"));
     // The implementation receives them in the same order.
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
               "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
@@ -74,6 +80,7 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
     expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
+    expect_fields_in_order<dg::Sm90Tf32HcPrenormGemmParams>(14);
     // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
     static_assert(sizeof(dg::paged_mqa::Args) == 88);
     static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
@@ -85,6 +92,13 @@ TEST(GemmKernelParams, RenderedEntryPointUsesTheList) {
     EXPECT_EQ(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(entry),
               "#include <x.cuh>\n\nextern \"C\" __global__ void __launch_bounds__(256, 1)\n"
               "sym(DG_PARAM_DECLS(DG_SM90_BF16_GEMM_PARAMS)) {\n    body(DG_PARAM_NAMES(L));\n}\nstatic_assert(true);\n");
+    deep_gemm::kernels::KernelEntry two_per_sm = entry;
+    two_per_sm.min_blocks = 2;
+    EXPECT_NE(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(two_per_sm).find("__launch_bounds__(256, 2)"),
+              std::string::npos);
+    two_per_sm.min_blocks = 0;
+    EXPECT_NE(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(two_per_sm).find("__launch_bounds__(256)\n"),
+              std::string::npos);
     EXPECT_EQ(deep_gemm::kernels::param_names<dg::Sm90Fp8Gemm1d2dSplitKParams>(),
               "DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS)");
 }

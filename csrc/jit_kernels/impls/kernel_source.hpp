@@ -38,15 +38,16 @@ inline TmaDescriptor tma_descriptor(const CUtensorMap& map) {
 struct KernelEntry {
     std::string_view prelude;  // defines and #include lines, each ending in a newline
     std::string_view symbol;   // the extern "C" name the loader looks up
-    int num_threads = 0;       // the block size (launch bounds; one block per SM)
+    int num_threads = 0;       // the block size (launch bounds)
     std::string_view body;     // the entry point's statements
     std::string_view trailer;  // after the function: the host/device static_asserts
+    int min_blocks = 1;        // the launch bounds' blocks per SM (0: not given)
 };
 
 // Every kernel's entry point.
 inline constexpr char kKernelEntryTemplate[] =
     "{prelude}\n"
-    "extern \"C\" __global__ void __launch_bounds__({threads}, 1)\n"
+    "extern \"C\" __global__ void __launch_bounds__({bounds})\n"
     "{symbol}(DG_PARAM_DECLS({list})) {{\n"
     "{body}"
     "}}\n"
@@ -54,7 +55,9 @@ inline constexpr char kKernelEntryTemplate[] =
 
 template <typename Params>
 std::string render_kernel_source(const KernelEntry& e) {
-    return fmt::format(kKernelEntryTemplate, fmt::arg("prelude", e.prelude), fmt::arg("threads", e.num_threads),
+    const std::string bounds = e.min_blocks > 0 ? fmt::format("{}, {}", e.num_threads, e.min_blocks)
+                                                : fmt::format("{}", e.num_threads);
+    return fmt::format(kKernelEntryTemplate, fmt::arg("prelude", e.prelude), fmt::arg("bounds", bounds),
                        fmt::arg("symbol", e.symbol), fmt::arg("list", Params::kList), fmt::arg("body", e.body),
                        fmt::arg("trailer", e.trailer));
 }
