@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "../../deep_gemm/include/deep_gemm/impls/layout_transpose_sf_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
@@ -51,6 +52,9 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
                       "tmap_b, float* d, long long d_row_stride, long long d_split_stride, float* sqr_sum, "
                       "long long s_split_stride, int m, int n, unsigned num_k_blocks, unsigned num_splits, "
                       "unsigned reduce, float* workspace, unsigned* counters"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_LAYOUT_TRANSPOSE_SF_PARAMS))),
+              squeeze("const float* __restrict__ in, float* __restrict__ out, int m, int k, int aligned_m, "
+                      "long long in_stride_g, long long in_stride_m, long long in_stride_k"));
     // The implementation receives them in the same order.
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
               "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
@@ -64,7 +68,7 @@ void expect_fields_in_order(int expected_count) {
     int count = 0;
     const char* last = nullptr;
     params.visit_fields([&](auto& field) {
-        const char* here = reinterpret_cast<const char*>(&field);
+        const char* here = static_cast<const char*>(static_cast<const void*>(&field));
         EXPECT_TRUE(last == nullptr || here > last) << "field " << count << " out of order";
         EXPECT_TRUE(here >= reinterpret_cast<const char*>(&params) &&
                     here + sizeof(field) <= reinterpret_cast<const char*>(&params) + sizeof(params));
@@ -81,6 +85,7 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
     expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
     expect_fields_in_order<dg::Sm90Tf32HcPrenormGemmParams>(14);
+    expect_fields_in_order<dg::LayoutTransposeSfParams>(8);
     // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
     static_assert(sizeof(dg::paged_mqa::Args) == 88);
     static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
