@@ -7,9 +7,17 @@ tree, and compares the SASS text. Exit status 1 when any differs.
     PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py /tmp/old/deep_gemm/include [--ops ...]
 
 (docs/einsum.md: the einsum variants were checked this way against the kernels they extend.)
+
+When the host's generated sources change too (e.g. an entry point's parameter list), plan the GEMM calls with the
+old build first and build the old side from those sources:
+
+    PYTHONPATH=<old package> python3 scripts/sass_ab.py --dump-sources old.json
+    PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py OLD_INCLUDE --old-sources old.json
 """
 import argparse
+import json
 import os
+import re
 import sys
 
 # (op, m, n, k, num_groups, expected_m, d_fp32, with_c): dense, grouped and K-grouped instances of both kernels.
@@ -47,20 +55,36 @@ def sass_in(entry):
         return f.read()
 
 
+def hook_source(entry):
+    """[name, symbol, code] of a compile hook's cache entry (kernel.<name>.<key>/kernel.cu)."""
+    with open(os.path.join(entry['dir'], 'kernel.cu')) as f:
+        code = f.read()
+    name = os.path.basename(entry['dir']).split('.')[1]
+    symbol = re.search(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*(\w+)\(', code).group(1)
+    return [name, symbol, code]
+
+
 def sass_of(_C, name, symbol, code):
     return sass_in(_C.build_source(name, symbol, code, 'sm_90a'))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('old_include', help='deep_gemm/include of the commit to compare against')
+    parser.add_argument('old_include', nargs='?', help='deep_gemm/include of the commit to compare against')
     parser.add_argument('--ops', help='comma-separated subset of the ops / hook labels above')
+    parser.add_argument('--dump-sources', metavar='FILE',
+                        help='only write the sources: planned GEMMs {symbol: code}, hooks {label: [name, symbol, code]}')
+    parser.add_argument('--old-sources', metavar='FILE', help='build the old kernels from these sources')
     args = parser.parse_args()
+    if args.old_include is None and args.dump_sources is None:
+        parser.error('give OLD_INCLUDE (or --dump-sources FILE)')
     os.environ['DG_JIT_DUMP_SASS'] = '1'
     from deep_gemm import _C
     _C.reload_settings()
     new_include = os.path.join(os.path.dirname(os.path.abspath(_C.__file__)), 'include')
     wanted = set(args.ops.split(',')) if args.ops else None
+    old_sources = json.load(open(args.old_sources)) if args.old_sources else None
+    dumped = {}
     differing = 0
     for op, m, n, k, groups, expected_m, d_fp32, with_c in CALLS:
         if wanted is not None and op not in wanted:
@@ -71,24 +95,39 @@ def main():
         if op.startswith('k_grouped'):
             kwargs['ks'] = [k // groups] * groups
         for name, symbol, code in _C._plan_gemm_call(op, m, n, k, **kwargs):
+            if args.dump_sources:
+                dumped[symbol] = code
+                continue
             texts = []
-            for include in (args.old_include, new_include):
+            for include, source in ((args.old_include, old_sources[symbol] if old_sources else code),
+                                    (new_include, code)):
                 _C.set_include_dir(include)
-                texts.append(sass_of(_C, name, symbol, code))
+                texts.append(sass_of(_C, name, symbol, source))
             same = texts[0] == texts[1]
             differing += not same
             print(f'{"same" if same else "DIFFERS"}  {op} {m}x{n}x{k}: {symbol}', flush=True)
     for label, hook, kwargs in HOOKS:
         if wanted is not None and label not in wanted:
             continue
+        hook_key = f'{label} {sorted(kwargs.items())}'
+        if args.dump_sources:
+            dumped[hook_key] = hook_source(getattr(_C, hook)(**kwargs))
+            continue
         texts = []
         for include in (args.old_include, new_include):
             _C.set_include_dir(include)
+            if include == args.old_include and old_sources and hook_key in old_sources:
+                texts.append(sass_of(_C, *old_sources[hook_key]))
+                continue
             entry = getattr(_C, hook)(**kwargs)
             texts.append(sass_in(entry))
         same = texts[0] == texts[1]
         differing += not same
         print(f'{"same" if same else "DIFFERS"}  {label} {kwargs}: {os.path.basename(entry["dir"])}', flush=True)
+    if args.dump_sources:
+        with open(args.dump_sources, 'w') as f:
+            json.dump(dumped, f, indent=1, sort_keys=True)
+        return 0
     _C.set_include_dir(new_include)
     return 1 if differing else 0
 

@@ -322,7 +322,8 @@ TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
 
 // The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The host
 // pipeline was introduced with these unchanged from the per-kernel hosts it replaced; since then the sources
-// start with the wgmma selection (wgmma_selection).
+// start with the wgmma selection (wgmma_selection), and the entry points declare and pass on their parameters
+// through the kernels' parameter lists (impls/*_params.hpp; the same tokens after preprocessing).
 TEST(GemmPipeline, GeneratedSourcesArePinned) {
     k::GemmKernelKey fp8 = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 2});
     fp8.n = 7168, fp8.k = 2048;
@@ -339,13 +340,13 @@ TEST(GemmPipeline, GeneratedSourcesArePinned) {
         const char* sha256;
     } pinned[] = {
         {fp8, "sm90_fp8_gemm_1d2d_bm128_bn128_s5_g8_m0_n7168_k2048_pp_mca", 
-         "954a6d3232d8706c503a0f1363ea31bf3278fd5e10ec166b7dcd1e61339ea14e"},
+         "b1ebc7f65a2f3daec09c549eb639f2a044a2720bd7785b164bf163501187ba7a"},
         {fp8_masked, "sm90_fp8_gemm_1d2d_bm64_bn96_s5_g8_m0_n0_k0_direct_pp_masked", 
-         "4c0e2054f2fb3117721662f65a18b2538eecadedb96a9d62c331e24d0d159278"},
+         "55e478464468e16b5dbceef143744e622772d5dcbc6431f103f751cc402718ea"},
         {fp8_1d1d, "sm90_fp8_gemm_1d1d_bm128_bn112_s4_g8_m0_n0_k0_c", 
-         "fe075855437f34bf3aa51db8c3b69e1f52c55e2fc55eca065c46c1cc770a7174"},
+         "01004ec5b2c8e1ba829a50b262a8f96da72b7c40ee2dfb1bf4708bee07934ea6"},
         {bf16, "sm90_bf16_gemm_nn_bm128_bn256_s6_g8_m0_n7168_k2048_tma_bf16_mc2", 
-         "9c4392a5273d3ac0f98ab4e5175c8ea0f7d0358d265d5b5491ee78f7531fb2c7"},
+         "9b0f7510539d2601e06d842c95c0ac84b085b887960d175fbe27ff827508d3d9"},
     };
     for (const auto& p : pinned) {
         const k::GemmKernelSource src = k::gemm_kernel_source(p.key);

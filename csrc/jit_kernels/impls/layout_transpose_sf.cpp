@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/layout_transpose_sf_params.hpp"
+
 namespace deep_gemm::kernels {
 
 namespace {
@@ -17,16 +20,11 @@ jit::KernelTable<int>& table() {
 }  // namespace
 
 jit::KernelSource layout_transpose_sf_source() {
-    std::string code =
-        "#include <deep_gemm/impls/layout_transpose_sf.cuh>\n"
-        "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kTileM * kRowsPerIter) + ")\n" +
-        kSymbol + "(const float* __restrict__ in, float* __restrict__ out, int m, int k, int aligned_m,\n"
-        "        long long in_stride_g, long long in_stride_m, long long in_stride_k) {\n"
-        "    deep_gemm::layout::transpose_sf_into_mn_major<" + std::to_string(kTileM) + ", " + std::to_string(kTileK) + ", " +
-        std::to_string(kRowsPerIter) + ">(\n"
-        "        in, out, m, k, aligned_m, in_stride_g, in_stride_m, in_stride_k);\n"
-        "}\n";
+    const std::string body = fmt::format("    deep_gemm::layout::transpose_sf_into_mn_major<{}, {}, {}>(\n        {});\n",
+                                         kTileM, kTileK, kRowsPerIter, param_names<LayoutTransposeSfParams>());
+    // Launch bounds without a blocks-per-SM figure (min_blocks 0).
+    std::string code = render_kernel_source<LayoutTransposeSfParams>(
+        {"#include <deep_gemm/impls/layout_transpose_sf.cuh>\n", kSymbol, kTileM * kRowsPerIter, body, "", 0});
     return jit::KernelSource{"layout_transpose_sf", kSymbol, std::move(code)};
 }
 
@@ -47,12 +45,9 @@ void layout_transpose_sf(const TransposeSfArgs& args) {
     config.block[1] = kRowsPerIter;
     config.stream = args.stream;
 
-    const float* in = args.in;
-    float* out = args.out;
-    int m = args.m, k = args.k, aligned_m = args.aligned_m;
-    long long stride_g = args.stride_g, stride_m = args.stride_m, stride_k = args.stride_k;
-    void* params[] = {&in, &out, &m, &k, &aligned_m, &stride_g, &stride_m, &stride_k};
-    kernel.launch(config, params);
+    LayoutTransposeSfParams params{args.in, args.out, args.m, args.k, args.aligned_m,
+                                   args.stride_g, args.stride_m, args.stride_k};
+    launch_with_params(kernel, config, params);
 }
 
 }  // namespace deep_gemm::kernels

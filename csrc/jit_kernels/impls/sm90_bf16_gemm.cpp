@@ -8,6 +8,8 @@
 
 #include "../../jit/errors.hpp"
 #include "sm90_bf16_config_override.hpp"
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -260,6 +262,20 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
     return key;
 }
 
+// The scheduler and epilogue types, at file scope before the entry point.
+constexpr char kTypesTemplate[] =
+    "\nusing DgScheduler = {scheduler};\n"
+    "using DgEpilogue = deep_gemm::{epilogue};\n";
+// The entry point's body: the kernel with its compile-time choices.
+constexpr char kBodyTemplate[] =
+    "    deep_gemm::sm90_bf16_gemm_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {a_mn_major}, {b_mn_major}, {m}u, {n}u, "
+    "{k}u, DgScheduler, DgEpilogue, {cluster}u>(\n"
+    "        {args});\n";
+// The host sizes shared memory with its own formula: make the device layout agree.
+constexpr char kTrailerTemplate[] =
+    "static_assert(deep_gemm::Sm90Bf16GemmLayout<{bm}u, {bn}u, {stages}u, {a_mn_major}, {b_mn_major}, "
+    "DgEpilogue::kSmemBytes>::kSmemBytes == {smem}u, \"host/device shared memory size mismatch\");\n";
+
 GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     GemmKernelSource src;
     src.name = "sm90_bf16_gemm";
@@ -267,35 +283,30 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     src.num_threads = 128 + 128 * (key.block_m / 64);
     src.smem_bytes = heuristics::sm90_bf16_smem_bytes(key.block_m, key.block_n, key.num_stages, key.b_mn_major,
                                                       Sm90Bf16Epilogue(key.epilogue));
-    const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
-                      gn = std::to_string(key.group_n) + "u", st = std::to_string(key.num_stages) + "u";
-    const std::string amn = key.a_mn_major ? "true" : "false", bmn = key.b_mn_major ? "true" : "false";
+    const unsigned bm = key.block_m, bn = key.block_n;
+    const char* amn = key.a_mn_major ? "true" : "false";
+    const char* bmn = key.b_mn_major ? "true" : "false";
     const std::string scheduler = scheduler_type(key, key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler");
     std::string epilogue;
     switch (Sm90Bf16Epilogue(key.epilogue)) {
-        case Sm90Bf16Epilogue::kBf16Tma: epilogue = "Bf16TmaStoreEpilogue<" + bm + ", " + bn + ">"; break;
-        case Sm90Bf16Epilogue::kBf16Direct: epilogue = "Bf16DirectStoreEpilogue<" + bm + ", " + bn + ">"; break;
+        case Sm90Bf16Epilogue::kBf16Tma: epilogue = fmt::format("Bf16TmaStoreEpilogue<{}u, {}u>", bm, bn); break;
+        case Sm90Bf16Epilogue::kBf16Direct: epilogue = fmt::format("Bf16DirectStoreEpilogue<{}u, {}u>", bm, bn); break;
         default:
-            epilogue = "AccumDirectStoreEpilogue<" + bm + ", " + bn + ", " + (key.d_fp32 ? "true" : "false") + ", " +
-                       (key.with_c ? "true" : "false") + ">";
+            epilogue = fmt::format("AccumDirectStoreEpilogue<{}u, {}u, {}, {}>", bm, bn, key.d_fp32 ? "true" : "false",
+                                   key.with_c ? "true" : "false");
             break;
     }
-    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
-    src.code = wgmma_selection(0, key.block_n) + "#include <deep_gemm/impls/sm90_bf16_gemm.cuh>\n\n"
-               "using DgScheduler = " + scheduler + ";\n"
-               "using DgEpilogue = deep_gemm::" + epilogue + ";\n\n"
-               "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(src.num_threads) + ", 1)\n" +
-               src.symbol + "(" + tmap + " tmap_a, " + tmap + " tmap_b, " + tmap + " tmap_d,\n"
-               "    void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped,\n"
-               "    unsigned int m, unsigned int n, unsigned int k, unsigned int num_groups) {\n"
-               "    deep_gemm::sm90_bf16_gemm_impl<" + bm + ", " + bn + ", " + st + ", " + gn + ", " + amn + ", " + bmn +
-               ", " + std::to_string(key.m) + "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
-               "u, DgScheduler, DgEpilogue, " + (key.multicast != 0 ? "2" : "1") + "u>(\n"
-               "        tmap_a, tmap_b, tmap_d, d, ldd, c, ldc, grouped, m, n, k, num_groups);\n}\n"
-               // The host sizes shared memory with its own formula: make the device layout agree.
-               "static_assert(deep_gemm::Sm90Bf16GemmLayout<" + bm + ", " + bn + ", " + st + ", " + amn + ", " + bmn +
-               ", DgEpilogue::kSmemBytes>::kSmemBytes == " + std::to_string(src.smem_bytes) +
-               "u, \"host/device shared memory size mismatch\");\n";
+    const std::string prelude = wgmma_selection(0, key.block_n) + "#include <deep_gemm/impls/sm90_bf16_gemm.cuh>\n" +
+                                fmt::format(kTypesTemplate, fmt::arg("scheduler", scheduler), fmt::arg("epilogue", epilogue));
+    const std::string body =
+        fmt::format(kBodyTemplate, fmt::arg("bm", bm), fmt::arg("bn", bn), fmt::arg("stages", key.num_stages),
+                    fmt::arg("group_n", key.group_n), fmt::arg("a_mn_major", amn), fmt::arg("b_mn_major", bmn),
+                    fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k),
+                    fmt::arg("cluster", key.multicast != 0 ? 2 : 1), fmt::arg("args", param_names<Sm90Bf16GemmParams>()));
+    const std::string trailer =
+        fmt::format(kTrailerTemplate, fmt::arg("bm", bm), fmt::arg("bn", bn), fmt::arg("stages", key.num_stages),
+                    fmt::arg("a_mn_major", amn), fmt::arg("b_mn_major", bmn), fmt::arg("smem", src.smem_bytes));
+    src.code = render_kernel_source<Sm90Bf16GemmParams>({prelude, src.symbol, src.num_threads, body, trailer});
     return src;
 }
 
@@ -366,14 +377,13 @@ void Bf16GemmTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch
     const GemmOperands& o = desc.operands;
     jit::LaunchConfig launch = prepared.launch;
     launch.stream = o.stream;
-    void* d = o.d;
-    const void* c = o.c;
-    const int* grouped = o.grouped;
-    unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n),
-                 uk = unsigned(p.k), ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
-    CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
-    void* args[] = {&t[0], &t[1], &t[2], &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug};
-    prepared.kernel->launch(launch, args);
+    const CUtensorMap* t = prepared.tmaps;
+    Sm90Bf16GemmParams params{};
+    params.tmap_a = tma_descriptor(t[0]), params.tmap_b = tma_descriptor(t[1]), params.tmap_d = tma_descriptor(t[2]);
+    params.d = o.d, params.ldd = unsigned(o.ldd), params.c = o.c, params.ldc = unsigned(o.ldc), params.grouped = o.grouped;
+    params.m = unsigned(p.m), params.n = unsigned(p.n), params.k = unsigned(p.k);
+    params.num_groups = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
+    launch_with_params(*prepared.kernel, launch, params);
 }
 
 }  // namespace deep_gemm::kernels

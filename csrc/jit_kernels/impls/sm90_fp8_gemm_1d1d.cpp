@@ -5,6 +5,8 @@
 
 #include "../../jit/errors.hpp"
 #include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -66,28 +68,30 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
     return key;
 }
 
+// The entry point's body: the kernel with its compile-time choices.
+constexpr char kBodyTemplate[] =
+    "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}>(\n"
+    "        {args});\n";
+// The host sizes shared memory with its own formula: make the device layout agree.
+constexpr char kTrailerTemplate[] =
+    "static_assert(deep_gemm::Sm90Fp8Gemm1d1dLayout<{bm}, {bn}, {stages}>::kSmemBytes == {smem}, "
+    "\"host/device shared memory size mismatch\");\n";
+
 GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
     GemmKernelSource src;
     src.name = "sm90_fp8_gemm_1d1d";
     src.symbol = make_symbol(key);
     src.num_threads = 128 + 128 * (key.block_m / 64);
     src.smem_bytes = heuristics::sm90_fp8_1d1d_smem_bytes(key.block_m, key.block_n, key.num_stages);
-    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
-    const std::string bm = std::to_string(key.block_m), bn = std::to_string(key.block_n),
-                      stages = std::to_string(key.num_stages);
-    src.code = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh>\n\n"
-               "extern \"C\" __global__ void __launch_bounds__(" +
-               std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
-               " tmap_b, " + tmap + " tmap_sfa, " + tmap +
-               " tmap_sfb,\n    float* d, const float* c, unsigned int ldd, unsigned int ldc, unsigned int m,"
-               " unsigned int n, unsigned int k) {\n"
-               "    deep_gemm::sm90_fp8_gemm_1d1d_impl<" + bm + "u, " + bn + "u, " + stages + "u, " +
-               std::to_string(key.group_n) + "u, " + std::to_string(key.m) + "u, " + std::to_string(key.n) + "u, " +
-               std::to_string(key.k) + "u, " + (key.with_c ? "true" : "false") +
-               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_sfb, d, c, ldd, ldc, m, n, k);\n}\n"
-               // The host sizes shared memory with its own formula: make the device layout agree.
-               "static_assert(deep_gemm::Sm90Fp8Gemm1d1dLayout<" + bm + ", " + bn + ", " + stages +
-               ">::kSmemBytes == " + std::to_string(src.smem_bytes) + ", \"host/device shared memory size mismatch\");\n";
+    const std::string prelude = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh>\n";
+    const std::string body =
+        fmt::format(kBodyTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),
+                    fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n), fmt::arg("m", key.m),
+                    fmt::arg("n", key.n), fmt::arg("k", key.k), fmt::arg("with_c", key.with_c ? "true" : "false"),
+                    fmt::arg("args", param_names<Sm90Fp8Gemm1d1dParams>()));
+    const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),
+                                            fmt::arg("stages", key.num_stages), fmt::arg("smem", src.smem_bytes));
+    src.code = render_kernel_source<Sm90Fp8Gemm1d1dParams>({prelude, src.symbol, src.num_threads, body, trailer});
     return src;
 }
 
@@ -124,13 +128,14 @@ void Fp8Gemm1d1dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLau
     const GemmOperands& o = desc.operands;
     jit::LaunchConfig launch = prepared.launch;
     launch.stream = o.stream;
-    float* d = static_cast<float*>(o.d);
-    const float* c = static_cast<const float*>(o.c);
-    unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n),
-                 uk = unsigned(p.k);
-    CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
-    void* args[] = {&t[0], &t[1], &t[2], &t[3], &d, &c, &uldd, &uldc, &um, &un, &uk};
-    prepared.kernel->launch(launch, args);
+    const CUtensorMap* t = prepared.tmaps;
+    Sm90Fp8Gemm1d1dParams params{};
+    params.tmap_a = tma_descriptor(t[0]), params.tmap_b = tma_descriptor(t[1]);
+    params.tmap_sfa = tma_descriptor(t[2]), params.tmap_sfb = tma_descriptor(t[3]);
+    params.d = static_cast<float*>(o.d), params.c = static_cast<const float*>(o.c);
+    params.ldd = unsigned(o.ldd), params.ldc = unsigned(o.ldc);
+    params.m = unsigned(p.m), params.n = unsigned(p.n), params.k = unsigned(p.k);
+    launch_with_params(*prepared.kernel, launch, params);
 }
 
 }  // namespace deep_gemm::kernels

@@ -23,6 +23,8 @@
 #include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "../../jit/settings.hpp"
 #include "config_fields.hpp"
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -327,57 +329,58 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     return key;
 }
 
+// The entry point's body: the scheduler and epilogue types, then the kernel with its compile-time choices.
+constexpr char kBodyTemplate[] =
+    "    using Scheduler = {scheduler};\n"
+    "    using Epilogue = deep_gemm::{epilogue};\n"
+    "    deep_gemm::sm90_fp8_gemm_1d2d_impl<{bm}u, {bn}u, {stages}, {group_n}u, {m}u, {n}u, {k}u, Scheduler, Epilogue, "
+    "{pipelined}u, {cluster}, {multicast_on_a}>(\n"
+    "        {args});\n";
+// The host sizes shared memory with its own formula: make the device layout agree.
+constexpr char kTrailerTemplate[] =
+    "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<{bm}, {bn}, {stages}>::kSmemBytes == {smem}, "
+    "\"host/device shared memory size mismatch\");\n";
+
 GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
     GemmKernelSource src;
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
     src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
     src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
-    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
-    const std::string bm = std::to_string(key.block_m) + "u", bn = std::to_string(key.block_n) + "u",
-                      g = std::to_string(key.group_n) + "u";
+    const unsigned bm = key.block_m, bn = key.block_n;
     // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
     const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
     const bool split = key.split_k > 1;  // split-K kernels take the workspace and the tile counters
     const std::string scheduler =
-        split ? "deep_gemm::SplitKScheduler<" + bm + ", " + bn + ", " + g + ", " + std::to_string(key.split_k) + "u>"
+        split ? fmt::format("deep_gemm::SplitKScheduler<{}u, {}u, {}u, {}u>", bm, bn, key.group_n, key.split_k)
               : scheduler_type(key, key.multicast == 1   ? "ClusterPairScheduler"
                                     : key.multicast == 2 ? "ClusterPairNScheduler"
                                                          : "GroupedOrderScheduler");
     const std::string epilogue =
         head_split(key)
-            ? "HeadSplitStoreEpilogue<" + bm + ", " + bn + ", " + std::to_string(key.head_left) + "u, " +
-                  std::to_string(key.head_mid) + "u, " + std::to_string(key.head_right) + "u" + epilogue_rows + ">"
+            ? fmt::format("HeadSplitStoreEpilogue<{}u, {}u, {}u, {}u, {}u{}>", bm, bn, key.head_left, key.head_mid,
+                          key.head_right, epilogue_rows)
         : key.epilogue == int(Epilogue::kAccumDirect)
-            ? "AccumDirectStoreEpilogue<" + bm + ", " + bn + ", false, true, " + (key.block_m == 256 ? "128u" : "64u") +
-                  ", " + (key.c_fp32 ? "true" : "false") + ">"
-            : std::string(key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue") +
-                  "<" + bm + ", " + bn + epilogue_rows + ">";
+            ? fmt::format("AccumDirectStoreEpilogue<{}u, {}u, false, true, {}u, {}>", bm, bn,
+                          key.block_m == 256 ? 128 : 64, key.c_fp32 ? "true" : "false")
+            : fmt::format("{}<{}u, {}u{}>",
+                          key.epilogue == int(Epilogue::kBf16Direct) ? "Bf16DirectStoreEpilogue" : "Bf16TmaStoreEpilogue",
+                          bm, bn, epilogue_rows);
     // The head-split epilogue's header only where it is used, so every other key's source stays as it was.
-    src.code = wgmma_selection(key.block_n, 0) +
-               (head_split(key) ? "#include <deep_gemm/epilogue/head_split_store.cuh>\n" : "") +
-               "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n\n"
-               "extern \"C\" __global__ void __launch_bounds__(" +
-               std::to_string(src.num_threads) + ", 1)\n" + src.symbol + "(" + tmap + " tmap_a, " + tmap +
-               " tmap_b, " + tmap + " tmap_sfa, " + tmap +
-               " tmap_d,\n    const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped,"
-               " unsigned int m,"
-               " unsigned int n, unsigned int k, unsigned int num_groups" +
-               (split ? ",\n    float* split_ws, unsigned int* split_counters" : "") + ") {\n"
-               "    using Scheduler = " + scheduler + ";\n"
-               "    using Epilogue = deep_gemm::" + epilogue + ";\n"
-               "    deep_gemm::sm90_fp8_gemm_1d2d_impl<" + bm + ", " + bn + ", " +
-               std::to_string(key.num_stages) + ", " + g + ", " + std::to_string(key.m) +
-               "u, " + std::to_string(key.n) + "u, " + std::to_string(key.k) +
-               "u, Scheduler, Epilogue, " + std::to_string(key.pipelined) + "u, " +
-               (key.multicast != 0 ? "2" : "1") + ", " + (key.multicast == 2 ? "true" : "false") +
-               ">(\n        tmap_a, tmap_b, tmap_sfa, tmap_d, sfb, d, ldd, c, ldc, grouped, m, n, k, num_groups" +
-               (split ? ", split_ws, split_counters" : "") + ");\n}\n"
-               // The host sizes shared memory with its own formula: make the device layout agree.
-               "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<" +
-               std::to_string(key.block_m) + ", " + std::to_string(key.block_n) + ", " +
-               std::to_string(key.num_stages) + ">::kSmemBytes == " + std::to_string(src.smem_bytes) +
-               ", \"host/device shared memory size mismatch\");\n";
+    const std::string prelude = wgmma_selection(key.block_n, 0) +
+                                (head_split(key) ? "#include <deep_gemm/epilogue/head_split_store.cuh>\n" : "") +
+                                "#include <deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh>\n";
+    const std::string body =
+        fmt::format(kBodyTemplate, fmt::arg("scheduler", scheduler), fmt::arg("epilogue", epilogue), fmt::arg("bm", bm),
+                    fmt::arg("bn", bn), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
+                    fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k), fmt::arg("pipelined", key.pipelined),
+                    fmt::arg("cluster", key.multicast != 0 ? 2 : 1),
+                    fmt::arg("multicast_on_a", key.multicast == 2 ? "true" : "false"),
+                    fmt::arg("args", split ? param_names<Sm90Fp8Gemm1d2dSplitKParams>() : param_names<Sm90Fp8Gemm1d2dParams>()));
+    const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", bm), fmt::arg("bn", bn),
+                                            fmt::arg("stages", key.num_stages), fmt::arg("smem", src.smem_bytes));
+    const KernelEntry entry{prelude, src.symbol, src.num_threads, body, trailer};
+    src.code = split ? render_kernel_source<Sm90Fp8Gemm1d2dSplitKParams>(entry) : render_kernel_source<Sm90Fp8Gemm1d2dParams>(entry);
     return src;
 }
 
@@ -437,28 +440,39 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
     }
 }
 
-void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+namespace {
+
+// The fields both parameter lists share.
+template <typename Params>
+Params fill_params(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
+    const CUtensorMap* t = prepared.tmaps;
+    Params params{};
+    params.tmap_a = tma_descriptor(t[0]), params.tmap_b = tma_descriptor(t[1]);
+    params.tmap_sfa = tma_descriptor(t[2]), params.tmap_d = tma_descriptor(t[3]);
+    params.sfb = o.sfb, params.d = o.d, params.ldd = unsigned(o.ldd), params.c = o.c, params.ldc = unsigned(o.ldc);
+    params.grouped = o.grouped;
+    params.m = unsigned(p.m), params.n = unsigned(p.n), params.k = unsigned(p.k);
+    params.num_groups = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
+    return params;
+}
+
+}  // namespace
+
+void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
     jit::LaunchConfig launch = prepared.launch;
-    launch.stream = o.stream;
-    const float* sfb = o.sfb;
-    void* d = o.d;
-    const void* c = o.c;
-    const int* grouped = o.grouped;
-    unsigned int uldd = unsigned(o.ldd), uldc = unsigned(o.ldc), um = unsigned(p.m), un = unsigned(p.n), uk = unsigned(p.k),
-                 ug = unsigned(p.mode != GemmGroupedMode::kNone ? p.num_groups : 1);
-    CUtensorMap* t = const_cast<CUtensorMap*>(prepared.tmaps);
+    launch.stream = desc.operands.stream;
     if (prepared.split_k_tiles != 0) {
-        const SplitKWorkspace ws = split_k_workspace(p.device, o.stream, prepared.split_k_partial_bytes, prepared.split_k_tiles);
-        float* partials = ws.partials;
-        unsigned int* counters = ws.counters;
-        void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug, &partials, &counters};
-        prepared.kernel->launch(launch, args);
+        auto params = fill_params<Sm90Fp8Gemm1d2dSplitKParams>(desc, prepared);
+        const SplitKWorkspace ws = split_k_workspace(desc.problem.device, desc.operands.stream,
+                                                     prepared.split_k_partial_bytes, prepared.split_k_tiles);
+        params.split_ws = ws.partials, params.split_counters = ws.counters;
+        launch_with_params(*prepared.kernel, launch, params);
         return;
     }
-    void* args[] = {&t[0], &t[1], &t[2], &t[3], &sfb, &d, &uldd, &c, &uldc, &grouped, &um, &un, &uk, &ug};
-    prepared.kernel->launch(launch, args);
+    auto params = fill_params<Sm90Fp8Gemm1d2dParams>(desc, prepared);
+    launch_with_params(*prepared.kernel, launch, params);
 }
 
 }  // namespace deep_gemm::kernels

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "common.hpp"
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_paged_mqa_logits_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -36,41 +38,41 @@ int paged_mqa_smem_bytes(const PagedMqaConfig& c) {
            (2 * kPagedMqaStages + 4) * 8;
 }
 
+namespace {
+
+constexpr char kBodyTemplate[] =
+    "    deep_gemm::paged_mqa::paged_mqa_logits_impl<{heads}u, {next_n}u, {stages}u, {math_wgs}u, {lens_2d}, {clean}, "
+    "{logits_t}>({args});\n";
+// The host's thread count and shared memory formula: make the device agree.
+constexpr char kTrailerTemplate[] =
+    "static_assert(deep_gemm::paged_mqa::threads_of<{math_wgs}u> == {threads}, \"host/device thread count\");\n"
+    "static_assert(deep_gemm::paged_mqa::Layout<{heads}u, {next_n}u, {stages}u>::kSmemBytes == {smem}, "
+    "\"host/device shared memory size mismatch\");\n";
+
+}  // namespace
+
 jit::KernelSource paged_mqa_logits_source(const PagedMqaConfig& c) {
     check_config(c);
-    const std::string symbol = "deep_gemm_sm90_fp8_paged_mqa_logits_h" + std::to_string(c.num_heads) + "_n" + std::to_string(c.next_n) +
-                               (c.lens_2d ? "_lens2d" : "_lens1d") + (c.clean ? "_clean" : "") + (c.bf16_logits ? "_bf16" : "_f32");
-    const std::string n = std::to_string(c.num_heads * c.next_n);
-    const std::string tparams = std::to_string(c.num_heads) + "u, " + std::to_string(c.next_n) + "u, " +
-                                std::to_string(kPagedMqaStages) + "u";
-    const std::string wgs = std::to_string(paged_mqa_math_warpgroups(c));
-    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor";
-    std::string code = "#define DG_WGMMA_FP8_N " + n + "\n#define DG_WGMMA_BF16_N 0\n"
-        "#include <deep_gemm/impls/sm90_fp8_paged_mqa_logits.cuh>\n"
-        "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(paged_mqa_threads(c)) + ", 1)\n" +
-        symbol + "(" + tmap + " tmap_q, " + tmap + " tmap_kv, " + tmap + " tmap_sf, const deep_gemm::paged_mqa::Args args) {\n"
-        "    deep_gemm::paged_mqa::paged_mqa_logits_impl<" + tparams + ", " + wgs + "u, " + b(c.lens_2d) + ", " + b(c.clean) + ", " +
-        (c.bf16_logits ? "__nv_bfloat16" : "float") + ">(tmap_q, tmap_kv, tmap_sf, args);\n"
-        "}\n"
-        "static_assert(deep_gemm::paged_mqa::threads_of<" + wgs + "u> == " + std::to_string(paged_mqa_threads(c)) +
-        ", \"host/device thread count\");\n"
-        "static_assert(deep_gemm::paged_mqa::Layout<" + tparams + ">::kSmemBytes == " + std::to_string(paged_mqa_smem_bytes(c)) +
-        ", \"host/device shared memory size mismatch\");\n";
+    const std::string symbol = fmt::format("deep_gemm_sm90_fp8_paged_mqa_logits_h{}_n{}{}{}{}", c.num_heads, c.next_n,
+                                           c.lens_2d ? "_lens2d" : "_lens1d", c.clean ? "_clean" : "",
+                                           c.bf16_logits ? "_bf16" : "_f32");
+    const std::string prelude = fmt::format("#define DG_WGMMA_FP8_N {}\n#define DG_WGMMA_BF16_N 0\n"
+                                            "#include <deep_gemm/impls/sm90_fp8_paged_mqa_logits.cuh>\n",
+                                            c.num_heads * c.next_n);
+    const int math_wgs = paged_mqa_math_warpgroups(c);
+    const std::string body =
+        fmt::format(kBodyTemplate, fmt::arg("heads", c.num_heads), fmt::arg("next_n", c.next_n),
+                    fmt::arg("stages", kPagedMqaStages), fmt::arg("math_wgs", math_wgs), fmt::arg("lens_2d", b(c.lens_2d)),
+                    fmt::arg("clean", b(c.clean)), fmt::arg("logits_t", c.bf16_logits ? "__nv_bfloat16" : "float"),
+                    fmt::arg("args", param_names<Sm90Fp8PagedMqaLogitsParams>()));
+    const std::string trailer =
+        fmt::format(kTrailerTemplate, fmt::arg("math_wgs", math_wgs), fmt::arg("threads", paged_mqa_threads(c)),
+                    fmt::arg("heads", c.num_heads), fmt::arg("next_n", c.next_n), fmt::arg("stages", kPagedMqaStages),
+                    fmt::arg("smem", paged_mqa_smem_bytes(c)));
+    std::string code =
+        render_kernel_source<Sm90Fp8PagedMqaLogitsParams>({prelude, symbol, paged_mqa_threads(c), body, trailer});
     return jit::KernelSource{"sm90_fp8_paged_mqa_logits", symbol, std::move(code)};
 }
-
-// Mirrors deep_gemm::paged_mqa::Args (passed by value as one kernel parameter).
-struct PagedMqaDeviceArgs {
-    const int* context_lens;
-    const int* block_table;
-    const int* schedule;
-    const float* weights;
-    const void* kv_cache;
-    void* logits;
-    long long page_stride, logits_stride;
-    int batch, num_pages, table_width, table_stride, max_context_len;
-};
 
 void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
     const PagedMqaConfig& c = a.config;
@@ -96,18 +98,18 @@ void sm90_fp8_paged_mqa_logits(const PagedMqaArgs& a) {
                                              static_cast<const uint8_t*>(a.kv_cache) + kPagedMqaBlockKv * kPagedMqaHeadDim,
                                              kPagedMqaBlockKv, uint64_t(a.num_pages), sf_stride, kPagedMqaBlockKv, 1,
                                              CU_TENSOR_MAP_SWIZZLE_NONE, "kv_cache scales");
-    PagedMqaDeviceArgs args{a.context_lens, a.block_table, a.schedule, a.weights, a.kv_cache, a.logits,
-                            (long long)a.page_stride, (long long)a.logits_stride,
-                            a.batch, a.num_pages, a.table_width, a.table_stride, a.max_context_len};
+    const paged_mqa::Args args{a.context_lens, a.block_table, a.schedule, a.weights,
+                               static_cast<const u8*>(a.kv_cache), a.logits, (long long)a.page_stride,
+                               (long long)a.logits_stride, a.batch, a.num_pages, a.table_width, a.table_stride,
+                               a.max_context_len};
 
     jit::LaunchConfig config;
     config.grid[0] = unsigned(a.schedule_sms);
     config.block[0] = unsigned(paged_mqa_threads(c));
     config.smem_bytes = unsigned(smem);
     config.stream = a.stream;
-    CUtensorMap q_map = tmap_q, kv_map = tmap_kv, sf_map = tmap_sf;
-    void* params[] = {&q_map, &kv_map, &sf_map, &args};
-    kernel.launch(config, params);
+    Sm90Fp8PagedMqaLogitsParams params{tma_descriptor(tmap_q), tma_descriptor(tmap_kv), tma_descriptor(tmap_sf), args};
+    launch_with_params(kernel, config, params);
 }
 
 }  // namespace deep_gemm::kernels

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "../../jit/errors.hpp"
 #include "sm90_bf16_gemm.hpp"
 #include "sm90_fp8_gemm_1d1d.hpp"
@@ -140,8 +142,7 @@ std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem
 }
 
 std::string wgmma_selection(int fp8_n, int bf16_n) {
-    return "#define DG_WGMMA_FP8_N " + std::to_string(fp8_n) + "\n#define DG_WGMMA_BF16_N " + std::to_string(bf16_n) +
-           "\n";
+    return fmt::format("#define DG_WGMMA_FP8_N {}\n#define DG_WGMMA_BF16_N {}\n", fp8_n, bf16_n);
 }
 
 void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key) {
@@ -158,22 +159,20 @@ void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key
 }
 
 std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
-    const std::string tile = std::to_string(key.block_m) + "u, " + std::to_string(key.block_n) + "u, " +
-                             std::to_string(key.group_n) + "u";
+    const std::string tile = fmt::format("{}u, {}u, {}u", key.block_m, key.block_n, key.group_n);
     static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
     switch (GemmGroupedMode(key.mode)) {
         case GemmGroupedMode::kMGroupedContiguous:
         case GemmGroupedMode::kMGroupedContiguousPsum:
-            return "deep_gemm::ContiguousLayoutScheduler<" + tile + ", " +
-                   (key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false") +
-                   ", deep_gemm::PaddingRows::" + kPadding[key.padding] + ", " +
-                   std::to_string(key.psum_align != 0 ? key.psum_align : 128) + "u>";
-        case GemmGroupedMode::kMGroupedMasked: return "deep_gemm::MaskedGroupedScheduler<" + tile + ">";
-        case GemmGroupedMode::kKGroupedContiguous: return "deep_gemm::KGroupedScheduler<" + tile + ">";
+            return fmt::format("deep_gemm::ContiguousLayoutScheduler<{}, {}, deep_gemm::PaddingRows::{}, {}u>", tile,
+                               key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false",
+                               kPadding[key.padding], key.psum_align != 0 ? key.psum_align : 128);
+        case GemmGroupedMode::kMGroupedMasked: return fmt::format("deep_gemm::MaskedGroupedScheduler<{}>", tile);
+        case GemmGroupedMode::kKGroupedContiguous: return fmt::format("deep_gemm::KGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kBatchReduced:
-            return "deep_gemm::BatchReducedScheduler<" + tile + ", " + std::to_string(std::max<int>(1, key.split_k)) + "u>";
-        case GemmGroupedMode::kHeadBatched: return "deep_gemm::HeadBatchedScheduler<" + tile + ">";
-        default: return std::string("deep_gemm::") + dense + "<" + tile + ">";
+            return fmt::format("deep_gemm::BatchReducedScheduler<{}, {}u>", tile, std::max<int>(1, key.split_k));
+        case GemmGroupedMode::kHeadBatched: return fmt::format("deep_gemm::HeadBatchedScheduler<{}>", tile);
+        default: return fmt::format("deep_gemm::{}<{}>", dense, tile);
     }
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "kernel_source.hpp"
 #include "split_k_workspace.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -52,29 +54,27 @@ HcPrenormPlan plan_hc_prenorm(int m, int n, int k, int num_splits, int num_sms) 
     return plan;
 }
 
+// The host's shared memory formula and block size, checked against the device's before the entry point.
+constexpr char kChecksTemplate[] =
+    "\nstatic_assert(deep_gemm::hc_prenorm::Layout<{bn}>::smem_bytes({stages}) == {smem}, "
+    "\"host and device shared-memory formulas differ\");\n"
+    "static_assert(deep_gemm::hc_prenorm::kThreads == {threads}, \"block size\");\n";
+constexpr char kBodyTemplate[] = "    deep_gemm::hc_prenorm::tf32_hc_prenorm_gemm<{bn}, {stages}>(\n        {args});\n";
+
 GemmKernelSource hc_prenorm_source(const HcPrenormConfig& c) {
-    const std::string bn = std::to_string(c.block_n), st = std::to_string(c.stages);
     GemmKernelSource src;
     src.name = "sm90_tf32_hc_prenorm_gemm";
-    src.symbol = "deep_gemm_sm90_tf32_hc_prenorm_gemm_n" + bn + "_s" + st;
+    src.symbol = fmt::format("deep_gemm_sm90_tf32_hc_prenorm_gemm_n{}_s{}", c.block_n, c.stages);
     src.num_threads = kHcThreads;
     src.smem_bytes = smem_bytes_of(c.block_n, c.stages);
-    src.code =
-        "#include <deep_gemm/impls/sm90_tf32_hc_prenorm_gemm.cuh>\n"
-        "\n"
-        "static_assert(deep_gemm::hc_prenorm::Layout<" + bn + ">::smem_bytes(" + st + ") == " + std::to_string(src.smem_bytes) +
-        ", \"host and device shared-memory formulas differ\");\n"
-        "static_assert(deep_gemm::hc_prenorm::kThreads == " + std::to_string(kHcThreads) + ", \"block size\");\n"
-        "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kHcThreads) + ", 2)\n" + src.symbol +
-        "(const __grid_constant__ deep_gemm::TmaDescriptor tmap_a, const __grid_constant__ deep_gemm::TmaDescriptor tmap_b,\n"
-        "        float* d, long long d_row_stride, long long d_split_stride, float* sqr_sum, long long s_split_stride,\n"
-        "        int m, int n, unsigned num_k_blocks, unsigned num_splits, unsigned reduce, float* workspace,\n"
-        "        unsigned* counters) {\n"
-        "    deep_gemm::hc_prenorm::tf32_hc_prenorm_gemm<" + bn + ", " + st + ">(\n"
-        "        tmap_a, tmap_b, d, d_row_stride, d_split_stride, sqr_sum, s_split_stride, m, n, num_k_blocks, num_splits,\n"
-        "        reduce, workspace, counters);\n"
-        "}\n";
+    const std::string prelude =
+        "#include <deep_gemm/impls/sm90_tf32_hc_prenorm_gemm.cuh>\n" +
+        fmt::format(kChecksTemplate, fmt::arg("bn", c.block_n), fmt::arg("stages", c.stages),
+                    fmt::arg("smem", src.smem_bytes), fmt::arg("threads", kHcThreads));
+    const std::string body = fmt::format(kBodyTemplate, fmt::arg("bn", c.block_n), fmt::arg("stages", c.stages),
+                                         fmt::arg("args", param_names<Sm90Tf32HcPrenormGemmParams>()));
+    // Two CTAs per SM.
+    src.code = render_kernel_source<Sm90Tf32HcPrenormGemmParams>({prelude, src.symbol, kHcThreads, body, "", 2});
     return src;
 }
 
@@ -111,14 +111,15 @@ void tf32_hc_prenorm_gemm(const HcPrenormArgs& args) {
     config.pdl = args.pdl;
     config.stream = args.stream;
 
-    float* d = args.d;
-    float* sqr_sum = args.sqr_sum;
-    long long d_row_stride = args.d_row_stride, d_split_stride = args.d_split_stride, s_split_stride = args.s_split_stride;
-    int m = args.m, n = args.n;
-    unsigned num_k_blocks = unsigned(plan.num_k_blocks), num_splits = unsigned(args.num_splits), reduce = unsigned(plan.reduce);
-    void* params[] = {const_cast<CUtensorMap*>(&tmap_a), const_cast<CUtensorMap*>(&tmap_b), &d, &d_row_stride, &d_split_stride,
-                      &sqr_sum, &s_split_stride, &m, &n, &num_k_blocks, &num_splits, &reduce, &workspace, &counters};
-    kernel.launch(config, params);
+    Sm90Tf32HcPrenormGemmParams params{};
+    params.tmap_a = tma_descriptor(tmap_a), params.tmap_b = tma_descriptor(tmap_b);
+    params.d = args.d, params.d_row_stride = args.d_row_stride, params.d_split_stride = args.d_split_stride;
+    params.sqr_sum = args.sqr_sum, params.s_split_stride = args.s_split_stride;
+    params.m = args.m, params.n = args.n;
+    params.num_k_blocks = unsigned(plan.num_k_blocks), params.num_splits = unsigned(args.num_splits);
+    params.reduce = unsigned(plan.reduce);
+    params.workspace = workspace, params.counters = counters;
+    launch_with_params(kernel, config, params);
 }
 
 }  // namespace deep_gemm::kernels

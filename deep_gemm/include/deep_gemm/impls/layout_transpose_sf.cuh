@@ -7,6 +7,8 @@
 // translation unit defines the `extern "C" __global__` entry that calls `transpose_sf_into_mn_major`.
 #pragma once
 
+#include "layout_transpose_sf_params.hpp"  // the generated entry point's parameters
+
 namespace deep_gemm::layout {
 
 // One block transposes a kTileM x kTileK tile through shared memory: blockDim = (kTileM, kRowsPerIter).

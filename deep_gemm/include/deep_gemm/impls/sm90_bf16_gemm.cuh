@@ -42,6 +42,7 @@
 #include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
+#include "sm90_bf16_gemm_params.hpp"  // the generated entry point's parameters
 
 namespace deep_gemm {
 

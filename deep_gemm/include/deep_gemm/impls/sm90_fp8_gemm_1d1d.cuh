@@ -28,6 +28,7 @@
 #include "../ptx/wgmma_atoms.cuh"
 #include "../ptx/wgmma_helpers.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
+#include "sm90_fp8_gemm_1d1d_params.hpp"  // the generated entry point's parameters
 
 namespace deep_gemm {
 

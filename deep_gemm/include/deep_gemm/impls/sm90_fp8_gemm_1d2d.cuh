@@ -45,6 +45,7 @@
 #include "../scheduler/einsum_scheduler.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
 #include "../scheduler/grouped_scheduler.cuh"
+#include "sm90_fp8_gemm_1d2d_params.hpp"  // the generated entry point's parameter
 
 namespace deep_gemm {
 

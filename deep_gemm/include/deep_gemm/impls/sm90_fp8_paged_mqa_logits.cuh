@@ -31,6 +31,7 @@
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma_helpers.cuh"
 #include "mqa_logits_tile.cuh"
+#include "sm90_fp8_paged_mqa_logits_params.hpp"  // Args and the entry point's parameters
 
 namespace deep_gemm::paged_mqa {
 
@@ -53,17 +54,7 @@ struct Layout {
     static_assert(kN % 32 == 0 && kN <= 256, "N = next_n * heads: a multiple of 32, at most 256");
 };
 
-// Runtime arguments shared by both roles.
-struct Args {
-    const int* context_lens;   // [B] (1-D) or [B, kNextN] contiguous (2-D)
-    const int* block_table;    // [B, table_width], row stride table_stride
-    const int* schedule;       // [grid + 1, 2] int32: (batch, page) of each SM's first unit
-    const float* weights;      // [B * kNextN, H] contiguous
-    const u8* kv_cache;        // page p at kv_cache + p * page_stride
-    void* logits;              // [B * kNextN, max_context_len], row stride logits_stride
-    long long page_stride, logits_stride;
-    int batch, num_pages, table_width, table_stride, max_context_len;
-};
+// Runtime arguments shared by both roles: Args, in sm90_fp8_paged_mqa_logits_params.hpp (the host fills the same struct).
 
 // Context length of row (b, t): 2-D lens give it per row; 1-D lens give the batch's length L, and row t
 // (the t-th of the batch's kNextN draft tokens) sees positions p <= L - kNextN + t.

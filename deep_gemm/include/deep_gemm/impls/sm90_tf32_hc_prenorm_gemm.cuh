@@ -35,6 +35,7 @@
 #include "../ptx/tf32.cuh"
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma_tf32.cuh"
+#include "sm90_tf32_hc_prenorm_gemm_params.hpp"  // the generated entry point's parameters
 
 namespace deep_gemm::hc_prenorm {
 

@@ -1,0 +1,111 @@
+// The kernels' parameter lists (deep_gemm/include/deep_gemm/impls/*_params.hpp) and the host side that uses them
+// (csrc/jit_kernels/impls/kernel_source.hpp): the entry points' declarations are pinned token for token (they are
+// the kernels' ABI: the cached cubins and the SASS depend on them), and the host's argument array is the struct's
+// fields in the list's order.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../../deep_gemm/include/deep_gemm/impls/layout_transpose_sf_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_paged_mqa_logits_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm_params.hpp"
+#include "jit_kernels/impls/kernel_source.hpp"
+
+namespace {
+
+namespace dg = deep_gemm;
+
+// The expanded list as one string (the preprocessor separates tokens by single spaces).
+#define DG_TEST_STR(...) DG_TEST_STR_(__VA_ARGS__)
+#define DG_TEST_STR_(...) #__VA_ARGS__
+
+std::string squeeze(const std::string& s) {
+    std::string out;
+    for (char c : s)
+        if (c != ' ') out += c;
+    return out;
+}
+
+TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
+    const std::string tmap = "const __grid_constant__ deep_gemm::TmaDescriptor ";
+    const std::string fp8_1d2d = tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
+                                 "tmap_d, const float* sfb, void* d, unsigned int ldd, const void* c, unsigned int ldc, "
+                                 "const int* grouped, unsigned int m, unsigned int n, unsigned int k, unsigned int num_groups";
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_PARAMS))), squeeze(fp8_1d2d));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS))),
+              squeeze(fp8_1d2d + ", float* split_ws, unsigned int* split_counters"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_BF16_GEMM_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap +
+                      "tmap_d, void* d, unsigned int ldd, const void* c, unsigned int ldc, const int* grouped, "
+                      "unsigned int m, unsigned int n, unsigned int k, unsigned int num_groups"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
+                      "tmap_sfb, float* d, const float* c, unsigned int ldd, unsigned int ldc, unsigned int m, "
+                      "unsigned int n, unsigned int k"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_PAGED_MQA_LOGITS_PARAMS))),
+              squeeze(tmap + "tmap_q, " + tmap + "tmap_kv, " + tmap + "tmap_sf, const deep_gemm::paged_mqa::Args args"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_TF32_HC_PRENORM_GEMM_PARAMS))),
+              squeeze(tmap + "tmap_a, " + tmap +
+                      "tmap_b, float* d, long long d_row_stride, long long d_split_stride, float* sqr_sum, "
+                      "long long s_split_stride, int m, int n, unsigned num_k_blocks, unsigned num_splits, "
+                      "unsigned reduce, float* workspace, unsigned* counters"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_LAYOUT_TRANSPOSE_SF_PARAMS))),
+              squeeze("const float* __restrict__ in, float* __restrict__ out, int m, int k, int aligned_m, "
+                      "long long in_stride_g, long long in_stride_m, long long in_stride_k"));
+    // The implementation receives them in the same order.
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
+              "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
+}
+
+// visit_fields gives every field once, in declaration (= list) order.
+template <typename Params>
+void expect_fields_in_order(int expected_count) {
+    Params params{};
+    EXPECT_EQ(Params::kNumParams, expected_count);
+    int count = 0;
+    const char* last = nullptr;
+    params.visit_fields([&](auto& field) {
+        const char* here = static_cast<const char*>(static_cast<const void*>(&field));
+        EXPECT_TRUE(last == nullptr || here > last) << "field " << count << " out of order";
+        EXPECT_TRUE(here >= reinterpret_cast<const char*>(&params) &&
+                    here + sizeof(field) <= reinterpret_cast<const char*>(&params) + sizeof(params));
+        last = here;
+        ++count;
+    });
+    EXPECT_EQ(count, expected_count);
+}
+
+TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d2dParams>(14);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSplitKParams>(16);
+    expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
+    expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
+    expect_fields_in_order<dg::Sm90Tf32HcPrenormGemmParams>(14);
+    expect_fields_in_order<dg::LayoutTransposeSfParams>(8);
+    // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
+    static_assert(sizeof(dg::paged_mqa::Args) == 88);
+    static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
+}
+
+TEST(GemmKernelParams, RenderedEntryPointUsesTheList) {
+    const deep_gemm::kernels::KernelEntry entry{"#include <x.cuh>\n", "sym", 256, "    body(DG_PARAM_NAMES(L));\n",
+                                                "static_assert(true);\n"};
+    EXPECT_EQ(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(entry),
+              "#include <x.cuh>\n\nextern \"C\" __global__ void __launch_bounds__(256, 1)\n"
+              "sym(DG_PARAM_DECLS(DG_SM90_BF16_GEMM_PARAMS)) {\n    body(DG_PARAM_NAMES(L));\n}\nstatic_assert(true);\n");
+    deep_gemm::kernels::KernelEntry two_per_sm = entry;
+    two_per_sm.min_blocks = 2;
+    EXPECT_NE(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(two_per_sm).find("__launch_bounds__(256, 2)"),
+              std::string::npos);
+    two_per_sm.min_blocks = 0;
+    EXPECT_NE(deep_gemm::kernels::render_kernel_source<dg::Sm90Bf16GemmParams>(two_per_sm).find("__launch_bounds__(256)\n"),
+              std::string::npos);
+    EXPECT_EQ(deep_gemm::kernels::param_names<dg::Sm90Fp8Gemm1d2dSplitKParams>(),
+              "DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS)");
+}
+
+}  // namespace
