@@ -84,8 +84,13 @@ fi
 PEER_SRC="${PEER_SRC:-/tmp/deepgemm-peer/DeepGEMM-v2.6.1}"
 if has peer; then
     t0=$(date +%s)
-    bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
+    # The system compiler for compiling AND linking: the host's default toolchain (/opt/gcc, which Python's
+    # sysconfig may name for the link) gave extensions that crashed in std::regex / std::locale.
+    CC=/usr/bin/gcc CXX=/usr/bin/g++ LDSHARED="/usr/bin/g++ -shared" \
+        bash .peers/build_deepgemm.sh "$(dirname "$PEER_SRC")" >"$OUT/peer_build.log" 2>&1
     note "peer build: rc=$? in $(( $(date +%s) - t0 )) s ($PEER_SRC)"
+    cp "$(dirname "$PEER_SRC")/build.log" "$OUT/peer_build_full.log" 2>/dev/null
+    python3 -c 'import sysconfig as s; print("python sysconfig: CC", s.get_config_var("CC"), "| LDSHARED", s.get_config_var("LDSHARED"))' >>"$OUT/peer_build.log"
     # The peer crashed on its first call on an H200 host (SIGSEGV in std::regex, docs/performance.md): probe
     # std::regex on this host and take a native backtrace of one peer call.
     bash scripts/peer_probe/run.sh "$PEER_SRC" >"$OUT/peer_probe.log" 2>&1
