@@ -80,14 +80,12 @@ _ops = torch.ops.deep_gemm
 _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
 
 # ---- GEMMs: one wrapper per row of the C++ op table (csrc/python/gemm_table.hpp) ------------------------
-# Defines fp8_gemm_{nt,nn,tn,tt}, m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous,
-# bf16_gemm_{nt,nn,tn,tt}, m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and
-# fp8_gemm_nt_skip_head_mid here, each with DeepGEMM's signature, its docstring from _gemm_docs.py and its C entry as _c_<name>.
-from ._gemm_docs import DOCS as _GEMM_DOCS  # noqa: E402
-from ._gemm_surface import define_wrappers as _define_gemm_wrappers  # noqa: E402
-
-_define_gemm_wrappers(globals(), _C._gemm_op_table(), _GEMM_DOCS)
-
+# deep_gemm/_wrappers.py is generated from the table by scripts/gen_stubs.py: fp8_gemm_{nt,nn,tn,tt},
+# m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous, bf16_gemm_{nt,nn,tn,tt},
+# m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and fp8_gemm_nt_skip_head_mid,
+# each with DeepGEMM's signature and its docstring from _gemm_docs.py.
+from . import _wrappers  # noqa: E402
+from ._wrappers import *  # noqa: E402,F401,F403
 
 
 # ---- layout utilities ---------------------------------------------------------------------------------
@@ -313,13 +311,8 @@ def __getattr__(name: str):
 
 __all__ = [
     '__version__',
-    # GEMMs
-    'fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt',
-    'm_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_fp8_gemm_nt_masked',
-    'k_grouped_fp8_gemm_nt_contiguous',
-    'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
-    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nt_masked',
-    'k_grouped_bf16_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid',
+    # GEMMs: the op table's rows, then the nn M-grouped forms written here
+    *_wrappers.__all__, 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nn_contiguous',
     'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt',
     # aliases
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
@@ -339,7 +332,8 @@ __all__ = [
     'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only', 'warmup',
     # helpers
     'utils', 'testing',
-] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
+]
+__all__ += [name for name in _utils_all if name not in __all__]  # utils re-exports some of the names above
 __all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
 
 # ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----

@@ -1,5 +1,5 @@
-"""The docstrings of the GEMM wrappers that deep_gemm/_gemm_surface.py generates from the op table (one per
-row of csrc/python/gemm_table.hpp; a missing one fails `import deep_gemm`)."""
+"""The docstrings of the GEMM wrappers that scripts/gen_stubs.py writes into deep_gemm/_wrappers.py (one per
+row of csrc/python/gemm_table.hpp; a missing one fails scripts/gen_stubs.py and tests/python/test_op_table.py)."""
 
 
 DOCS = {

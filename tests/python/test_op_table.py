@@ -38,13 +38,20 @@ def test_table_has_every_gemm_op_once_with_a_docstring():
         assert getattr(deep_gemm, name).__doc__ == DOCS[name]
 
 
+def test_public_names_come_from_the_table():
+    # deep_gemm/_wrappers.py lists the rows in table order; deep_gemm.__all__ takes them from there.
+    assert deep_gemm._wrappers.__all__ == [name for name, _ in _C._gemm_op_table()]
+    assert set(TABLE) <= set(deep_gemm.__all__)
+    assert len(deep_gemm.__all__) == len(set(deep_gemm.__all__))
+
+
 @pytest.mark.parametrize('name', sorted(TABLE))
 def test_wrapper_and_fast_entry_follow_the_table(name):
     # The wrapper adds DeepGEMM 2.8's Python-only keywords last (alpha= / epilogue=, all defaulting to None).
     extras = [(p.split(':')[0].split('=')[0].strip(), None) for p in deep_gemm._compat28.wrapper_extras(name)[0]]
     assert signature_params(getattr(deep_gemm, name)) == table_params(name) + extras
     assert signature_params(getattr(_C, name)) == table_params(name)
-    assert getattr(deep_gemm, f'_c_{name}') is getattr(_C, name)
+    assert getattr(deep_gemm._wrappers, f'_c_{name}') is getattr(_C, name)
 
 
 @pytest.mark.parametrize('name', sorted(TABLE))
@@ -76,8 +83,8 @@ def test_traced_route_passes_the_schema_arguments(name, monkeypatch):
     """With _tracing() true, the wrapper calls torch.ops.deep_gemm.<name> with arguments the op accepts
     (run here on meta tensors: validation only)."""
     recorder = _RecordingOps()
-    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
-    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    monkeypatch.setattr(deep_gemm._wrappers, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm._wrappers, '_ops', recorder)
     args, kwargs, _ = CASES_BY_NAME[name].build('meta')
     getattr(deep_gemm, name)(*args, **kwargs)
     assert [call_name for call_name, _ in recorder.calls] == [name]
@@ -86,8 +93,8 @@ def test_traced_route_passes_the_schema_arguments(name, monkeypatch):
 
 def test_traced_route_merges_recipe_a_and_recipe_b(monkeypatch):
     recorder = _RecordingOps()
-    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
-    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    monkeypatch.setattr(deep_gemm._wrappers, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm._wrappers, '_ops', recorder)
     args, _, _ = CASES_BY_NAME['fp8_gemm_nt'].build('meta')
     deep_gemm.fp8_gemm_nt(*args, recipe_a=(1, 128), recipe_b=(128, 128))
     (_, op_args), = recorder.calls
