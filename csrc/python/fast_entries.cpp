@@ -19,6 +19,7 @@
 #include "apis/layout.hpp"
 #include "python/fast_args.hpp"
 #include "python/gemm_table.hpp"
+#include "python/torch_ops.hpp"
 
 namespace deep_gemm::python {
 
@@ -28,13 +29,6 @@ using api::GemmOp;
 namespace {
 
 // ---- the dispatcher route -------------------------------------------------------------------------
-
-bool all_plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
 
 const c10::OperatorHandle& op_handle(GemmOp op) {
     static std::array<std::optional<c10::OperatorHandle>, static_cast<int>(GemmOp::kCount)> handles;
@@ -175,7 +169,7 @@ PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObjec
         bind<kOp>(op, args, call, ks, std::make_index_sequence<row.args.size()>());
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
-        } else if (all_plain({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
+        } else if (plain_tensors({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
             py::gil_scoped_release no_gil;
             api::run_gemm(kOp, call);
         } else {
@@ -249,7 +243,7 @@ void register_gemm_entries(py::module_& m) {
 // ---- layout entries --------------------------------------------------------------------------------
 
 at::Tensor mn_major_entry(const at::Tensor& sf) {
-    if (all_plain({&sf})) {
+    if (plain_tensors({&sf})) {
         py::gil_scoped_release no_gil;
         return api::get_mn_major_tma_aligned_tensor(sf);
     }
@@ -264,7 +258,7 @@ at::Tensor transform_sf_entry(const at::Tensor& sf, int64_t mn, int64_t k, const
     const char* name = "transform_sf_into_required_layout";
     const auto r = parse_recipe_object(name, recipe);
     if (not r) api::throw_type_error(fmt::format("{}: recipe is required (a tuple of 3 ints, e.g. (1, 128, 128))", name));
-    if (all_plain({&sf})) {
+    if (plain_tensors({&sf})) {
         py::gil_scoped_release no_gil;
         return api::transform_sf_into_required_layout(sf, mn, k, *r, num_groups, is_sfa, disable_ue8m0_cast);
     }
