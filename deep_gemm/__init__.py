@@ -311,20 +311,12 @@ def __getattr__(name: str):
 
 __all__ = [
     '__version__',
-    # GEMMs: the op table's rows, then the nn M-grouped forms written here
-    *_wrappers.__all__, 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nn_contiguous',
-    'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt',
+    # every op of the op table (csrc/python/gemm_table.hpp, then csrc/python/op_table.hpp), in its order
+    *_wrappers.PUBLIC_OPS,
     # aliases
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
     'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
     'bf16_m_grouped_gemm_nt_masked',
-    # beyond the GEMM table: einsum, the mHC pre-norm GEMM, the sparse-attention indexer's MQA logits
-    'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits', 'get_mqa_logits_metadata',
-    'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
-    # SM100-only in DeepGEMM too: exists for compatibility, raises NotImplementedError naming the SM90 op
-    'k_grouped_fp8_gemm_tn_contiguous',
-    # layout
-    'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
     # knobs and JIT
     'set_num_sms', 'get_num_sms', 'set_tc_util', 'get_tc_util', 'set_block_size_multiple_of', 'get_block_size_multiple_of',
     'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
@@ -334,7 +326,6 @@ __all__ = [
     'utils', 'testing',
 ]
 __all__ += [name for name in _utils_all if name not in __all__]  # utils re-exports some of the names above
-__all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
 
 # ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----
 from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402

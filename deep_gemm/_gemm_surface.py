@@ -93,13 +93,25 @@ _ops = torch.ops.deep_gemm
 '''
 
 
-def wrappers_module_text(table, docs: dict) -> str:
-    """The text of deep_gemm/_wrappers.py: the header, the op names as ``__all__`` (table order), each
-    op's C entry as ``_c_<name>`` and its wrapper."""
+def _name_list(names) -> list:
+    return [textwrap.fill(', '.join(repr(n) for n in names) + ',', width=120, initial_indent='    ', subsequent_indent='    ',
+                          break_on_hyphens=False)]
+
+
+def public_op_names(op_table) -> list:
+    """Every name deep_gemm exports for an op, in the order of the op table (``_C._op_table()``: rows of
+    ``(name, schema or None, backend, public names, wrapper module)``, the GEMM rows first)."""
+    return [public for _, _, _, names, _ in op_table for public in names]
+
+
+def wrappers_module_text(table, docs: dict, op_table) -> str:
+    """The text of deep_gemm/_wrappers.py: the header, the GEMM op names as ``__all__`` (table order), every
+    public op name of the op table as ``PUBLIC_OPS``, each GEMM op's C entry as ``_c_<name>`` and its wrapper."""
     names = [name for name, _ in table]
-    listed = textwrap.fill(', '.join(repr(n) for n in names) + ',', width=120, initial_indent='    ', subsequent_indent='    ',
-                           break_on_hyphens=False)
-    out = [WRAPPERS_HEADER, '__all__ = [', listed, ']', '']
+    out = [WRAPPERS_HEADER, '__all__ = [', *_name_list(names), ']', '',
+           '# The names deep_gemm exports for the ops of the op table (_C._op_table(): csrc/python/gemm_table.hpp, then',
+           '# csrc/python/op_table.hpp); deep_gemm.__all__ starts with them.',
+           'PUBLIC_OPS = [', *_name_list(public_op_names(op_table)), ']', '']
     out += [f'_c_{name} = _C.{name}' for name in names]
     for name, params in table:
         out += ['', '', wrapper_source(name, params, docs[name]).rstrip('\n')]

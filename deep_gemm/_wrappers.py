@@ -31,6 +31,20 @@ __all__ = [
     'k_grouped_bf16_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid',
 ]
 
+# The names deep_gemm exports for the ops of the op table (_C._op_table(): csrc/python/gemm_table.hpp, then
+# csrc/python/op_table.hpp); deep_gemm.__all__ starts with them.
+PUBLIC_OPS = [
+    'fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt', 'm_grouped_fp8_gemm_nt_contiguous',
+    'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous', 'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn',
+    'bf16_gemm_tt', 'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nt_masked',
+    'k_grouped_bf16_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid', 'cublaslt_gemm_nt', 'cublaslt_gemm_nn',
+    'cublaslt_gemm_tn', 'cublaslt_gemm_tt', 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nn_contiguous',
+    'k_grouped_fp8_gemm_tn_contiguous', 'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits',
+    'fp8_fp4_mqa_logits', 'get_mqa_logits_metadata', 'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits',
+    'fp8_fp4_paged_mqa_logits', 'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor',
+    'transform_sf_into_required_layout', 'swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8',
+]
+
 _c_fp8_gemm_nt = _C.fp8_gemm_nt
 _c_fp8_gemm_nn = _C.fp8_gemm_nn
 _c_fp8_gemm_tn = _C.fp8_gemm_tn

@@ -1,6 +1,7 @@
-"""Rewrites what is generated from the op table of the built extension (csrc/python/gemm_table.hpp via
-_C._gemm_op_table()): the GEMM part of deep_gemm/_C.pyi and the whole of deep_gemm/_wrappers.py (the public
-GEMM wrappers, with their docstrings from deep_gemm/_gemm_docs.py). Run after changing the table or a docstring:
+"""Rewrites what is generated from the op table of the built extension (csrc/python/gemm_table.hpp and
+csrc/python/op_table.hpp, via _C._gemm_op_table() and _C._op_table()): the GEMM part of deep_gemm/_C.pyi and the
+whole of deep_gemm/_wrappers.py (the public GEMM wrappers with their docstrings from deep_gemm/_gemm_docs.py, and
+the list of every public op name that deep_gemm.__all__ starts with). Run after changing a table or a docstring:
 
     PYTHONPATH=$PWD python3 scripts/gen_stubs.py           # rewrite both files
     PYTHONPATH=$PWD python3 scripts/gen_stubs.py --check   # exit 1 if either is stale
@@ -35,7 +36,7 @@ def wanted_texts() -> dict:
     """path -> the text it should have."""
     with open(STUB) as f:
         stub = f.read()
-    return {STUB: _surface.update_stub_text(stub, _C), WRAPPERS: _surface.wrappers_module_text(_C._gemm_op_table(), DOCS)}
+    return {STUB: _surface.update_stub_text(stub, _C), WRAPPERS: _surface.wrappers_module_text(_C._gemm_op_table(), DOCS, _C._op_table())}
 
 
 def main() -> int:

@@ -12,7 +12,7 @@
 #include "apis/common.hpp"
 #include "jit_kernels/impls/sm90_fp8_mqa_logits.hpp"
 #include "python/jit_tools.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -96,10 +96,8 @@ void register_attention_entries(py::module_& m) {
 // Meta (FakeTensor under torch.compile): validation and the output's shape.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m,
-           "fp8_mqa_logits(Tensor q, Tensor? q_sf, Tensor kv, Tensor kv_sf, Tensor weights, Tensor cu_seq_len_k_start, "
-           "Tensor cu_seq_len_k_end, bool clean_logits, int max_seqlen_k, ScalarType logits_dtype, Tensor? schedule_meta=None) -> Tensor",
+    def_op(m, table::schema_of("fp8_mqa_logits"),
            TORCH_FN(logits_kernel<false>), TORCH_FN(logits_kernel<true>));
-    def_op(m, "get_mqa_logits_metadata(Tensor cu_seq_len_k_start, Tensor cu_seq_len_k_end, int num_kv_tokens, int num_heads) -> Tensor",
+    def_op(m, table::schema_of("get_mqa_logits_metadata"),
            TORCH_FN(metadata_kernel<false>), TORCH_FN(metadata_kernel<true>));
 }

@@ -10,7 +10,7 @@
 
 #include "apis/common.hpp"
 #include "apis/cublaslt.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -99,14 +99,14 @@ void register_cublaslt_entries(py::module_& m) {
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
     using deep_gemm::api::CublasLtLayout;
-    def_op(m, "cublaslt_gemm_nt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", TORCH_FN((kernel<CublasLtLayout::kNt, false>)),
+    def_op(m, table::schema_of("cublaslt_gemm_nt"), TORCH_FN((kernel<CublasLtLayout::kNt, false>)),
            TORCH_FN((kernel<CublasLtLayout::kNt, true>)));
-    def_op(m, "cublaslt_gemm_nn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", TORCH_FN((kernel<CublasLtLayout::kNn, false>)),
+    def_op(m, table::schema_of("cublaslt_gemm_nn"), TORCH_FN((kernel<CublasLtLayout::kNn, false>)),
            TORCH_FN((kernel<CublasLtLayout::kNn, true>)));
-    def_op(m, "cublaslt_gemm_tn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", TORCH_FN((kernel<CublasLtLayout::kTn, false>)),
+    def_op(m, table::schema_of("cublaslt_gemm_tn"), TORCH_FN((kernel<CublasLtLayout::kTn, false>)),
            TORCH_FN((kernel<CublasLtLayout::kTn, true>)));
-    def_op(m, "cublaslt_gemm_tt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", TORCH_FN((kernel<CublasLtLayout::kTt, false>)),
+    def_op(m, table::schema_of("cublaslt_gemm_tt"), TORCH_FN((kernel<CublasLtLayout::kTt, false>)),
            TORCH_FN((kernel<CublasLtLayout::kTt, true>)));
-    def_op(m, "_cublaslt_gemm_scaled(int layout, Tensor a, Tensor b, Tensor(a!) d, Tensor? c, float alpha) -> ()",
+    def_op(m, table::schema_of("_cublaslt_gemm_scaled"),
            TORCH_FN(scaled_kernel<false>), TORCH_FN(scaled_kernel<true>));
 }

@@ -11,7 +11,7 @@
 
 #include "apis/common.hpp"
 #include "apis/einsum.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -77,8 +77,8 @@ void register_einsum_entries(py::module_& m) {
 // under torch.compile) validates only.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m, "einsum(str expr, Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None, bool use_cublaslt=False) -> ()",
+    def_op(m, table::schema_of("einsum"),
            TORCH_FN(einsum_kernel<false>), TORCH_FN(einsum_kernel<true>));
-    def_op(m, "fp8_einsum(str expr, Tensor a, Tensor sfa, Tensor b, Tensor sfb, Tensor(a!) d, Tensor? c=None, int[] recipe=[1, 128, 128]) -> ()",
+    def_op(m, table::schema_of("fp8_einsum"),
            TORCH_FN(fp8_einsum_kernel<false>), TORCH_FN(fp8_einsum_kernel<true>));
 }

@@ -19,7 +19,7 @@
 #include "apis/layout.hpp"
 #include "python/fast_args.hpp"
 #include "python/gemm_table.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace deep_gemm::python {
 
@@ -214,6 +214,23 @@ py::list op_table_for_python() {
     return rows;
 }
 
+// _C._op_table(): [(name, schema or None, backend, [public names], wrapper module)]: the GEMM rows
+// (gemm_table.hpp, whose wrappers deep_gemm/_wrappers.py holds), then the others (op_table.hpp).
+py::list full_op_table_for_python() {
+    py::list rows;
+    for (const OpRow& row : table::kRows) {
+        const char* name = api::gemm_op_spec(row.op).name;
+        rows.append(py::make_tuple(name, torch_schema(row), backend_name(Backend::kJit), py::make_tuple(name), "_wrappers"));
+    }
+    for (const OpTableRow& row : table::kOtherOps) {
+        py::list names;
+        for (const auto& word : py::str(row.public_names).attr("split")()) names.append(word);
+        rows.append(py::make_tuple(row.name, row.schema != nullptr ? py::object(py::str(row.schema)) : py::none(),
+                                   backend_name(row.backend), py::tuple(names), row.wrapper));
+    }
+    return rows;
+}
+
 }  // namespace
 
 void register_gemm_entries(py::module_& m) {
@@ -238,6 +255,8 @@ void register_gemm_entries(py::module_& m) {
         "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark).");
     m.def("_gemm_op_table", &op_table_for_python,
           "The GEMM op table (csrc/python/gemm_table.hpp): [(name, [(parameter, kind, default or None)])].");
+    m.def("_op_table", &full_op_table_for_python,
+          "Every op (csrc/python/gemm_table.hpp, then op_table.hpp): [(name, schema or None, backend, public names, module)].");
 }
 
 // ---- layout entries --------------------------------------------------------------------------------

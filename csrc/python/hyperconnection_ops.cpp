@@ -10,7 +10,7 @@
 #include "apis/hyperconnection.hpp"
 #include "jit_kernels/impls/sm90_tf32_hc_prenorm_gemm.hpp"
 #include "python/jit_tools.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -67,6 +67,6 @@ void register_hc_entries(py::module_& m) {
 // torch.compile): validation only, the op returns nothing.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m, "tf32_hc_prenorm_gemm(Tensor a, Tensor b, Tensor(a!) d, Tensor(b!) sqr_sum, int? num_splits=None) -> ()",
+    def_op(m, table::schema_of("tf32_hc_prenorm_gemm"),
            TORCH_FN(hc_kernel<false>), TORCH_FN(hc_kernel<true>));
 }

@@ -12,7 +12,7 @@
 #include "apis/paged_attention.hpp"
 #include "jit_kernels/impls/sm90_fp8_paged_mqa_logits.hpp"
 #include "python/jit_tools.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -89,10 +89,8 @@ void register_paged_mqa_entries(py::module_& m) {
 // on CPU as well: it is tensor arithmetic); Meta (FakeTensor under torch.compile): validation and the output's shape.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m, "get_paged_mqa_logits_metadata(Tensor context_lens, int block_kv, int num_sms, Tensor? indices=None) -> Tensor",
+    def_op(m, table::schema_of("get_paged_mqa_logits_metadata"),
            TORCH_FN(metadata_kernel<false>), TORCH_FN(metadata_kernel<true>));
-    def_op(m,
-           "fp8_paged_mqa_logits(Tensor q, Tensor? q_sf, Tensor kv_cache, Tensor weights, Tensor context_lens, Tensor block_table, "
-           "Tensor schedule_meta, int max_context_len, bool clean_logits=False, bool logits_bf16=False, Tensor? indices=None) -> Tensor",
+    def_op(m, table::schema_of("fp8_paged_mqa_logits"),
            TORCH_FN(logits_kernel<false>), TORCH_FN(logits_kernel<true>));
 }

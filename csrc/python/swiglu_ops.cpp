@@ -13,7 +13,7 @@
 #include "python/fast_args.hpp"
 #include "jit_kernels/impls/swiglu_fp8_quant.hpp"
 #include "python/jit_tools.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -127,14 +127,8 @@ void register_quant_entries(py::module_& m) {
 // torch.compile): validation and the outputs' shapes and scale layouts.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m,
-           "swiglu_apply_weight_to_fp8(Tensor x, Tensor? topk_weights, Tensor? avail_tokens, int num_per_channels, "
-           "bool use_col_major_scales, bool round_scale, bool ue8m0_scale, float? clamp_value=None, str fmt=\"e4m3\", "
-           "int? num_sms=None, bool output_bf16=False, bool fast_math=True) -> (Tensor, Tensor, Tensor)",
+    def_op(m, table::schema_of("swiglu_apply_weight_to_fp8"),
            TORCH_FN(swiglu_kernel<false>), TORCH_FN(swiglu_kernel<true>));
-    def_op(m,
-           "apply_weight_to_fp8(Tensor x, Tensor(a!) out, *, Tensor? topk_weights=None, Tensor? avail_tokens=None, "
-           "int num_per_channels=128, bool use_col_major_scales=True, bool round_scale=False, bool ue8m0_scale=False, "
-           "float? clamp_value=None, str fmt=\"e4m3\", int? num_sms=None, bool fast_math=True) -> Tensor",
+    def_op(m, table::schema_of("apply_weight_to_fp8"),
            TORCH_FN(apply_kernel<false>), TORCH_FN(apply_kernel<true>));
 }

@@ -9,7 +9,7 @@
 #include "apis/gemm.hpp"
 #include "apis/layout.hpp"
 #include "python/gemm_table.hpp"
-#include "python/torch_ops.hpp"
+#include "python/op_table.hpp"
 
 using namespace deep_gemm;
 using api::GemmCall;
@@ -127,10 +127,8 @@ at::Tensor transform_sf_meta(const at::Tensor& sf, c10::SymInt mn, c10::SymInt k
 // fallback); Meta (also what FakeTensor runs under torch.compile): validation and output shapes only.
 TORCH_LIBRARY(deep_gemm, m) {
     register_gemm_ops(m, std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
-    python::def_op(m, "get_mn_major_tma_aligned_tensor(Tensor sf) -> Tensor", TORCH_FN(mn_major_op),
+    python::def_op(m, python::table::schema_of("get_mn_major_tma_aligned_tensor"), TORCH_FN(mn_major_op),
                    TORCH_FN(api::get_mn_major_tma_aligned_tensor_meta));
-    python::def_op(m,
-                   "transform_sf_into_required_layout(Tensor sf, SymInt mn, SymInt k, int[] recipe, int? num_groups=None, "
-                   "bool is_sfa=False, bool disable_ue8m0_cast=False) -> Tensor",
+    python::def_op(m, python::table::schema_of("transform_sf_into_required_layout"),
                    TORCH_FN(transform_sf_op), TORCH_FN(transform_sf_meta));
 }

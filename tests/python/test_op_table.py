@@ -12,6 +12,7 @@ import deep_gemm
 from deep_gemm import _C
 from deep_gemm._gemm_docs import DOCS
 from op_cases import CASES, CASES_BY_NAME
+from pyrun import run_python
 
 TABLE = dict(_C._gemm_op_table())
 _REQUIRED = object()
@@ -99,3 +100,46 @@ def test_traced_route_merges_recipe_a_and_recipe_b(monkeypatch):
     deep_gemm.fp8_gemm_nt(*args, recipe_a=(1, 128), recipe_b=(128, 128))
     (_, op_args), = recorder.calls
     assert op_args[6] == [1, 128, 128]  # after a, sfa, b, sfb, d, c
+
+
+# ---- the whole op table: the GEMM rows, then csrc/python/op_table.hpp ---------------------------------
+
+OPS = _C._op_table()
+BACKENDS = {'jit', 'cublaslt', 'torch', 'host', 'none'}
+
+
+def test_op_table_starts_with_the_gemm_rows():
+    assert [row[0] for row in OPS[:len(TABLE)]] == [name for name, _ in _C._gemm_op_table()]
+    assert len({row[0] for row in OPS}) == len(OPS)
+
+
+def test_every_torch_op_is_a_row_with_its_schema_and_three_kernels():
+    # In a fresh process: deep_gemm.legacy, once imported, adds its Triton ops to the namespace from Python.
+    result = run_python("""
+        import torch, deep_gemm
+        print(' '.join(sorted(n.split('::', 1)[1] for n in torch._C._dispatch_get_all_op_names() if n.startswith('deep_gemm::'))))
+    """)
+    assert result.returncode == 0, result.stderr
+    registered = result.stdout.split()
+    rows = {name: schema for name, schema, *_ in OPS if schema is not None}
+    assert sorted(rows) == registered
+    for name, schema in rows.items():
+        assert str(getattr(torch.ops.deep_gemm, name).default._schema) == str(torch._C.parse_schema('deep_gemm::' + schema))
+        for key in ('CUDA', 'CPU', 'Meta'):
+            assert torch._C._dispatch_has_kernel_for_dispatch_key('deep_gemm::' + name, key), (name, key)
+
+
+@pytest.mark.parametrize('row', OPS, ids=[row[0] for row in OPS])
+def test_every_public_name_is_exported_from_the_rows_module(row):
+    name, schema, backend, public, module = row
+    assert backend in BACKENDS
+    assert schema is not None or public, f'{name}: a row without a torch op must be public'
+    for public_name in public:
+        assert public_name in deep_gemm.__all__
+        assert getattr(deep_gemm, public_name).__module__ == 'deep_gemm' + ('.' + module if module else ''), public_name
+
+
+def test_all_starts_with_the_tables_public_names():
+    names = [public for row in OPS for public in row[3]]
+    assert deep_gemm._wrappers.PUBLIC_OPS == names
+    assert deep_gemm.__all__[1:1 + len(names)] == names

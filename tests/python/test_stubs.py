@@ -89,7 +89,7 @@ def test_generated_wrappers_are_current():
     from deep_gemm._gemm_surface import wrappers_module_text
     with open(deep_gemm._wrappers.__file__) as f:
         text = f.read()
-    assert wrappers_module_text(_C._gemm_op_table(), DOCS) == text, \
+    assert wrappers_module_text(_C._gemm_op_table(), DOCS, _C._op_table()) == text, \
         'deep_gemm/_wrappers.py is stale: run PYTHONPATH=$PWD python3 scripts/gen_stubs.py'
 
 
