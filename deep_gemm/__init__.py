@@ -83,7 +83,8 @@ _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
 # deep_gemm/_wrappers.py is generated from the table by scripts/gen_stubs.py: fp8_gemm_{nt,nn,tn,tt},
 # m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous, bf16_gemm_{nt,nn,tn,tt},
 # m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and fp8_gemm_nt_skip_head_mid,
-# each with DeepGEMM's signature and its docstring from _gemm_docs.py.
+# each with DeepGEMM's signature and its docstring from _gemm_docs.py; also cublaslt_gemm_{nt,nn,tn,tt} (rows of
+# csrc/python/op_table.hpp whose wrapper is generated).
 from . import _wrappers  # noqa: E402
 from ._wrappers import *  # noqa: E402,F401,F403
 
@@ -165,52 +166,6 @@ def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_l
                                                  ensure_zero_padding)
     _nn_call(op, m_grouped_bf16_gemm_nt_contiguous, a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout,
              ensure_zero_padding)
-
-
-# ---- BF16 GEMMs through cuBLASLt ----------------------------------------------------------------------
-# (not in the op table: they are not GemmOps, see csrc/apis/cublaslt.cpp)
-
-_c_cublaslt_gemm_nt = _C.cublaslt_gemm_nt
-_c_cublaslt_gemm_nn = _C.cublaslt_gemm_nn
-_c_cublaslt_gemm_tn = _C.cublaslt_gemm_tn
-_c_cublaslt_gemm_tt = _C.cublaslt_gemm_tt
-
-
-def cublaslt_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a @ b.T`` in BF16 through cuBLASLt (the libcublasLt that PyTorch loads; FP32 accumulation),
-    written into ``d`` in place on the current stream.
-
-    Arguments as in :func:`bf16_gemm_nt`: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or
-    MN-major, 16-byte aligned base and row stride), ``d`` ``[M, N]`` bfloat16 or float32 with unit stride along N,
-    ``c`` optional ``[M, N]`` (float32 when ``d`` is; bfloat16 or float32 for a bfloat16 ``d``, then rounded
-    to bfloat16 before the addition); ``c`` may be ``d`` itself (accumulate in place). The same errors are
-    raised before any cuBLASLt call; ``RuntimeError`` when cuBLASLt cannot be loaded. Descriptors and the
-    algorithm are chosen once per shape/layout/alignment and reused; each (device, stream) gets a 32 MiB
-    workspace on first use (run a shape once before capturing a CUDA graph)."""
-    if _tracing():
-        return _ops.cublaslt_gemm_nt(a, b, d, c)
-    _c_cublaslt_gemm_nt(a, b, d, c)
-
-
-def cublaslt_gemm_nn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a @ b`` with ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_nn(a, b, d, c)
-    _c_cublaslt_gemm_nn(a, b, d, c)
-
-
-def cublaslt_gemm_tn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_tn(a, b, d, c)
-    _c_cublaslt_gemm_tn(a, b, d, c)
-
-
-def cublaslt_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_tt(a, b, d, c)
-    _c_cublaslt_gemm_tt(a, b, d, c)
 
 
 # ---- DeepGEMM's alternative names (the same function objects) ------------------------------------------

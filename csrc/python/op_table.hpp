@@ -38,7 +38,9 @@ struct OpTableRow {
     const char* schema;        // the torch.library schema (name first); nullptr: Python only
     Backend backend;
     const char* public_names;  // the names deep_gemm exports for it, space-separated; "": internal
-    const char* wrapper;       // the deep_gemm module that defines those names ("" for the package itself)
+    const char* wrapper;       // the deep_gemm module that defines those names ("" for the package itself); "_wrappers":
+                               // scripts/gen_stubs.py writes a pass-through wrapper from the schema
+                               // (docstring in deep_gemm/_gemm_docs.py)
 };
 
 namespace table {
@@ -48,13 +50,13 @@ using B = Backend;
 inline constexpr std::array kOtherOps{
     // BF16 GEMMs through cuBLASLt (csrc/apis/cublaslt.cpp)
     OpTableRow{"cublaslt_gemm_nt", "cublaslt_gemm_nt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", B::kCublasLt,
-               "cublaslt_gemm_nt", ""},
+               "cublaslt_gemm_nt", "_wrappers"},
     OpTableRow{"cublaslt_gemm_nn", "cublaslt_gemm_nn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", B::kCublasLt,
-               "cublaslt_gemm_nn", ""},
+               "cublaslt_gemm_nn", "_wrappers"},
     OpTableRow{"cublaslt_gemm_tn", "cublaslt_gemm_tn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", B::kCublasLt,
-               "cublaslt_gemm_tn", ""},
+               "cublaslt_gemm_tn", "_wrappers"},
     OpTableRow{"cublaslt_gemm_tt", "cublaslt_gemm_tt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()", B::kCublasLt,
-               "cublaslt_gemm_tt", ""},
+               "cublaslt_gemm_tt", "_wrappers"},
     // the bf16_gemm_* ops called with alpha != 1 (deep_gemm/_compat28.py)
     OpTableRow{"_cublaslt_gemm_scaled", "_cublaslt_gemm_scaled(int layout, Tensor a, Tensor b, Tensor(a!) d, Tensor? c, float alpha) -> ()",
                B::kCublasLt, "", "_compat28"},
