@@ -36,7 +36,8 @@ def wanted_texts() -> dict:
     """path -> the text it should have."""
     with open(STUB) as f:
         stub = f.read()
-    return {STUB: _surface.update_stub_text(stub, _C), WRAPPERS: _surface.wrappers_module_text(_C._gemm_op_table(), DOCS, _C._op_table())}
+    return {STUB: _surface.update_stub_text(stub, _C),
+            WRAPPERS: _surface.wrappers_module_text(_C._gemm_op_table(), DOCS, _C._op_table())}
 
 
 def main() -> int:

@@ -98,5 +98,6 @@ def test_gen_stubs_check_runs_without_importing_the_package():
     import subprocess
     import sys
     root = os.path.dirname(os.path.dirname(deep_gemm.__file__))
-    result = subprocess.run([sys.executable, os.path.join(root, 'scripts', 'gen_stubs.py'), '--check'], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, os.path.join(root, 'scripts', 'gen_stubs.py'), '--check'], capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stderr
