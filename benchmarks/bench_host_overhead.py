@@ -40,13 +40,13 @@ def run_cpu(args):
 
     # The real public wrapper, with its C entry swapped for the validation-only one (same arguments,
     # same checks, no device work).
-    real_entry = deep_gemm._c_fp8_gemm_nt
-    deep_gemm._c_fp8_gemm_nt = _C._validate_fp8_gemm_nt
+    real_entry = deep_gemm._wrappers._c_fp8_gemm_nt
+    deep_gemm._wrappers._c_fp8_gemm_nt = _C._validate_fp8_gemm_nt
     try:
         rows.append(('deep_gemm.fp8_gemm_nt: Python wrapper + C entry + validation (no launch)',
                      host_time_per_call(lambda: deep_gemm.fp8_gemm_nt(a, b, d), calls, repeats)))
     finally:
-        deep_gemm._c_fp8_gemm_nt = real_entry
+        deep_gemm._wrappers._c_fp8_gemm_nt = real_entry
     rows.append(('_C entry (METH_FASTCALL) + validation only', host_time_per_call(lambda: _C._validate_fp8_gemm_nt(a, b, d), calls, repeats)))
     rows.append(('empty pybind11 call (_C.get_pdl), for scale', host_time_per_call(_C.get_pdl, calls, repeats)))
     meta = [t.to('meta') for t in (a[0], a[1], b[0], b[1], d)]

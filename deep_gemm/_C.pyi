@@ -64,6 +64,7 @@ def transform_sf_into_required_layout(sf: Tensor, mn: int, k: int, recipe: Seque
 
 # ---- GEMMs ----
 def _gemm_op_table() -> List[Tuple[str, List[Tuple[str, str, Optional[str]]]]]: ...
+def _op_table() -> List[Tuple[str, Optional[str], str, Tuple[str, ...], str]]: ...
 # ---- GEMMs (generated from the op table by scripts/gen_stubs.py; do not edit by hand) ----
 def fp8_gemm_nt(a: _Pair, b: _Pair, d: Tensor, c: Optional[Tensor] = None, recipe: Optional[Sequence[int]] = None,
                 recipe_a: Optional[Sequence[int]] = None, recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'nk',

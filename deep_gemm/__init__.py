@@ -80,14 +80,13 @@ _ops = torch.ops.deep_gemm
 _c_transform_sf_into_required_layout = _C.transform_sf_into_required_layout
 
 # ---- GEMMs: one wrapper per row of the C++ op table (csrc/python/gemm_table.hpp) ------------------------
-# Defines fp8_gemm_{nt,nn,tn,tt}, m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous,
-# bf16_gemm_{nt,nn,tn,tt}, m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and
-# fp8_gemm_nt_skip_head_mid here, each with DeepGEMM's signature, its docstring from _gemm_docs.py and its C entry as _c_<name>.
-from ._gemm_docs import DOCS as _GEMM_DOCS  # noqa: E402
-from ._gemm_surface import define_wrappers as _define_gemm_wrappers  # noqa: E402
-
-_define_gemm_wrappers(globals(), _C._gemm_op_table(), _GEMM_DOCS)
-
+# deep_gemm/_wrappers.py is generated from the table by scripts/gen_stubs.py: fp8_gemm_{nt,nn,tn,tt},
+# m_grouped_fp8_gemm_nt_{contiguous,masked}, k_grouped_fp8_gemm_nt_contiguous, bf16_gemm_{nt,nn,tn,tt},
+# m_grouped_bf16_gemm_nt_{contiguous,masked}, k_grouped_bf16_gemm_tn_contiguous and fp8_gemm_nt_skip_head_mid,
+# each with DeepGEMM's signature and its docstring from _gemm_docs.py; also cublaslt_gemm_{nt,nn,tn,tt} (rows of
+# csrc/python/op_table.hpp whose wrapper is generated).
+from . import _wrappers  # noqa: E402
+from ._wrappers import *  # noqa: E402,F401,F403
 
 
 # ---- layout utilities ---------------------------------------------------------------------------------
@@ -167,52 +166,6 @@ def m_grouped_bf16_gemm_nn_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_l
                                                  ensure_zero_padding)
     _nn_call(op, m_grouped_bf16_gemm_nt_contiguous, a, b.transpose(-2, -1), d, grouped_layout, compiled_dims, use_psum_layout,
              ensure_zero_padding)
-
-
-# ---- BF16 GEMMs through cuBLASLt ----------------------------------------------------------------------
-# (not in the op table: they are not GemmOps, see csrc/apis/cublaslt.cpp)
-
-_c_cublaslt_gemm_nt = _C.cublaslt_gemm_nt
-_c_cublaslt_gemm_nn = _C.cublaslt_gemm_nn
-_c_cublaslt_gemm_tn = _C.cublaslt_gemm_tn
-_c_cublaslt_gemm_tt = _C.cublaslt_gemm_tt
-
-
-def cublaslt_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a @ b.T`` in BF16 through cuBLASLt (the libcublasLt that PyTorch loads; FP32 accumulation),
-    written into ``d`` in place on the current stream.
-
-    Arguments as in :func:`bf16_gemm_nt`: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or
-    MN-major, 16-byte aligned base and row stride), ``d`` ``[M, N]`` bfloat16 or float32 with unit stride along N,
-    ``c`` optional ``[M, N]`` (float32 when ``d`` is; bfloat16 or float32 for a bfloat16 ``d``, then rounded
-    to bfloat16 before the addition); ``c`` may be ``d`` itself (accumulate in place). The same errors are
-    raised before any cuBLASLt call; ``RuntimeError`` when cuBLASLt cannot be loaded. Descriptors and the
-    algorithm are chosen once per shape/layout/alignment and reused; each (device, stream) gets a 32 MiB
-    workspace on first use (run a shape once before capturing a CUDA graph)."""
-    if _tracing():
-        return _ops.cublaslt_gemm_nt(a, b, d, c)
-    _c_cublaslt_gemm_nt(a, b, d, c)
-
-
-def cublaslt_gemm_nn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a @ b`` with ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_nn(a, b, d, c)
-    _c_cublaslt_gemm_nn(a, b, d, c)
-
-
-def cublaslt_gemm_tn(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_tn(a, b, d, c)
-    _c_cublaslt_gemm_tn(a, b, d, c)
-
-
-def cublaslt_gemm_tt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None) -> None:
-    """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`."""
-    if _tracing():
-        return _ops.cublaslt_gemm_tt(a, b, d, c)
-    _c_cublaslt_gemm_tt(a, b, d, c)
 
 
 # ---- DeepGEMM's alternative names (the same function objects) ------------------------------------------
@@ -313,25 +266,12 @@ def __getattr__(name: str):
 
 __all__ = [
     '__version__',
-    # GEMMs
-    'fp8_gemm_nt', 'fp8_gemm_nn', 'fp8_gemm_tn', 'fp8_gemm_tt',
-    'm_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nn_contiguous', 'm_grouped_fp8_gemm_nt_masked',
-    'k_grouped_fp8_gemm_nt_contiguous',
-    'bf16_gemm_nt', 'bf16_gemm_nn', 'bf16_gemm_tn', 'bf16_gemm_tt',
-    'm_grouped_bf16_gemm_nt_contiguous', 'm_grouped_bf16_gemm_nn_contiguous', 'm_grouped_bf16_gemm_nt_masked',
-    'k_grouped_bf16_gemm_tn_contiguous', 'fp8_gemm_nt_skip_head_mid',
-    'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt',
+    # every op of the op table (csrc/python/gemm_table.hpp, then csrc/python/op_table.hpp), in its order
+    *_wrappers.PUBLIC_OPS,
     # aliases
     'fp8_fp4_gemm_nt', 'fp8_fp4_gemm_nn', 'fp8_fp4_gemm_tn', 'fp8_fp4_gemm_tt', 'm_grouped_fp8_fp4_gemm_nt_contiguous',
     'm_grouped_fp8_fp4_gemm_nn_contiguous', 'm_grouped_fp8_fp4_gemm_nt_masked', 'fp8_m_grouped_gemm_nt_masked',
     'bf16_m_grouped_gemm_nt_masked',
-    # beyond the GEMM table: einsum, the mHC pre-norm GEMM, the sparse-attention indexer's MQA logits
-    'einsum', 'fp8_einsum', 'tf32_hc_prenorm_gemm', 'fp8_mqa_logits', 'fp8_fp4_mqa_logits', 'get_mqa_logits_metadata',
-    'get_paged_mqa_logits_metadata', 'fp8_paged_mqa_logits', 'fp8_fp4_paged_mqa_logits',
-    # SM100-only in DeepGEMM too: exists for compatibility, raises NotImplementedError naming the SM90 op
-    'k_grouped_fp8_gemm_tn_contiguous',
-    # layout
-    'get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor', 'transform_sf_into_required_layout',
     # knobs and JIT
     'set_num_sms', 'get_num_sms', 'set_tc_util', 'get_tc_util', 'set_block_size_multiple_of', 'get_block_size_multiple_of',
     'set_pdl', 'get_pdl', 'set_ignore_compile_dims', 'get_ignore_compile_dims',
@@ -339,8 +279,8 @@ __all__ = [
     'get_theoretical_mk_alignment_for_contiguous_layout', 'reload_settings', 'get_settings', 'compile_only', 'warmup',
     # helpers
     'utils', 'testing',
-] + [name for name in _utils_all if name not in ('get_tma_aligned_size', 'get_mn_major_tma_aligned_tensor')]
-__all__ += ['swiglu_apply_weight_to_fp8', 'apply_weight_to_fp8']  # fused FP8 quantisation
+]
+__all__ += [name for name in _utils_all if name not in __all__]  # utils re-exports some of the names above
 
 # ---- DeepGEMM 2.8 call forms (alpha= / epilogue= are in the generated GEMM wrappers; docs/compat_2_8.md) ----
 from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402

@@ -1,7 +1,7 @@
 """DeepGEMM 2.8 call forms: ``alpha=`` and ``epilogue=`` on the GEMMs, :func:`use_deterministic_algorithms`
 and :func:`shutdown` (docs/compat_2_8.md).
 
-The generated GEMM wrappers (deep_gemm/_gemm_surface.py) take the extra keywords last, after DeepGEMM
+The generated GEMM wrappers (deep_gemm/_wrappers.py) take the extra keywords last, after DeepGEMM
 2.6.1's parameters, so positional calls of the older form bind as before; they call into this module only
 when ``alpha`` or ``epilogue`` is given, so a call without them costs what it did.
 

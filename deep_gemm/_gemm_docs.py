@@ -1,5 +1,6 @@
-"""The docstrings of the GEMM wrappers that deep_gemm/_gemm_surface.py generates from the op table (one per
-row of csrc/python/gemm_table.hpp; a missing one fails `import deep_gemm`)."""
+"""The docstrings of the wrappers that scripts/gen_stubs.py writes into deep_gemm/_wrappers.py: one per row of
+csrc/python/gemm_table.hpp and per row of csrc/python/op_table.hpp whose module is ``_wrappers`` (the cuBLASLt
+GEMMs); a missing one fails scripts/gen_stubs.py and tests/python/test_op_table.py."""
 
 
 DOCS = {
@@ -129,4 +130,21 @@ DOCS = {
     - The kernel config depends on ``M``, ``N``, ``G`` and the average K rounded up to a power of two, so
       changing ``ks_cpu`` rarely compiles a new kernel.
     """,
+
+'cublaslt_gemm_nt': """``d = c + a @ b.T`` in BF16 through cuBLASLt (the libcublasLt that PyTorch loads; FP32 accumulation),
+    written into ``d`` in place on the current stream.
+
+    Arguments as in :func:`bf16_gemm_nt`: ``a`` bfloat16 ``[M, K]``, ``b`` bfloat16 ``[N, K]`` (each K-major or
+    MN-major, 16-byte aligned base and row stride), ``d`` ``[M, N]`` bfloat16 or float32 with unit stride along N,
+    ``c`` optional ``[M, N]`` (float32 when ``d`` is; bfloat16 or float32 for a bfloat16 ``d``, then rounded
+    to bfloat16 before the addition); ``c`` may be ``d`` itself (accumulate in place). The same errors are
+    raised before any cuBLASLt call; ``RuntimeError`` when cuBLASLt cannot be loaded. Descriptors and the
+    algorithm are chosen once per shape/layout/alignment and reused; each (device, stream) gets a 32 MiB
+    workspace on first use (run a shape once before capturing a CUDA graph).""",
+
+'cublaslt_gemm_nn': """``d = c + a @ b`` with ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`.""",
+
+'cublaslt_gemm_tn': """``d = c + a.T @ b`` with ``a`` ``[K, M]``, ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`.""",
+
+'cublaslt_gemm_tt': """``d = c + a.T @ b.T`` with ``a`` ``[K, M]``, ``b`` ``[N, K]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`.""",
 }

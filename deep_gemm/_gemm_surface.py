@@ -1,22 +1,23 @@
 """The Python side of the GEMM op table (csrc/python/gemm_table.hpp, read through ``_C._gemm_op_table()``):
 each row is ``(name, [(parameter, kind, default)])``, the default a Python literal or None when required.
 
-From it, :func:`define_wrappers` writes the public wrappers into deep_gemm's namespace and
-:func:`update_stub_text` the GEMM part of deep_gemm/_C.pyi (scripts/gen_stubs.py; tests/python/test_stubs.py
-fails when the checked-in file is stale).
+From it, :func:`wrappers_module_text` writes deep_gemm/_wrappers.py (the public wrappers, a checked-in module
+so readers and IDEs find them) and :func:`update_stub_text` the GEMM part of deep_gemm/_C.pyi; both are run by
+scripts/gen_stubs.py, and tests/python/test_stubs.py fails when either checked-in file is stale.
 
-A wrapper is generated as source text and compiled once at import, so an eager call costs what a
-hand-written one does: one ``_tracing()`` check, then the C entry ``_C.<name>`` with the arguments as
-given. While Dynamo traces (torch.compile), it calls ``torch.ops.deep_gemm.<name>`` instead, with FP8
-pairs unpacked, int sequences as lists and recipe / recipe_a / recipe_b merged into one recipe, which is
-the schema the C++ side generates from the same row.
+An eager call of a wrapper costs what a hand-written one does: one ``_tracing()`` check, then the C entry
+``_C.<name>`` with the arguments as given. While Dynamo traces (torch.compile), it calls
+``torch.ops.deep_gemm.<name>`` instead, with FP8 pairs unpacked, int sequences as lists and recipe / recipe_a /
+recipe_b merged into one recipe, which is the schema the C++ side generates from the same row.
 """
 
-import linecache
+import textwrap
+
+import torch
 
 from . import _compat28
 
-# Annotations of the wrappers (names defined in deep_gemm/__init__.py) and of the stubs (in _C.pyi).
+# Annotations of the wrappers (names defined at the top of deep_gemm/_wrappers.py) and of the stubs (in _C.pyi).
 _WRAPPER_TYPES = {
     'operand': 'FP8Operand', 'tensor': 'Tensor', 'out_tensor': 'Tensor', 'opt_tensor': 'Optional[Tensor]', 'int': 'int',
     'opt_int': 'Optional[int]', 'bool': 'bool', 'str': 'str', 'int_list': 'Sequence[int]', 'recipe': 'Recipe', 'half_recipe': 'Recipe',
@@ -32,7 +33,7 @@ def _param_list(params, types) -> list:
     return [f'{name}: {types[kind]}' + ('' if default is None else f' = {default}') for name, kind, default in params]
 
 
-def _op_arguments(name: str, params) -> str:
+def _op_arguments(name: str, params) -> list:
     """The torch.ops call's arguments, as wrapper source."""
     halves = [p for p, kind, _ in params if kind == 'half_recipe'] or ['None', 'None']
     out = []
@@ -45,32 +46,113 @@ def _op_arguments(name: str, params) -> str:
             out.append(f'list({param})')
         elif kind != 'half_recipe':
             out.append(param)
-    return ', '.join(out)
+    return out
 
 
-def wrapper_source(name: str, params) -> str:
-    names = ', '.join(p for p, _, _ in params)
+def _docstring(name: str, doc: str) -> str:
+    # Written as is between triple quotes, so the function's __doc__ is exactly DOCS[name].
+    if '"""' in doc or '\\' in doc or doc.endswith('"'):
+        raise ValueError(f'{name}: its docstring in _gemm_docs.py must not contain triple quotes or backslashes nor end with a quote')
+    return f'    """{doc}"""\n'
+
+
+def wrapper_source(name: str, params, doc: str) -> str:
     # DeepGEMM 2.8's alpha= / epilogue= (Python only; deep_gemm/_compat28.py), after every 2.6.1 parameter.
     extra_params, prelude = _compat28.wrapper_extras(name)
-    return (f'def {name}({", ".join(_param_list(params, _WRAPPER_TYPES) + extra_params)}) -> None:\n'
+    return (_wrap(f'def {name}', _param_list(params, _WRAPPER_TYPES) + extra_params, ') -> None:') + '\n' +
+            _docstring(name, doc) +
             f'{prelude}'
-            f'    if _tracing():\n'
-            f'        return _ops.{name}({_op_arguments(name, params)})\n'
-            f'    _c_{name}({names})\n')
+            f'    if _tracing():\n' +
+            _wrap(f'        return _ops.{name}', _op_arguments(name, params), ')') + '\n' +
+            _wrap(f'    _c_{name}', [p for p, _, _ in params], ')') + '\n')
 
 
-def define_wrappers(namespace: dict, table, docs: dict) -> None:
-    """Defines ``<name>`` (the wrapper) and ``_c_<name>`` (its C entry) in `namespace` (deep_gemm's globals,
-    which the wrappers then read, so replacing ``deep_gemm._c_<name>`` reroutes them, as the host-overhead
-    benchmark does) for every row of `table`."""
-    c_module = namespace['_C']
+# The annotation of each schema type a pass-through wrapper (an op_table.hpp row with module _wrappers) may take.
+_PASSTHROUGH_TYPES = {'Tensor': 'Tensor', 'Optional[Tensor]': 'Optional[Tensor]'}
+
+
+def passthrough_source(name: str, schema: str, doc: str) -> str:
+    """The wrapper of a row of csrc/python/op_table.hpp whose module is ``_wrappers``: the schema's arguments,
+    passed unchanged to the C entry (eager) or the torch.ops op (traced); the op returns nothing."""
+    parsed = torch._C.parse_schema('deep_gemm::' + schema)
+    if parsed.returns:
+        raise ValueError(f'{name}: a generated pass-through wrapper returns nothing; the schema returns {len(parsed.returns)} values')
+    params, names = [], []
+    for arg in parsed.arguments:
+        annotation = _PASSTHROUGH_TYPES.get(str(arg.type))
+        if annotation is None:
+            raise ValueError(f'{name}: argument {arg.name} of type {arg.type} is not one a pass-through wrapper takes')
+        params.append(f'{arg.name}: {annotation}' + (f' = {arg.default_value!r}' if arg.has_default_value() else ''))
+        names.append(arg.name)
+    return (_wrap(f'def {name}', params, ') -> None:') + '\n' +
+            _docstring(name, doc) +
+            '    if _tracing():\n' +
+            _wrap(f'        return _ops.{name}', names, ')') + '\n' +
+            _wrap(f'    _c_{name}', names, ')') + '\n')
+
+
+def passthrough_rows(table, op_table) -> list:
+    """(name, schema) of the op table's rows outside the GEMM table whose wrapper module is ``_wrappers``."""
+    gemm = {name for name, _ in table}
+    return [(name, schema) for name, schema, _, _, module in op_table if module == '_wrappers' and name not in gemm]
+
+
+WRAPPERS_HEADER = '''"""deep_gemm's generated wrappers: one per row of the GEMM op table (csrc/python/gemm_table.hpp), then one per row
+of csrc/python/op_table.hpp whose module is _wrappers (the cuBLASLt GEMMs, passing their schema's arguments).
+
+Generated by scripts/gen_stubs.py from _C._gemm_op_table(), deep_gemm/_gemm_docs.py (docstrings) and
+deep_gemm/_compat28.py (DeepGEMM 2.8 keywords); do not edit by hand (tests/python/test_stubs.py fails when
+this file is stale). deep_gemm/__init__.py re-exports every name of ``__all__``.
+
+Each wrapper calls its C entry ``_c_<name>`` in eager mode (replace ``deep_gemm._wrappers._c_<name>`` to
+reroute it, as benchmarks/bench_host_overhead.py does) and ``torch.ops.deep_gemm.<name>`` while Dynamo traces.
+"""
+
+from typing import Optional, Sequence, Tuple
+
+import torch
+
+from . import _C, _compat28
+from ._compat import _resolve_recipe
+
+Tensor = torch.Tensor
+FP8Operand = Tuple[Tensor, Tensor]
+Recipe = Optional[Sequence[int]]
+
+# Dynamo replaces this call with True while tracing (torch.compile / torch.export); in eager mode it is a
+# trivial function. The wrappers then call the torch.library op, which FX can record, instead of the C entry.
+_tracing = torch.compiler.is_dynamo_compiling
+_ops = torch.ops.deep_gemm
+'''
+
+
+def _name_list(names) -> list:
+    return [textwrap.fill(', '.join(repr(n) for n in names) + ',', width=120, initial_indent='    ', subsequent_indent='    ',
+                          break_on_hyphens=False)]
+
+
+def public_op_names(op_table) -> list:
+    """Every name deep_gemm exports for an op, in the order of the op table (``_C._op_table()``: rows of
+    ``(name, schema or None, backend, public names, wrapper module)``, the GEMM rows first)."""
+    return [public for _, _, _, names, _ in op_table for public in names]
+
+
+def wrappers_module_text(table, docs: dict, op_table) -> str:
+    """The text of deep_gemm/_wrappers.py: the header, the names of the wrappers it defines as ``__all__`` (table
+    order), every public op name of the op table as ``PUBLIC_OPS``, each wrapped op's C entry as ``_c_<name>`` and
+    its wrapper: the GEMM rows', then the pass-through ones."""
+    passthrough = passthrough_rows(table, op_table)
+    names = [name for name, _ in table] + [name for name, _ in passthrough]
+    out = [WRAPPERS_HEADER, '__all__ = [', *_name_list(names), ']', '',
+           '# The names deep_gemm exports for the ops of the op table (_C._op_table(): csrc/python/gemm_table.hpp, then',
+           '# csrc/python/op_table.hpp); deep_gemm.__all__ starts with them.',
+           'PUBLIC_OPS = [', *_name_list(public_op_names(op_table)), ']', '']
+    out += [f'_c_{name} = _C.{name}' for name in names]
     for name, params in table:
-        source = wrapper_source(name, params)
-        filename = f'<deep_gemm generated wrapper {name}>'
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # for tracebacks
-        namespace[f'_c_{name}'] = getattr(c_module, name)
-        exec(compile(source, filename, 'exec'), namespace)
-        namespace[name].__doc__ = docs[name]
+        out += ['', '', wrapper_source(name, params, docs[name]).rstrip('\n')]
+    for name, schema in passthrough:
+        out += ['', '', passthrough_source(name, schema, docs[name]).rstrip('\n')]
+    return '\n'.join(out) + '\n'
 
 
 def _wrap(head: str, params: list, tail: str, width: int = 130) -> str:

@@ -4,7 +4,6 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/Dtype.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include "apis/common.hpp"
 #include "jit_kernels/impls/sm90_fp8_mqa_logits.hpp"
 #include "python/jit_tools.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -34,15 +34,6 @@ at::Tensor metadata_kernel(const at::Tensor& ks, const at::Tensor& ke, int64_t n
     return api::get_mqa_logits_metadata(ks, ke, num_kv_tokens, num_heads, kFake);
 }
 
-bool plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
-
-const at::Tensor* ptr(const Opt& t) { return t.has_value() ? &*t : nullptr; }
-
 at::ScalarType dtype_of(const py::handle& obj) {
     if (not THPDtype_Check(obj.ptr()))
         api::throw_type_error("fp8_mqa_logits: logits_dtype must be a torch.dtype (torch.float32 or torch.bfloat16); got " +
@@ -55,7 +46,7 @@ at::Tensor logits_entry(const at::Tensor& q, const Opt& q_sf, const at::Tensor& 
                         const at::Tensor& ks, const at::Tensor& ke, bool clean_logits, int64_t max_seqlen_k, const py::handle& dtype,
                         const Opt& schedule_meta) {
     const at::ScalarType logits_dtype = dtype_of(dtype);
-    if (plain({&q, ptr(q_sf), &kv, &kv_sf, &weights, &ks, &ke, ptr(schedule_meta)})) {
+    if (plain_tensors({&q, opt_ptr(q_sf), &kv, &kv_sf, &weights, &ks, &ke, opt_ptr(schedule_meta)})) {
         py::gil_scoped_release no_gil;
         return logits_kernel<false>(q, q_sf, kv, kv_sf, weights, ks, ke, clean_logits, max_seqlen_k, logits_dtype, schedule_meta);
     }
@@ -67,7 +58,7 @@ at::Tensor logits_entry(const at::Tensor& q, const Opt& q_sf, const at::Tensor& 
 }
 
 at::Tensor metadata_entry(const at::Tensor& ks, const at::Tensor& ke, int64_t num_kv_tokens, int64_t num_heads) {
-    if (plain({&ks, &ke})) return metadata_kernel<false>(ks, ke, num_kv_tokens, num_heads);
+    if (plain_tensors({&ks, &ke})) return metadata_kernel<false>(ks, ke, num_kv_tokens, num_heads);
     static const auto op = c10::Dispatcher::singleton()
                                .findSchemaOrThrow("deep_gemm::get_mqa_logits_metadata", "")
                                .typed<at::Tensor(const at::Tensor&, const at::Tensor&, int64_t, int64_t)>();
@@ -101,25 +92,12 @@ void register_attention_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
-TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("fp8_mqa_logits(Tensor q, Tensor? q_sf, Tensor kv, Tensor kv_sf, Tensor weights, Tensor cu_seq_len_k_start, "
-          "Tensor cu_seq_len_k_end, bool clean_logits, int max_seqlen_k, ScalarType logits_dtype, Tensor? schedule_meta=None) -> Tensor");
-    m.def("get_mqa_logits_metadata(Tensor cu_seq_len_k_start, Tensor cu_seq_len_k_end, int num_kv_tokens, int num_heads) -> Tensor");
-}
-
-// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors" (the metadata runs anywhere).
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) {
-    m.impl("fp8_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<false>));
-    m.impl("get_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<false>));
-}
-
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) {
-    m.impl("fp8_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<false>));
-    m.impl("get_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<false>));
-}
-
+// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors" (the metadata runs anywhere);
 // Meta (FakeTensor under torch.compile): validation and the output's shape.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) {
-    m.impl("fp8_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<true>));
-    m.impl("get_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<true>));
+TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
+    using namespace deep_gemm::python;
+    def_op(m, table::schema_of("fp8_mqa_logits"),
+           TORCH_FN(logits_kernel<false>), TORCH_FN(logits_kernel<true>));
+    def_op(m, table::schema_of("get_mqa_logits_metadata"),
+           TORCH_FN(metadata_kernel<false>), TORCH_FN(metadata_kernel<true>));
 }

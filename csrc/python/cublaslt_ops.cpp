@@ -4,13 +4,13 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <fmt/format.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <string>
 
 #include "apis/common.hpp"
 #include "apis/cublaslt.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -26,17 +26,10 @@ void kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const
     api::cublaslt_gemm(kLayout, a, b, d, c, kFake);
 }
 
-bool plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
-
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
 template <CublasLtLayout kLayout>
 void entry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c) {
-    if (plain({&a, &b, &d, c.has_value() ? &*c : nullptr})) {
+    if (plain_tensors({&a, &b, &d, opt_ptr(c)})) {
         py::gil_scoped_release no_gil;
         api::cublaslt_gemm(kLayout, a, b, d, c, false);
         return;
@@ -60,7 +53,7 @@ void scaled_kernel(int64_t layout, const at::Tensor& a, const at::Tensor& b, con
 }
 
 void scaled_entry(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c, double alpha) {
-    if (plain({&a, &b, &d, c.has_value() ? &*c : nullptr})) {
+    if (plain_tensors({&a, &b, &d, opt_ptr(c)})) {
         py::gil_scoped_release no_gil;
         scaled_kernel<false>(layout, a, b, d, c, alpha);
         return;
@@ -101,31 +94,19 @@ void register_cublaslt_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
-namespace {
-using deep_gemm::api::CublasLtLayout;
-using deep_gemm::python::kernel;
-using deep_gemm::python::scaled_kernel;
-}  // namespace
-
+// CUDA runs cuBLASLt; CPU gets the same validation and then "requires CUDA tensors"; Meta (FakeTensor under
+// torch.compile): validation only.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("cublaslt_gemm_nt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
-    m.def("cublaslt_gemm_nn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
-    m.def("cublaslt_gemm_tn(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
-    m.def("cublaslt_gemm_tt(Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None) -> ()");
-    m.def("_cublaslt_gemm_scaled(int layout, Tensor a, Tensor b, Tensor(a!) d, Tensor? c, float alpha) -> ()");
+    using namespace deep_gemm::python;
+    using deep_gemm::api::CublasLtLayout;
+    def_op(m, table::schema_of("cublaslt_gemm_nt"), TORCH_FN((kernel<CublasLtLayout::kNt, false>)),
+           TORCH_FN((kernel<CublasLtLayout::kNt, true>)));
+    def_op(m, table::schema_of("cublaslt_gemm_nn"), TORCH_FN((kernel<CublasLtLayout::kNn, false>)),
+           TORCH_FN((kernel<CublasLtLayout::kNn, true>)));
+    def_op(m, table::schema_of("cublaslt_gemm_tn"), TORCH_FN((kernel<CublasLtLayout::kTn, false>)),
+           TORCH_FN((kernel<CublasLtLayout::kTn, true>)));
+    def_op(m, table::schema_of("cublaslt_gemm_tt"), TORCH_FN((kernel<CublasLtLayout::kTt, false>)),
+           TORCH_FN((kernel<CublasLtLayout::kTt, true>)));
+    def_op(m, table::schema_of("_cublaslt_gemm_scaled"),
+           TORCH_FN(scaled_kernel<false>), TORCH_FN(scaled_kernel<true>));
 }
-
-#define DG_CUBLASLT_IMPLS(fake)                                                      \
-    m.impl("cublaslt_gemm_nt", TORCH_FN((kernel<CublasLtLayout::kNt, fake>)));       \
-    m.impl("cublaslt_gemm_nn", TORCH_FN((kernel<CublasLtLayout::kNn, fake>)));       \
-    m.impl("cublaslt_gemm_tn", TORCH_FN((kernel<CublasLtLayout::kTn, fake>)));       \
-    m.impl("cublaslt_gemm_tt", TORCH_FN((kernel<CublasLtLayout::kTt, fake>)));       \
-    m.impl("_cublaslt_gemm_scaled", TORCH_FN((scaled_kernel<fake>)));
-
-// CUDA runs cuBLASLt; CPU gets the same validation and then "requires CUDA tensors".
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) { DG_CUBLASLT_IMPLS(false) }
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) { DG_CUBLASLT_IMPLS(false) }
-// Meta (FakeTensor under torch.compile): validation only.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) { DG_CUBLASLT_IMPLS(true) }
-
-#undef DG_CUBLASLT_IMPLS

@@ -3,7 +3,6 @@
 #include "python/einsum_ops.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "apis/common.hpp"
 #include "apis/einsum.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -33,17 +33,10 @@ void fp8_einsum_kernel(std::string_view expr, const at::Tensor& a, const at::Ten
     api::fp8_einsum(expr, a, sfa, b, sfb, d, c, recipe, kFake);
 }
 
-bool plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
-
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
 void einsum_entry(const std::string& expr, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const Opt& c,
                   bool use_cublaslt) {
-    if (plain({&a, &b, &d, c.has_value() ? &*c : nullptr})) {
+    if (plain_tensors({&a, &b, &d, opt_ptr(c)})) {
         py::gil_scoped_release no_gil;
         api::einsum(expr, a, b, d, c, use_cublaslt, false);
         return;
@@ -56,7 +49,7 @@ void einsum_entry(const std::string& expr, const at::Tensor& a, const at::Tensor
 
 void fp8_einsum_entry(const std::string& expr, const at::Tensor& a, const at::Tensor& sfa, const at::Tensor& b,
                       const at::Tensor& sfb, const at::Tensor& d, const Opt& c, const std::vector<int64_t>& recipe) {
-    if (plain({&a, &sfa, &b, &sfb, &d, c.has_value() ? &*c : nullptr})) {
+    if (plain_tensors({&a, &sfa, &b, &sfb, &d, opt_ptr(c)})) {
         py::gil_scoped_release no_gil;
         api::fp8_einsum(expr, a, sfa, b, sfb, d, c, recipe, false);
         return;
@@ -80,18 +73,12 @@ void register_einsum_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
-TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("einsum(str expr, Tensor a, Tensor b, Tensor(a!) d, Tensor? c=None, bool use_cublaslt=False) -> ()");
-    m.def("fp8_einsum(str expr, Tensor a, Tensor sfa, Tensor b, Tensor sfb, Tensor(a!) d, Tensor? c=None, "
-          "int[] recipe=[1, 128, 128]) -> ()");
-}
-
 // CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors"; Meta (FakeTensor
 // under torch.compile) validates only.
-#define DG_EINSUM_IMPLS(fake)                                                         \
-    m.impl("einsum", TORCH_FN(deep_gemm::python::einsum_kernel<fake>));              \
-    m.impl("fp8_einsum", TORCH_FN(deep_gemm::python::fp8_einsum_kernel<fake>));
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) { DG_EINSUM_IMPLS(false) }
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) { DG_EINSUM_IMPLS(false) }
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) { DG_EINSUM_IMPLS(true) }
-#undef DG_EINSUM_IMPLS
+TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
+    using namespace deep_gemm::python;
+    def_op(m, table::schema_of("einsum"),
+           TORCH_FN(einsum_kernel<false>), TORCH_FN(einsum_kernel<true>));
+    def_op(m, table::schema_of("fp8_einsum"),
+           TORCH_FN(fp8_einsum_kernel<false>), TORCH_FN(fp8_einsum_kernel<true>));
+}

@@ -19,6 +19,7 @@
 #include "apis/layout.hpp"
 #include "python/fast_args.hpp"
 #include "python/gemm_table.hpp"
+#include "python/op_table.hpp"
 
 namespace deep_gemm::python {
 
@@ -28,13 +29,6 @@ using api::GemmOp;
 namespace {
 
 // ---- the dispatcher route -------------------------------------------------------------------------
-
-bool all_plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
 
 const c10::OperatorHandle& op_handle(GemmOp op) {
     static std::array<std::optional<c10::OperatorHandle>, static_cast<int>(GemmOp::kCount)> handles;
@@ -175,7 +169,7 @@ PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObjec
         bind<kOp>(op, args, call, ks, std::make_index_sequence<row.args.size()>());
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
-        } else if (all_plain({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
+        } else if (plain_tensors({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
             py::gil_scoped_release no_gil;
             api::run_gemm(kOp, call);
         } else {
@@ -220,6 +214,23 @@ py::list op_table_for_python() {
     return rows;
 }
 
+// _C._op_table(): [(name, schema or None, backend, [public names], wrapper module)]: the GEMM rows
+// (gemm_table.hpp, whose wrappers deep_gemm/_wrappers.py holds), then the others (op_table.hpp).
+py::list full_op_table_for_python() {
+    py::list rows;
+    for (const OpRow& row : table::kRows) {
+        const char* name = api::gemm_op_spec(row.op).name;
+        rows.append(py::make_tuple(name, torch_schema(row), backend_name(Backend::kJit), py::make_tuple(name), "_wrappers"));
+    }
+    for (const OpTableRow& row : table::kOtherOps) {
+        py::list names;
+        for (const auto& word : py::str(row.public_names).attr("split")()) names.append(word);
+        rows.append(py::make_tuple(row.name, row.schema != nullptr ? py::object(py::str(row.schema)) : py::none(),
+                                   backend_name(row.backend), py::tuple(names), row.wrapper));
+    }
+    return rows;
+}
+
 }  // namespace
 
 void register_gemm_entries(py::module_& m) {
@@ -244,12 +255,14 @@ void register_gemm_entries(py::module_& m) {
         "fp8_gemm_nt's fast path without the device work (host-overhead microbenchmark).");
     m.def("_gemm_op_table", &op_table_for_python,
           "The GEMM op table (csrc/python/gemm_table.hpp): [(name, [(parameter, kind, default or None)])].");
+    m.def("_op_table", &full_op_table_for_python,
+          "Every op (csrc/python/gemm_table.hpp, then op_table.hpp): [(name, schema or None, backend, public names, module)].");
 }
 
 // ---- layout entries --------------------------------------------------------------------------------
 
 at::Tensor mn_major_entry(const at::Tensor& sf) {
-    if (all_plain({&sf})) {
+    if (plain_tensors({&sf})) {
         py::gil_scoped_release no_gil;
         return api::get_mn_major_tma_aligned_tensor(sf);
     }
@@ -264,7 +277,7 @@ at::Tensor transform_sf_entry(const at::Tensor& sf, int64_t mn, int64_t k, const
     const char* name = "transform_sf_into_required_layout";
     const auto r = parse_recipe_object(name, recipe);
     if (not r) api::throw_type_error(fmt::format("{}: recipe is required (a tuple of 3 ints, e.g. (1, 128, 128))", name));
-    if (all_plain({&sf})) {
+    if (plain_tensors({&sf})) {
         py::gil_scoped_release no_gil;
         return api::transform_sf_into_required_layout(sf, mn, k, *r, num_groups, is_sfa, disable_ue8m0_cast);
     }

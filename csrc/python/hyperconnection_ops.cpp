@@ -3,7 +3,6 @@
 #include "python/hyperconnection_ops.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/library.h>
 
 #include <optional>
 
@@ -11,6 +10,7 @@
 #include "apis/hyperconnection.hpp"
 #include "jit_kernels/impls/sm90_tf32_hc_prenorm_gemm.hpp"
 #include "python/jit_tools.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -27,8 +27,7 @@ void hc_kernel(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, co
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
 void hc_entry(const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const at::Tensor& sqr_sum,
               std::optional<int64_t> num_splits) {
-    if (api::no_dispatch_mode_active() and api::is_plain_tensor(a) and api::is_plain_tensor(b) and api::is_plain_tensor(d) and
-        api::is_plain_tensor(sqr_sum)) {
+    if (plain_tensors({&a, &b, &d, &sqr_sum})) {
         py::gil_scoped_release no_gil;
         hc_kernel<false>(a, b, d, sqr_sum, num_splits);
         return;
@@ -64,14 +63,10 @@ void register_hc_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
+// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors"; Meta (FakeTensor under
+// torch.compile): validation only, the op returns nothing.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("tf32_hc_prenorm_gemm(Tensor a, Tensor b, Tensor(a!) d, Tensor(b!) sqr_sum, int? num_splits=None) -> ()");
+    using namespace deep_gemm::python;
+    def_op(m, table::schema_of("tf32_hc_prenorm_gemm"),
+           TORCH_FN(hc_kernel<false>), TORCH_FN(hc_kernel<true>));
 }
-
-// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors".
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) { m.impl("tf32_hc_prenorm_gemm", TORCH_FN(deep_gemm::python::hc_kernel<false>)); }
-
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) { m.impl("tf32_hc_prenorm_gemm", TORCH_FN(deep_gemm::python::hc_kernel<false>)); }
-
-// Meta (FakeTensor under torch.compile): validation only; the op returns nothing.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) { m.impl("tf32_hc_prenorm_gemm", TORCH_FN(deep_gemm::python::hc_kernel<true>)); }

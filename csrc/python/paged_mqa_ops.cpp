@@ -4,7 +4,6 @@
 #include "python/paged_mqa_ops.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 #include "apis/paged_attention.hpp"
 #include "jit_kernels/impls/sm90_fp8_paged_mqa_logits.hpp"
 #include "python/jit_tools.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -35,18 +35,9 @@ at::Tensor logits_kernel(const at::Tensor& q, const Opt& q_sf, const at::Tensor&
                                      max_context_len, clean_logits, logits_bf16, indices, kFake);
 }
 
-bool plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
-
-const at::Tensor* ptr(const Opt& t) { return t.has_value() ? &*t : nullptr; }
-
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
 at::Tensor metadata_entry(const at::Tensor& context_lens, int64_t block_kv, int64_t num_sms, const Opt& indices) {
-    if (plain({&context_lens, ptr(indices)})) {
+    if (plain_tensors({&context_lens, opt_ptr(indices)})) {
         py::gil_scoped_release no_gil;
         return metadata_kernel<false>(context_lens, block_kv, num_sms, indices);
     }
@@ -59,7 +50,7 @@ at::Tensor metadata_entry(const at::Tensor& context_lens, int64_t block_kv, int6
 at::Tensor logits_entry(const at::Tensor& q, const Opt& q_sf, const at::Tensor& kv_cache, const at::Tensor& weights,
                         const at::Tensor& context_lens, const at::Tensor& block_table, const at::Tensor& schedule_meta,
                         int64_t max_context_len, bool clean_logits, bool logits_bf16, const Opt& indices) {
-    if (plain({&q, ptr(q_sf), &kv_cache, &weights, &context_lens, &block_table, &schedule_meta, ptr(indices)})) {
+    if (plain_tensors({&q, opt_ptr(q_sf), &kv_cache, &weights, &context_lens, &block_table, &schedule_meta, opt_ptr(indices)})) {
         py::gil_scoped_release no_gil;
         return logits_kernel<false>(q, q_sf, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits,
                                     logits_bf16, indices);
@@ -94,26 +85,12 @@ void register_paged_mqa_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
-TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("get_paged_mqa_logits_metadata(Tensor context_lens, int block_kv, int num_sms, Tensor? indices=None) -> Tensor");
-    m.def("fp8_paged_mqa_logits(Tensor q, Tensor? q_sf, Tensor kv_cache, Tensor weights, Tensor context_lens, Tensor block_table, "
-          "Tensor schedule_meta, int max_context_len, bool clean_logits=False, bool logits_bf16=False, Tensor? indices=None) -> Tensor");
-}
-
 // CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors" (the metadata op runs
-// on CPU as well: it is tensor arithmetic).
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) {
-    m.impl("get_paged_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<false>));
-    m.impl("fp8_paged_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<false>));
-}
-
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) {
-    m.impl("get_paged_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<false>));
-    m.impl("fp8_paged_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<false>));
-}
-
-// Meta (FakeTensor under torch.compile): validation and the output's shape.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) {
-    m.impl("get_paged_mqa_logits_metadata", TORCH_FN(deep_gemm::python::metadata_kernel<true>));
-    m.impl("fp8_paged_mqa_logits", TORCH_FN(deep_gemm::python::logits_kernel<true>));
+// on CPU as well: it is tensor arithmetic); Meta (FakeTensor under torch.compile): validation and the output's shape.
+TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
+    using namespace deep_gemm::python;
+    def_op(m, table::schema_of("get_paged_mqa_logits_metadata"),
+           TORCH_FN(metadata_kernel<false>), TORCH_FN(metadata_kernel<true>));
+    def_op(m, table::schema_of("fp8_paged_mqa_logits"),
+           TORCH_FN(logits_kernel<false>), TORCH_FN(logits_kernel<true>));
 }

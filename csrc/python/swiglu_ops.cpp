@@ -3,7 +3,6 @@
 #include "python/swiglu_ops.hpp"
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/library.h>
 
 #include <optional>
 #include <string_view>
@@ -14,6 +13,7 @@
 #include "python/fast_args.hpp"
 #include "jit_kernels/impls/swiglu_fp8_quant.hpp"
 #include "python/jit_tools.hpp"
+#include "python/op_table.hpp"
 
 namespace py = pybind11;
 
@@ -52,15 +52,6 @@ at::Tensor apply_kernel(const at::Tensor& x, const at::Tensor& out, const Opt& w
     return api::apply_weight_to_fp8(x, out, w, avail, options(npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, fast_math), kFake);
 }
 
-bool plain(std::initializer_list<const at::Tensor*> tensors) {
-    if (not api::no_dispatch_mode_active()) return false;
-    for (const at::Tensor* t : tensors)
-        if (t != nullptr and t->defined() and not api::is_plain_tensor(*t)) return false;
-    return true;
-}
-
-const at::Tensor* ptr(const Opt& t) { return t.has_value() ? &*t : nullptr; }
-
 // Plain CPU/CUDA tensors run directly (GIL released); anything else goes through the dispatcher op.
 Triple swiglu_entry(const at::Tensor& x, const Opt& w, const Opt& avail, const py::object& npc_obj, bool col_major, bool round_scale,
                     bool ue8m0, std::optional<double> clamp, const std::string& fmt, const py::object& num_sms_obj, bool output_bf16,
@@ -68,7 +59,7 @@ Triple swiglu_entry(const at::Tensor& x, const Opt& w, const Opt& avail, const p
     const char* name = "swiglu_apply_weight_to_fp8";
     const int64_t npc = int64_arg(name, "num_per_channels", npc_obj);
     const std::optional<int64_t> num_sms = opt_int64_arg(name, "num_sms", num_sms_obj);
-    if (plain({&x, ptr(w), ptr(avail)})) {
+    if (plain_tensors({&x, opt_ptr(w), opt_ptr(avail)})) {
         py::gil_scoped_release no_gil;
         return swiglu_kernel<false>(x, w, avail, npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, output_bf16, fast_math);
     }
@@ -85,7 +76,7 @@ at::Tensor apply_entry(const at::Tensor& x, const at::Tensor& out, const Opt& w,
     const char* name = "apply_weight_to_fp8";
     const int64_t npc = int64_arg(name, "num_per_channels", npc_obj);
     const std::optional<int64_t> num_sms = opt_int64_arg(name, "num_sms", num_sms_obj);
-    if (plain({&x, &out, ptr(w), ptr(avail)})) {
+    if (plain_tensors({&x, &out, opt_ptr(w), opt_ptr(avail)})) {
         py::gil_scoped_release no_gil;
         return apply_kernel<false>(x, out, w, avail, npc, col_major, round_scale, ue8m0, clamp, fmt, num_sms, fast_math);
     }
@@ -132,28 +123,12 @@ void register_quant_entries(py::module_& m) {
 
 }  // namespace deep_gemm::python
 
+// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors"; Meta (FakeTensor under
+// torch.compile): validation and the outputs' shapes and scale layouts.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
-    m.def("swiglu_apply_weight_to_fp8(Tensor x, Tensor? topk_weights, Tensor? avail_tokens, int num_per_channels, "
-          "bool use_col_major_scales, bool round_scale, bool ue8m0_scale, float? clamp_value=None, str fmt=\"e4m3\", "
-          "int? num_sms=None, bool output_bf16=False, bool fast_math=True) -> (Tensor, Tensor, Tensor)");
-    m.def("apply_weight_to_fp8(Tensor x, Tensor(a!) out, *, Tensor? topk_weights=None, Tensor? avail_tokens=None, "
-          "int num_per_channels=128, bool use_col_major_scales=True, bool round_scale=False, bool ue8m0_scale=False, "
-          "float? clamp_value=None, str fmt=\"e4m3\", int? num_sms=None, bool fast_math=True) -> Tensor");
-}
-
-// CUDA runs the kernel; CPU gets the same validation and then "requires CUDA tensors".
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) {
-    m.impl("swiglu_apply_weight_to_fp8", TORCH_FN(deep_gemm::python::swiglu_kernel<false>));
-    m.impl("apply_weight_to_fp8", TORCH_FN(deep_gemm::python::apply_kernel<false>));
-}
-
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) {
-    m.impl("swiglu_apply_weight_to_fp8", TORCH_FN(deep_gemm::python::swiglu_kernel<false>));
-    m.impl("apply_weight_to_fp8", TORCH_FN(deep_gemm::python::apply_kernel<false>));
-}
-
-// Meta (FakeTensor under torch.compile): validation and the outputs' shapes and scale layouts.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) {
-    m.impl("swiglu_apply_weight_to_fp8", TORCH_FN(deep_gemm::python::swiglu_kernel<true>));
-    m.impl("apply_weight_to_fp8", TORCH_FN(deep_gemm::python::apply_kernel<true>));
+    using namespace deep_gemm::python;
+    def_op(m, table::schema_of("swiglu_apply_weight_to_fp8"),
+           TORCH_FN(swiglu_kernel<false>), TORCH_FN(swiglu_kernel<true>));
+    def_op(m, table::schema_of("apply_weight_to_fp8"),
+           TORCH_FN(apply_kernel<false>), TORCH_FN(apply_kernel<true>));
 }

@@ -2,9 +2,6 @@
 // torch.ops.deep_gemm.<op> runs eagerly and traces under torch.compile(fullgraph=True) and FakeTensor.
 // The GEMM schemas and kernels come from the op table (gemm_table.hpp); the kernels share the validation
 // and launch code of csrc/apis with the fast path (fast_entries.cpp).
-#include <torch/library.h>
-
-
 #include <optional>
 #include <utility>
 #include <vector>
@@ -12,6 +9,7 @@
 #include "apis/gemm.hpp"
 #include "apis/layout.hpp"
 #include "python/gemm_table.hpp"
+#include "python/op_table.hpp"
 
 using namespace deep_gemm;
 using api::GemmCall;
@@ -94,16 +92,12 @@ void gemm_kernel(const c10::OperatorHandle&, torch::jit::Stack* stack) {
     torch::jit::drop(*stack, n);
 }
 
-template <bool kFake, size_t... I>
-void register_gemm_kernels(torch::Library& m, std::index_sequence<I...>) {
-    (m.impl(api::gemm_op_spec(static_cast<GemmOp>(I)).name,
-            torch::CppFunction::makeFromBoxedFunction<&gemm_kernel<static_cast<GemmOp>(I), kFake>>()),
+template <size_t... I>
+void register_gemm_ops(torch::Library& m, std::index_sequence<I...>) {
+    (python::def_op(m, python::torch_schema(python::gemm_op_row(static_cast<GemmOp>(I))).c_str(),
+                    [] { return torch::CppFunction::makeFromBoxedFunction<&gemm_kernel<static_cast<GemmOp>(I), false>>(); },
+                    [] { return torch::CppFunction::makeFromBoxedFunction<&gemm_kernel<static_cast<GemmOp>(I), true>>(); }),
      ...);
-}
-
-template <bool kFake>
-void register_gemm_kernels(torch::Library& m) {
-    register_gemm_kernels<kFake>(m, std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
 }
 
 // ---- layout ops -----------------------------------------------------------------------------------
@@ -129,29 +123,12 @@ at::Tensor transform_sf_meta(const at::Tensor& sf, c10::SymInt mn, c10::SymInt k
 
 // ---- torch.library registration -------------------------------------------------------------------
 
+// CUDA and CPU kernels: validation, then the launch or "requires CUDA tensors" (the layout utilities have a CPU
+// fallback); Meta (also what FakeTensor runs under torch.compile): validation and output shapes only.
 TORCH_LIBRARY(deep_gemm, m) {
-    for (const OpRow& row : python::table::kRows) m.def(python::torch_schema(row).c_str());
-    m.def("get_mn_major_tma_aligned_tensor(Tensor sf) -> Tensor");
-    m.def("transform_sf_into_required_layout(Tensor sf, SymInt mn, SymInt k, int[] recipe, int? num_groups=None, bool is_sfa=False, "
-          "bool disable_ue8m0_cast=False) -> Tensor");
-}
-
-TORCH_LIBRARY_IMPL(deep_gemm, CUDA, m) {
-    register_gemm_kernels<false>(m);
-    m.impl("get_mn_major_tma_aligned_tensor", TORCH_FN(mn_major_op));
-    m.impl("transform_sf_into_required_layout", TORCH_FN(transform_sf_op));
-}
-
-// CPU: the same validation, then "requires CUDA tensors" (the layout utilities have a CPU fallback).
-TORCH_LIBRARY_IMPL(deep_gemm, CPU, m) {
-    register_gemm_kernels<false>(m);
-    m.impl("get_mn_major_tma_aligned_tensor", TORCH_FN(mn_major_op));
-    m.impl("transform_sf_into_required_layout", TORCH_FN(transform_sf_op));
-}
-
-// Meta (also what FakeTensor runs under torch.compile): validation and output shapes only.
-TORCH_LIBRARY_IMPL(deep_gemm, Meta, m) {
-    register_gemm_kernels<true>(m);
-    m.impl("get_mn_major_tma_aligned_tensor", TORCH_FN(api::get_mn_major_tma_aligned_tensor_meta));
-    m.impl("transform_sf_into_required_layout", TORCH_FN(transform_sf_meta));
+    register_gemm_ops(m, std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
+    python::def_op(m, python::table::schema_of("get_mn_major_tma_aligned_tensor"), TORCH_FN(mn_major_op),
+                   TORCH_FN(api::get_mn_major_tma_aligned_tensor_meta));
+    python::def_op(m, python::table::schema_of("transform_sf_into_required_layout"),
+                   TORCH_FN(transform_sf_op), TORCH_FN(transform_sf_meta));
 }

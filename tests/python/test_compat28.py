@@ -57,7 +57,7 @@ def test_fp8_alpha_keeps_the_sfb_dtype_check():
 
 def _capture(monkeypatch, name):
     calls = []
-    monkeypatch.setitem(deep_gemm.__dict__, f'_c_{name}', lambda *args: calls.append(args))
+    monkeypatch.setitem(deep_gemm._wrappers.__dict__, f'_c_{name}', lambda *args: calls.append(args))
     return calls
 
 

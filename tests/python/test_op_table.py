@@ -12,6 +12,7 @@ import deep_gemm
 from deep_gemm import _C
 from deep_gemm._gemm_docs import DOCS
 from op_cases import CASES, CASES_BY_NAME
+from pyrun import run_python
 
 TABLE = dict(_C._gemm_op_table())
 _REQUIRED = object()
@@ -30,12 +31,21 @@ def signature_params(fn):
 
 
 def test_table_has_every_gemm_op_once_with_a_docstring():
-    # cublaslt_gemm_* are not GemmOps (csrc/apis/cublaslt.cpp): written by hand, not in the table
+    # cublaslt_gemm_* are not GemmOps (csrc/apis/cublaslt.cpp): rows of csrc/python/op_table.hpp, not of this table
     assert sorted(TABLE) == sorted(c.name for c in CASES if not c.name.startswith('cublaslt_'))
     assert len(TABLE) == len(_C._gemm_op_table())
-    assert sorted(DOCS) == sorted(TABLE)
-    for name in TABLE:
+    # the generated wrappers: the GEMM rows, then the op_table.hpp rows whose module is _wrappers (cuBLASLt)
+    assert sorted(DOCS) == sorted(deep_gemm._wrappers.__all__)
+    assert sorted([*TABLE, 'cublaslt_gemm_nt', 'cublaslt_gemm_nn', 'cublaslt_gemm_tn', 'cublaslt_gemm_tt']) == sorted(DOCS)
+    for name in DOCS:
         assert getattr(deep_gemm, name).__doc__ == DOCS[name]
+
+
+def test_public_names_come_from_the_table():
+    # deep_gemm/_wrappers.py lists the rows in table order; deep_gemm.__all__ takes them from there.
+    assert deep_gemm._wrappers.__all__[:len(TABLE)] == [name for name, _ in _C._gemm_op_table()]
+    assert set(TABLE) <= set(deep_gemm.__all__)
+    assert len(deep_gemm.__all__) == len(set(deep_gemm.__all__))
 
 
 @pytest.mark.parametrize('name', sorted(TABLE))
@@ -44,7 +54,7 @@ def test_wrapper_and_fast_entry_follow_the_table(name):
     extras = [(p.split(':')[0].split('=')[0].strip(), None) for p in deep_gemm._compat28.wrapper_extras(name)[0]]
     assert signature_params(getattr(deep_gemm, name)) == table_params(name) + extras
     assert signature_params(getattr(_C, name)) == table_params(name)
-    assert getattr(deep_gemm, f'_c_{name}') is getattr(_C, name)
+    assert getattr(deep_gemm._wrappers, f'_c_{name}') is getattr(_C, name)
 
 
 @pytest.mark.parametrize('name', sorted(TABLE))
@@ -71,13 +81,13 @@ class _RecordingOps:
         return lambda *args: self.calls.append((name, args))
 
 
-@pytest.mark.parametrize('name', sorted(TABLE))
+@pytest.mark.parametrize('name', sorted(DOCS))
 def test_traced_route_passes_the_schema_arguments(name, monkeypatch):
     """With _tracing() true, the wrapper calls torch.ops.deep_gemm.<name> with arguments the op accepts
     (run here on meta tensors: validation only)."""
     recorder = _RecordingOps()
-    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
-    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    monkeypatch.setattr(deep_gemm._wrappers, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm._wrappers, '_ops', recorder)
     args, kwargs, _ = CASES_BY_NAME[name].build('meta')
     getattr(deep_gemm, name)(*args, **kwargs)
     assert [call_name for call_name, _ in recorder.calls] == [name]
@@ -86,9 +96,52 @@ def test_traced_route_passes_the_schema_arguments(name, monkeypatch):
 
 def test_traced_route_merges_recipe_a_and_recipe_b(monkeypatch):
     recorder = _RecordingOps()
-    monkeypatch.setattr(deep_gemm, '_tracing', lambda: True)
-    monkeypatch.setattr(deep_gemm, '_ops', recorder)
+    monkeypatch.setattr(deep_gemm._wrappers, '_tracing', lambda: True)
+    monkeypatch.setattr(deep_gemm._wrappers, '_ops', recorder)
     args, _, _ = CASES_BY_NAME['fp8_gemm_nt'].build('meta')
     deep_gemm.fp8_gemm_nt(*args, recipe_a=(1, 128), recipe_b=(128, 128))
     (_, op_args), = recorder.calls
     assert op_args[6] == [1, 128, 128]  # after a, sfa, b, sfb, d, c
+
+
+# ---- the whole op table: the GEMM rows, then csrc/python/op_table.hpp ---------------------------------
+
+OPS = _C._op_table()
+BACKENDS = {'jit', 'cublaslt', 'torch', 'host', 'none'}
+
+
+def test_op_table_starts_with_the_gemm_rows():
+    assert [row[0] for row in OPS[:len(TABLE)]] == [name for name, _ in _C._gemm_op_table()]
+    assert len({row[0] for row in OPS}) == len(OPS)
+
+
+def test_every_torch_op_is_a_row_with_its_schema_and_three_kernels():
+    # In a fresh process: deep_gemm.legacy, once imported, adds its Triton ops to the namespace from Python.
+    result = run_python("""
+        import torch, deep_gemm
+        print(' '.join(sorted(n.split('::', 1)[1] for n in torch._C._dispatch_get_all_op_names() if n.startswith('deep_gemm::'))))
+    """)
+    assert result.returncode == 0, result.stderr
+    registered = result.stdout.split()
+    rows = {name: schema for name, schema, *_ in OPS if schema is not None}
+    assert sorted(rows) == registered
+    for name, schema in rows.items():
+        assert str(getattr(torch.ops.deep_gemm, name).default._schema) == str(torch._C.parse_schema('deep_gemm::' + schema))
+        for key in ('CUDA', 'CPU', 'Meta'):
+            assert torch._C._dispatch_has_kernel_for_dispatch_key('deep_gemm::' + name, key), (name, key)
+
+
+@pytest.mark.parametrize('row', OPS, ids=[row[0] for row in OPS])
+def test_every_public_name_is_exported_from_the_rows_module(row):
+    name, schema, backend, public, module = row
+    assert backend in BACKENDS
+    assert schema is not None or public, f'{name}: a row without a torch op must be public'
+    for public_name in public:
+        assert public_name in deep_gemm.__all__
+        assert getattr(deep_gemm, public_name).__module__ == 'deep_gemm' + ('.' + module if module else ''), public_name
+
+
+def test_all_starts_with_the_tables_public_names():
+    names = [public for row in OPS for public in row[3]]
+    assert deep_gemm._wrappers.PUBLIC_OPS == names
+    assert deep_gemm.__all__[1:1 + len(names)] == names

@@ -81,3 +81,23 @@ def test_generated_gemm_stubs_are_current():
     with open(STUB) as f:
         text = f.read()
     assert update_stub_text(text, _C) == text, 'deep_gemm/_C.pyi is stale: run PYTHONPATH=$PWD python3 scripts/gen_stubs.py'
+
+
+def test_generated_wrappers_are_current():
+    # deep_gemm/_wrappers.py (the public GEMM wrappers) is written from the op table by scripts/gen_stubs.py.
+    from deep_gemm._gemm_docs import DOCS
+    from deep_gemm._gemm_surface import wrappers_module_text
+    with open(deep_gemm._wrappers.__file__) as f:
+        text = f.read()
+    assert wrappers_module_text(_C._gemm_op_table(), DOCS, _C._op_table()) == text, \
+        'deep_gemm/_wrappers.py is stale: run PYTHONPATH=$PWD python3 scripts/gen_stubs.py'
+
+
+def test_gen_stubs_check_runs_without_importing_the_package():
+    # The script must work while _wrappers.py is stale (it loads deep_gemm's modules without __init__.py).
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(deep_gemm.__file__))
+    result = subprocess.run([sys.executable, os.path.join(root, 'scripts', 'gen_stubs.py'), '--check'], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
