@@ -5,13 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <type_traits>
 
 #include "../../deep_gemm/include/deep_gemm/impls/layout_transpose_sf_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_bf16_gemm_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_mqa_logits_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_fp8_paged_mqa_logits_params.hpp"
 #include "../../deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm_params.hpp"
+#include "../../deep_gemm/include/deep_gemm/impls/swiglu_fp8_quant_params.hpp"
 #include "jit_kernels/impls/kernel_source.hpp"
 
 namespace {
@@ -55,6 +58,18 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_LAYOUT_TRANSPOSE_SF_PARAMS))),
               squeeze("const float* __restrict__ in, float* __restrict__ out, int m, int k, int aligned_m, "
                       "long long in_stride_g, long long in_stride_m, long long in_stride_k"));
+    // DG_DEVICE_TYPE pointers (the instance's logits / input type, __nv_bfloat16) read as void* here, on the host;
+    // NVCC and NVRTC read the real types (MqaLogitsCompile builds them; scripts/sass_ab.py compares the SASS).
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_MQA_LOGITS_PARAMS))),
+              squeeze(tmap + "tmap_q, " + tmap +
+                      "tmap_kv, const float* kv_scale, const float* weights, unsigned long long ld_w, "
+                      "const int* ks, const int* ke, void* logits, unsigned long long ld_logits, unsigned seq_len, "
+                      "unsigned seq_len_kv, unsigned num_cols"));
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SWIGLU_FP8_QUANT_PARAMS))),
+              squeeze("const void* __restrict__ x, long long x_stride, unsigned char* __restrict__ y, "
+                      "long long y_stride, void* __restrict__ sf, long long sf_stride, void* __restrict__ y_bf16, "
+                      "long long y_bf16_stride, const float* __restrict__ weights, const int* __restrict__ "
+                      "avail_tokens, int num_tokens, int hidden, int num_groups, float clamp"));
     // The implementation receives them in the same order.
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_NAMES(DG_SM90_FP8_GEMM_1D1D_PARAMS))),
               "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
@@ -86,6 +101,10 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
     expect_fields_in_order<dg::Sm90Tf32HcPrenormGemmParams>(14);
     expect_fields_in_order<dg::LayoutTransposeSfParams>(8);
+    expect_fields_in_order<dg::Sm90Fp8MqaLogitsParams>(12);
+    expect_fields_in_order<dg::SwigluFp8QuantParams>(14);
+    static_assert(std::is_same_v<decltype(dg::Sm90Fp8MqaLogitsParams::logits), void*>);
+    static_assert(std::is_same_v<decltype(dg::SwigluFp8QuantParams::y_bf16), void* __restrict__>);
     // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
     static_assert(sizeof(dg::paged_mqa::Args) == 88);
     static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));

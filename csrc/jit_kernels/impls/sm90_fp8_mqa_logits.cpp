@@ -3,6 +3,8 @@
 #include <string>
 
 #include "common.hpp"
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_mqa_logits_params.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -35,31 +37,39 @@ int mqa_logits_smem_bytes(const MqaLogitsConfig& c) {
     return align1024(kMqaQTileColumns * c.head_dim) + kMqaStages * align1024(64 * c.head_dim) + (1 + 2 * kMqaStages) * 8;
 }
 
+namespace {
+
+// Before the entry point: the host's shared memory formula and thread count, checked by the device.
+constexpr char kPreludeTemplate[] =
+    "#define DG_WGMMA_FP8_N {columns}\n"
+    "#define DG_WGMMA_BF16_N 0\n"
+    "#define DG_MQA_LOGITS_T {logits_t}\n"
+    "#include <deep_gemm/impls/sm90_fp8_mqa_logits.cuh>\n"
+    "\n"
+    "using Layout = deep_gemm::mqa::Sm90MqaLogitsLayout<{params}>;\n"
+    "static_assert(Layout::kSmemBytes == {smem}, \"host smem formula\");\n"
+    "static_assert(Layout::kNumThreads == {threads}, \"host thread count\");\n";
+constexpr char kBodyTemplate[] =
+    "    deep_gemm::mqa::sm90_fp8_mqa_logits_impl<{params}, DG_MQA_LOGITS_T, {compressed}, {clean}>(\n"
+    "        {args});\n";
+
+}  // namespace
+
 jit::KernelSource sm90_fp8_mqa_logits_source(const MqaLogitsConfig& c) {
     check_config(c);
     const int queries = mqa_queries_per_block(c.num_heads);
     const std::string symbol = "deep_gemm_sm90_fp8_mqa_logits_h" + std::to_string(c.num_heads) + "_d" + std::to_string(c.head_dim) +
                                (c.bf16_logits ? "_bf16" : "_f32") + (c.compressed ? "_compressed" : "") + (c.clean ? "_clean" : "");
-    const std::string out_t = c.bf16_logits ? "__nv_bfloat16" : "float";
-    const std::string params = std::to_string(c.num_heads) + ", " + std::to_string(c.head_dim) + ", " + std::to_string(queries) + ", " +
-                               std::to_string(kMqaStages);
-    std::string code =
-        "#define DG_WGMMA_FP8_N " + std::to_string(kMqaQTileColumns) + "\n"
-        "#define DG_WGMMA_BF16_N 0\n"
-        "#include <deep_gemm/impls/sm90_fp8_mqa_logits.cuh>\n"
-        "\n"
-        "using Layout = deep_gemm::mqa::Sm90MqaLogitsLayout<" + params + ">;\n"
-        "static_assert(Layout::kSmemBytes == " + std::to_string(mqa_logits_smem_bytes(c)) + ", \"host smem formula\");\n"
-        "static_assert(Layout::kNumThreads == " + std::to_string(kMqaThreads) + ", \"host thread count\");\n"
-        "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kMqaThreads) + ", 1)\n" +
-        symbol + "(const __grid_constant__ deep_gemm::TmaDescriptor tmap_q, const __grid_constant__ deep_gemm::TmaDescriptor tmap_kv,\n"
-        "        const float* kv_scale, const float* weights, unsigned long long ld_w, const int* ks, const int* ke,\n"
-        "        " + out_t + "* logits, unsigned long long ld_logits, unsigned seq_len, unsigned seq_len_kv, unsigned num_cols) {\n"
-        "    deep_gemm::mqa::sm90_fp8_mqa_logits_impl<" + params + ", " + out_t + ", " + (c.compressed ? "true" : "false") + ", " +
-        (c.clean ? "true" : "false") + ">(\n"
-        "        tmap_q, tmap_kv, kv_scale, weights, ld_w, ks, ke, logits, ld_logits, seq_len, seq_len_kv, num_cols);\n"
-        "}\n";
+    const std::string params = fmt::format("{}, {}, {}, {}", c.num_heads, c.head_dim, queries, kMqaStages);
+    const std::string prelude =
+        fmt::format(kPreludeTemplate, fmt::arg("columns", kMqaQTileColumns),
+                    fmt::arg("logits_t", c.bf16_logits ? "__nv_bfloat16" : "float"), fmt::arg("params", params),
+                    fmt::arg("smem", mqa_logits_smem_bytes(c)), fmt::arg("threads", kMqaThreads));
+    const std::string body = fmt::format(kBodyTemplate, fmt::arg("params", params),
+                                         fmt::arg("compressed", c.compressed ? "true" : "false"),
+                                         fmt::arg("clean", c.clean ? "true" : "false"),
+                                         fmt::arg("args", param_names<Sm90Fp8MqaLogitsParams>()));
+    std::string code = render_kernel_source<Sm90Fp8MqaLogitsParams>({prelude, symbol, kMqaThreads, body, ""});
     return jit::KernelSource{"sm90_fp8_mqa_logits", symbol, std::move(code)};
 }
 
@@ -87,18 +97,19 @@ void sm90_fp8_mqa_logits(const MqaLogitsArgs& args) {
     config.smem_bytes = static_cast<unsigned>(mqa_logits_smem_bytes(c));
     config.stream = args.stream;
 
-    const float* kv_scale = args.kv_scale;
-    const float* weights = args.weights;
-    unsigned long long ld_w = static_cast<unsigned long long>(args.weights_stride);
-    const int* ks = args.ks;
-    const int* ke = args.ke;
-    void* logits = args.logits;
-    unsigned long long ld_logits = static_cast<unsigned long long>(args.logits_stride);
-    unsigned seq_len = static_cast<unsigned>(args.seq_len), seq_len_kv = static_cast<unsigned>(args.seq_len_kv),
-             num_cols = static_cast<unsigned>(args.num_cols);
-    void* params[] = {const_cast<CUtensorMap*>(&tmap_q), const_cast<CUtensorMap*>(&tmap_kv), &kv_scale, &weights, &ld_w, &ks, &ke,
-                      &logits, &ld_logits, &seq_len, &seq_len_kv, &num_cols};
-    kernel.launch(config, params);
+    Sm90Fp8MqaLogitsParams params{tma_descriptor(tmap_q),
+                                  tma_descriptor(tmap_kv),
+                                  args.kv_scale,
+                                  args.weights,
+                                  static_cast<unsigned long long>(args.weights_stride),
+                                  args.ks,
+                                  args.ke,
+                                  args.logits,
+                                  static_cast<unsigned long long>(args.logits_stride),
+                                  static_cast<unsigned>(args.seq_len),
+                                  static_cast<unsigned>(args.seq_len_kv),
+                                  static_cast<unsigned>(args.num_cols)};
+    launch_with_params(kernel, config, params);
 }
 
 }  // namespace deep_gemm::kernels

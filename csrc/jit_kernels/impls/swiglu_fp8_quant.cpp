@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "kernel_source.hpp"
+#include "../../../deep_gemm/include/deep_gemm/impls/swiglu_fp8_quant_params.hpp"
+
 namespace deep_gemm::kernels {
 
 namespace {
@@ -24,6 +27,15 @@ const char* input_tag(QuantInput in) {
 }
 
 const char* b(bool v) { return v ? "true" : "false"; }
+
+// The input's element type is the instance's (swiglu_fp8_quant_params.hpp).
+constexpr char kPreludeTemplate[] =
+    "#define DG_SWIGLU_INPUT_T {}\n"
+    "#include <deep_gemm/impls/swiglu_fp8_quant.cuh>\n";
+constexpr char kBodyTemplate[] =
+    "    deep_gemm::quant::fp8_quant<DG_SWIGLU_INPUT_T, {swiglu}, {group}, {sf_layout}, {round_scale}, {weights}, "
+    "{clamp}, {output_bf16}, {fast_math}, {threads}>(\n"
+    "        {args});\n";
 
 jit::KernelTable<QuantConfig, QuantConfigHash>& table() {
     static jit::KernelTable<QuantConfig, QuantConfigHash> instance;
@@ -47,23 +59,16 @@ jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& c) {
                                std::to_string(c.group) + "_" + kSf[static_cast<int>(c.sf_layout)] + (c.round_scale ? "_pow2" : "") +
                                (c.has_weights ? "_w" : "") + (c.has_clamp ? "_clamp" : "") + (c.output_bf16 ? "_bf16out" : "") +
                                (c.fast_math ? "_fast" : "");
-    const std::string threads = std::to_string(kQuantThreads);
-    std::string code =
-        "#include <deep_gemm/impls/swiglu_fp8_quant.cuh>\n"
-        "\n"
-        "using InputT = " + std::string(input_type(c.input)) + ";\n"
-        "\n"
-        "extern \"C\" __global__ void __launch_bounds__(" + threads + ", " + std::to_string(kQuantBlocksPerSm) + ")\n" +
-        symbol + "(const InputT* __restrict__ x, long long x_stride, unsigned char* __restrict__ y, long long y_stride,\n"
-        "        void* __restrict__ sf, long long sf_stride, __nv_bfloat16* __restrict__ y_bf16, long long y_bf16_stride,\n"
-        "        const float* __restrict__ weights, const int* __restrict__ avail_tokens, int num_tokens, int hidden,\n"
-        "        int num_groups, float clamp) {\n"
-        "    deep_gemm::quant::fp8_quant<InputT, " + b(c.swiglu) + ", " + std::to_string(c.group) + ", " +
-        std::to_string(static_cast<int>(c.sf_layout)) + ", " + b(c.round_scale) + ", " + b(c.has_weights) + ", " + b(c.has_clamp) +
-        ", " + b(c.output_bf16) + ", " + b(c.fast_math) + ", " + threads + ">(\n"
-        "        x, x_stride, y, y_stride, sf, sf_stride, y_bf16, y_bf16_stride, weights, avail_tokens, num_tokens, hidden,\n"
-        "        num_groups, clamp);\n"
-        "}\n";
+    const std::string prelude = fmt::format(kPreludeTemplate, input_type(c.input));
+    const std::string body =
+        fmt::format(kBodyTemplate, fmt::arg("swiglu", b(c.swiglu)), fmt::arg("group", c.group),
+                    fmt::arg("sf_layout", static_cast<int>(c.sf_layout)), fmt::arg("round_scale", b(c.round_scale)),
+                    fmt::arg("weights", b(c.has_weights)), fmt::arg("clamp", b(c.has_clamp)),
+                    fmt::arg("output_bf16", b(c.output_bf16)), fmt::arg("fast_math", b(c.fast_math)),
+                    fmt::arg("threads", kQuantThreads), fmt::arg("args", param_names<SwigluFp8QuantParams>()));
+    KernelEntry entry{prelude, symbol, kQuantThreads, body, ""};
+    entry.min_blocks = kQuantBlocksPerSm;
+    std::string code = render_kernel_source<SwigluFp8QuantParams>(entry);
     return jit::KernelSource{"swiglu_fp8_quant", symbol, std::move(code)};
 }
 
@@ -90,18 +95,11 @@ void swiglu_fp8_quant(const QuantArgs& args) {
     config.block[0] = kQuantThreads;
     config.stream = args.stream;
 
-    const void* x = args.x;
-    uint8_t* y = args.y;
-    void* sf = args.sf;
-    void* y_bf16 = args.y_bf16;
-    const float* weights = args.weights;
-    const int* avail = args.avail_tokens;
-    long long x_stride = args.x_stride, y_stride = args.y_stride, sf_stride = args.sf_stride, y_bf16_stride = args.y_bf16_stride;
-    int num_tokens = args.num_tokens, hidden = args.hidden, num_groups = args.num_groups;
-    float clamp = args.clamp;
-    void* params[] = {&x, &x_stride, &y, &y_stride, &sf, &sf_stride, &y_bf16, &y_bf16_stride,
-                      &weights, &avail, &num_tokens, &hidden, &num_groups, &clamp};
-    kernel.launch(config, params);
+    SwigluFp8QuantParams params{args.x,       args.x_stride,       args.y,         args.y_stride,
+                                args.sf,      args.sf_stride,      args.y_bf16,    args.y_bf16_stride,
+                                args.weights, args.avail_tokens,   args.num_tokens, args.hidden,
+                                args.num_groups, args.clamp};
+    launch_with_params(kernel, config, params);
 }
 
 }  // namespace deep_gemm::kernels

@@ -43,6 +43,19 @@ static_assert(sizeof(TmaDescriptor) == 128, "TmaDescriptor must be 128 bytes");
 #define DG_PARAM_NAMES(LIST) LIST(DG_PARAM_NAME_TMAP, DG_PARAM_NAME, DG_PARAM_SEP_COMMA)
 #define DG_PARAM_FIELDS(LIST) LIST(DG_PARAM_FIELD_TMAP, DG_PARAM_FIELD, DG_PARAM_SEP_NONE)
 
+// A pointer whose pointee the host cannot name, a device-only type (__nv_bfloat16, __half) or one the instance
+// picks (a macro the generated source defines before it includes the kernel), is written DG_DEVICE_TYPE(T)* in
+// the list: NVCC and NVRTC (__CUDACC__) read T*, the host compiler reads void*. Pointers only: every object
+// pointer has the size of void* and the launch copies the field's bytes, so the host's struct still matches the
+// entry point (a non-pointer use would be a `void` field, which does not compile).
+#if defined(__CUDACC__)
+#define DG_DEVICE_TYPE(T) T
+#else
+#define DG_DEVICE_TYPE(T) void
+static_assert(sizeof(void*) == sizeof(float*) && sizeof(void*) == sizeof(unsigned short*),
+              "DG_DEVICE_TYPE: the host holds a device type's pointer as void*");
+#endif
+
 // The host's struct of a list: its fields in order, the list's name for the generated source (kList), the
 // number of parameters and a visitor over the fields in order (host code only).
 #define DG_DEFINE_KERNEL_PARAMS(Struct, LIST)                                          \

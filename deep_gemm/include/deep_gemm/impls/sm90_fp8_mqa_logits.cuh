@@ -29,6 +29,7 @@
 #include "../ptx/tma.cuh"
 #include "../ptx/wgmma_helpers.cuh"
 #include "mqa_logits_tile.cuh"
+#include "sm90_fp8_mqa_logits_params.hpp"  // the generated entry point's parameters
 
 namespace deep_gemm::mqa {
 

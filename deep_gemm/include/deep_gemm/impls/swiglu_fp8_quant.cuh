@@ -21,6 +21,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "swiglu_fp8_quant_params.hpp"  // the generated entry point's parameters
+
 namespace deep_gemm::quant {
 
 enum SfLayout : int { kSfColMajor = 0, kSfRowMajor = 1, kSfUe8m0 = 2 };
