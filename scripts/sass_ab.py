@@ -1,7 +1,7 @@
 """Checks that kernel header changes leave existing kernels' machine code alone: plans a few shipped GEMM kernels
-(as the ops plan them for an H200, no GPU needed) and takes a few MQA-logits, paged MQA-logits and HC-prenorm
-kernels from their compile hooks, builds each for sm_90a with the package's headers and with an OLD include
-tree, and compares the SASS text. Exit status 1 when any differs.
+(as the ops plan them for an H200, no GPU needed) and takes a few MQA-logits, paged MQA-logits, HC-prenorm and
+SwiGLU-quant kernels from their compile hooks, builds each for sm_90a with the package's headers and with an OLD
+include tree, and compares the SASS text. Exit status 1 when any differs.
 
     mkdir -p /tmp/old && git archive <commit> deep_gemm/include | tar -x -C /tmp/old
     PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py /tmp/old/deep_gemm/include [--ops ...]
@@ -47,6 +47,9 @@ HOOKS = [
     ('paged_mqa_logits', '_compile_paged_mqa_kernel',
      dict(num_heads=64, next_n=2, lens_2d=False, clean=True, bf16_logits=False)),
     ('tf32_hc_prenorm_gemm', '_compile_hc_prenorm_kernel', dict(m=13, n=24, k=28672)),
+    ('swiglu_fp8_quant', '_compile_quant_kernel',
+     dict(input='bf16', swiglu=True, group=128, sf_layout='ue8m0', round_scale=True, weights=True, clamp=True,
+          output_bf16=True, fast_math=True)),
 ]
 
 
