@@ -15,6 +15,13 @@ from deep_gemm.testing import calc_diff
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8, unpack_ue8m0_from_int
 
 
+def _tests_dir() -> None:
+    """Makes the float references of tests/python importable."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
 def check_layout() -> None:
     for shape in [(100, 7), (3, 129, 5)]:
         sf = torch.randn(*shape, device="cuda")
@@ -451,7 +458,7 @@ def check_legacy_triton() -> None:
 def check_paged_mqa_logits() -> None:
     """Paged MQA logits: ragged 1-D and 2-D context lengths, a shuffled block table, and device data out of range
     (lengths past the table / negative, block indices outside the cache, a junk schedule) that the kernel clamps."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+    _tests_dir()
     import paged_mqa_reference as ref
     torch.manual_seed(0)
     lens = torch.tensor([1, 64, 65, 200, 130], dtype=torch.int32)
@@ -478,13 +485,6 @@ def check_paged_mqa_logits() -> None:
             deep_gemm.fp8_fp4_paged_mqa_logits((args[0], None), args[1], args[2], bad_lens, bad_table, sched, 200, True,
                                                torch.bfloat16)
         torch.cuda.synchronize()
-
-
-def _tests_dir() -> str:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python")
-    if path not in sys.path:
-        sys.path.insert(0, path)
-    return path
 
 
 def check_mqa_logits() -> None:
