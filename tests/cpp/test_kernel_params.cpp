@@ -75,14 +75,14 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
               "tmap_a,tmap_b,tmap_sfa,tmap_sfb,d,c,ldd,ldc,m,n,k");
 }
 
-// visit_fields gives every field once, in declaration (= list) order.
+// visit_members gives every member once, in declaration (= list) order; visit_fields the same count.
 template <typename Params>
 void expect_fields_in_order(int expected_count) {
     Params params{};
     EXPECT_EQ(Params::kNumParams, expected_count);
     int count = 0;
     const char* last = nullptr;
-    params.visit_fields([&](auto& field) {
+    params.visit_members([&](auto& field) {
         const char* here = static_cast<const char*>(static_cast<const void*>(&field));
         EXPECT_TRUE(last == nullptr || here > last) << "field " << count << " out of order";
         EXPECT_TRUE(here >= reinterpret_cast<const char*>(&params) &&
@@ -91,6 +91,19 @@ void expect_fields_in_order(int expected_count) {
         ++count;
     });
     EXPECT_EQ(count, expected_count);
+    // The launch arguments: every tensor map pointed at one descriptor, every argument visited once.
+    dg::TmaDescriptor map{};
+    int tmaps = 0;
+    params.visit_members([&](auto& member) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(member)>, const dg::TmaDescriptor*>) member = &map, ++tmaps;
+    });
+    int args = 0, maps = 0;
+    params.visit_fields([&](auto& field) {
+        ++args;
+        if (static_cast<const void*>(&field) == static_cast<const void*>(&map)) ++maps;
+    });
+    EXPECT_EQ(args, expected_count);
+    EXPECT_EQ(maps, tmaps) << "a tensor map's argument must be the descriptor it points to";
 }
 
 TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
@@ -107,7 +120,7 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     static_assert(std::is_same_v<decltype(dg::SwigluFp8QuantParams::y_bf16), void* __restrict__>);
     // The paged kernel's Args is one struct on both sides (the host no longer mirrors it).
     static_assert(sizeof(dg::paged_mqa::Args) == 88);
-    static_assert(sizeof(dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
+    static_assert(sizeof(*dg::Sm90Fp8Gemm1d2dParams{}.tmap_a) == sizeof(CUtensorMap));
 }
 
 TEST(GemmKernelParams, RenderedEntryPointUsesTheList) {

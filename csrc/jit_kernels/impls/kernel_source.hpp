@@ -7,14 +7,13 @@
 //
 //   render_kernel_source<Params>(entry)   the .cu text, from the fmt template of the entry point
 //   param_names<Params>()                 the entry point's parameters as the kernel body passes them on
-//   tma_descriptor(map)                   a CUtensorMap as a struct's TmaDescriptor field
+//   tma_descriptor(map)                   a CUtensorMap as a struct's tensor-map field (its address)
 //   launch_with_params(kernel, cfg, p)    the launch, one argument per field of p
 #pragma once
 
 #include <cuda.h>
 #include <fmt/format.h>
 
-#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -24,14 +23,13 @@
 
 namespace deep_gemm::kernels {
 
-// The descriptor bytes are copied into the struct (CUtensorMap is 128-byte aligned in CUDA 13's cuda.h; the
-// kernel parameter is 64-byte aligned, which is what TMA needs).
+// A tensor-map field points at the caller's CUtensorMap (e.g. the prepared launch's cached one) and the launch
+// passes that address, so no descriptor is copied per call; the driver copies the 128 bytes into the kernel's
+// parameter space (TmaDescriptor has CUtensorMap's size).
 static_assert(sizeof(CUtensorMap) == sizeof(TmaDescriptor), "TmaDescriptor must hold a CUtensorMap");
 
-inline TmaDescriptor tma_descriptor(const CUtensorMap& map) {
-    TmaDescriptor desc;
-    std::memcpy(&desc, &map, sizeof(desc));
-    return desc;
+inline const TmaDescriptor* tma_descriptor(const CUtensorMap& map) {
+    return reinterpret_cast<const TmaDescriptor*>(&map);
 }
 
 // The parts of one generated source around the entry point's fixed shape.

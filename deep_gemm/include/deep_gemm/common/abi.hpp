@@ -24,8 +24,8 @@ static_assert(sizeof(TmaDescriptor) == 128, "TmaDescriptor must be 128 bytes");
 // A kernel's parameter list is written once, in its impls/<kernel>_params.hpp, as a macro LIST(TMAP, X, SEP):
 // TMAP(name) for a tensor map, X(type, name) for any other parameter, SEP() between two. The generated entry
 // point declares its parameters with DG_PARAM_DECLS(LIST) and hands them on with DG_PARAM_NAMES(LIST); the host
-// fills the struct DG_DEFINE_KERNEL_PARAMS(Struct, LIST) defines and launches with the address of each field, in
-// the list's order (visit_fields; csrc/jit_kernels/impls/kernel_source.hpp). Separate parameters, not one struct parameter: the compiler loads
+// fills the struct DG_DEFINE_KERNEL_PARAMS(Struct, LIST) defines and launches with the address of each field (of
+// each tensor map, which the struct points to rather than copies), in the list's order (visit_fields; csrc/jit_kernels/impls/kernel_source.hpp). Separate parameters, not one struct parameter: the compiler loads
 // and keeps a struct parameter's fields differently, which changes the kernels' register allocation.
 #define DG_PARAM_SEP_COMMA() ,
 #define DG_PARAM_SEP_NONE()
@@ -33,10 +33,11 @@ static_assert(sizeof(TmaDescriptor) == 128, "TmaDescriptor must be 128 bytes");
 #define DG_PARAM_DECL(type, name) type name
 #define DG_PARAM_NAME_TMAP(name) name
 #define DG_PARAM_NAME(type, name) name
-#define DG_PARAM_FIELD_TMAP(name) ::deep_gemm::TmaDescriptor name;
+#define DG_PARAM_FIELD_TMAP(name) const ::deep_gemm::TmaDescriptor* name;
 #define DG_PARAM_FIELD(type, name) type name;
-#define DG_PARAM_VISIT_TMAP(name) visit(name);
+#define DG_PARAM_VISIT_TMAP(name) visit(*name);
 #define DG_PARAM_VISIT(type, name) visit(name);
+#define DG_PARAM_MEMBER_TMAP(name) visit(name);
 #define DG_PARAM_COUNT_TMAP(name) +1
 #define DG_PARAM_COUNT(type, name) +1
 #define DG_PARAM_DECLS(LIST) LIST(DG_PARAM_DECL_TMAP, DG_PARAM_DECL, DG_PARAM_SEP_COMMA)
@@ -57,7 +58,8 @@ static_assert(sizeof(void*) == sizeof(float*) && sizeof(void*) == sizeof(unsigne
 #endif
 
 // The host's struct of a list: its fields in order, the list's name for the generated source (kList), the
-// number of parameters and a visitor over the fields in order (host code only).
+// number of parameters, a visitor over the launch arguments in order (a tensor map's descriptor, the others'
+// fields) and one over the struct's own members (host code only).
 #define DG_DEFINE_KERNEL_PARAMS(Struct, LIST)                                          \
     struct Struct {                                                                    \
         static constexpr const char* kList = #LIST;                                    \
@@ -66,5 +68,9 @@ static_assert(sizeof(void*) == sizeof(float*) && sizeof(void*) == sizeof(unsigne
         template <typename Visit>                                                      \
         void visit_fields(Visit&& visit) {                                             \
             LIST(DG_PARAM_VISIT_TMAP, DG_PARAM_VISIT, DG_PARAM_SEP_NONE)               \
+        }                                                                              \
+        template <typename Visit>                                                      \
+        void visit_members(Visit&& visit) {                                            \
+            LIST(DG_PARAM_MEMBER_TMAP, DG_PARAM_VISIT, DG_PARAM_SEP_NONE)              \
         }                                                                              \
     }
