@@ -1,5 +1,5 @@
 // Where the host time of one cached fp8_gemm_nt call goes, below Python and torch (needs a Hopper GPU):
-// times the torch-free kernel entry (kernels::run_gemm, the SM90 GEMM host pipeline) and its pieces on their own —
+// times the torch-free kernel entry (kernels::run_gemm, the SM90 GEMM launch path) and its pieces on their own —
 // device info lookup, the four tensor-map encodings (memo hits), a bare launch of the same kernel with
 // the same arguments, and bare launches of an empty kernel without and with 512 bytes of tensor maps
 // (the driver's floor). Median over batches of back-to-back calls; the GPU work queues behind.

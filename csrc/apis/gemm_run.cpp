@@ -1,7 +1,7 @@
 // GEMM execution: run_gemm (validate, device and empty-problem handling, kernel dispatch) and the
 // per-kernel runners that turn a validated Problem into the one description of a kernel call
 // (kernels::GemmDesc; FP8 1D2D; FP8 1D1D dense and K-grouped; BF16 dense, M-grouped and K-grouped), which
-// the SM90 GEMM host pipeline runs (kernels::run_gemm).
+// the SM90 GEMM launch path runs (kernels::run_gemm).
 #include "gemm_internal.hpp"
 
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// Host-side argument checks of the grouped FP8 1D2D GEMM through the host pipeline (kernels::run_gemm):
+// Host-side argument checks of the grouped FP8 1D2D GEMM through the GEMM launch path (kernels::run_gemm):
 // violated preconditions raise jit::Error naming the op before any device work (so these run without a GPU).
 // Also: the head-batched calls of fp8_einsum / einsum (no int32 group array) pass the kernels' checks.
 #include <gtest/gtest.h>

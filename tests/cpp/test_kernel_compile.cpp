@@ -358,7 +358,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
 
 // The contiguous schedulers look groups up per 128-row segment: 192-row tiles (three 64-row warpgroups) do not
 // fit, and the scheduler refuses to instantiate them (the host rejects them before that:
-// GemmPipeline.GroupedLayoutNeedsWholeSegments).
+// GemmLaunch.GroupedLayoutNeedsWholeSegments).
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguous192RowTilesRejected) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     GemmKernelKey key = grouped_fp8_keys()[0];

@@ -1,4 +1,4 @@
-// Host pieces shared by the SM90 GEMM pipeline (sm90_gemm_pipeline.*) and its kernels (sm90_fp8_gemm_1d2d/_1d1d,
+// Host pieces shared by the SM90 GEMM launch path (sm90_gemm_launch.*) and its kernels (sm90_fp8_gemm_1d2d/_1d1d,
 // sm90_bf16_gemm): the generated source of one kernel instance, hashing of the memo keys, operand alignment,
 // `compiled_dims` parsing, the device check, tensor maps and config logging. Torch-free.
 #pragma once

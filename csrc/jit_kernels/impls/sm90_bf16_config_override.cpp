@@ -92,7 +92,7 @@ heuristics::Sm90Bf16GemmConfig apply_sm90_bf16_config_override(const Sm90Bf16Con
         ov.num_stages != 0
             ? ov.num_stages
             : heuristics::sm90_bf16_max_stages(ov.block_m, ov.block_n, b_mn_major, epilogue, smem_limit);
-    // max_stages returns kSm90Bf16MinStages - 1 when nothing fits: report the smallest legal pipeline then.
+    // max_stages returns kSm90Bf16MinStages - 1 when nothing fits: report the fewest legal stages then.
     const int stages = std::max(config.num_stages, kSm90Bf16MinStages);
     const int bytes = heuristics::sm90_bf16_smem_bytes(ov.block_m, ov.block_n, stages, b_mn_major, epilogue);
     if (config.num_stages >= kSm90Bf16MinStages && bytes <= smem_limit) return config;

@@ -1,4 +1,4 @@
-// Host side of the SM90 BF16 GEMM: its part of the host pipeline (sm90_gemm_pipeline.hpp). DG_BF16_GEMM_CONFIG
+// Host side of the SM90 BF16 GEMM: its part of the GEMM launch path (sm90_gemm_launch.hpp). DG_BF16_GEMM_CONFIG
 // can force the dense ops' config (sm90_bf16_config_override.hpp).
 #include "sm90_bf16_gemm.hpp"
 
@@ -40,7 +40,7 @@ auto with_op_name(const char* op, F&& f) {
     }
 }
 
-Sm90Bf16ConfigOverride override_of(const pipeline::ConfigQuery& q) {
+Sm90Bf16ConfigOverride override_of(const gemm_launch::ConfigQuery& q) {
     Sm90Bf16ConfigOverride ov;
     ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
     ov.multicast_request = q.forced[3];
@@ -156,9 +156,9 @@ void Bf16GemmTraits::check(const char* op, const GemmDesc& desc) {
     }
 }
 
-pipeline::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
+gemm_launch::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
     const bool masked = is_masked(p), k_grouped = is_k_grouped(p);
-    pipeline::ConfigQuery q;
+    gemm_launch::ConfigQuery q;
     q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m)) : 0;
     q.m = masked ? q.rows_per_group * p.num_groups : p.m;
     q.n = p.n;
@@ -187,7 +187,8 @@ pipeline::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int num
 
 // DG_BF16_GEMM_CONFIG (dense ops only) of the current settings generation. Parsed again only after
 // reload_settings(), so a call compares one pointer. Called with the config memo's lock held.
-void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings, pipeline::ConfigQuery& q) {
+void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings,
+                                  gemm_launch::ConfigQuery& q) {
     if (q.mode != int(GemmGroupedMode::kNone)) return;
     static const jit::Settings* parsed_for = nullptr;
     static Sm90Bf16ConfigOverride parsed;
@@ -202,12 +203,12 @@ void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings,
 
 // The einsum layouts' BLOCK_N unit (heuristics::choose_sm90_bf16_config): the head width, or 128 for the
 // batch-reduced GEMM (einsum.cpp splits its batches for 128 x 128 tiles); 0 for the other modes.
-static int einsum_n_unit(const pipeline::ConfigQuery& q) {
+static int einsum_n_unit(const gemm_launch::ConfigQuery& q) {
     if (q.mode == int(GemmGroupedMode::kHeadBatched)) return q.n;
     return q.mode == int(GemmGroupedMode::kBatchReduced) ? 128 : 0;
 }
 
-Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
+Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     const Sm90Bf16ConfigOverride ov = override_of(q);
     const Sm90Bf16Epilogue epilogue = Sm90Bf16Epilogue(q.epilogue);
     Config chosen;
@@ -219,7 +220,7 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const pipeline::Co
     } else {
         chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
                                                           epilogue, q.out_bytes, q.rows_per_group, q.groups,
-                                                          pipeline::block_multiples(q), einsum_n_unit(q));
+                                                          gemm_launch::block_multiples(q), einsum_n_unit(q));
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
@@ -311,7 +312,7 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
 }
 
 void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config& chosen, const GemmKernelKey& key,
-                             int num_sms, pipeline::PreparedLaunch& prepared) {
+                             int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const heuristics::Sm90Bf16GemmConfig& config = chosen.tile;
@@ -372,7 +373,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
     launch.cluster_x = cluster;
 }
 
-void Bf16GemmTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+void Bf16GemmTraits::launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     jit::LaunchConfig launch = prepared.launch;

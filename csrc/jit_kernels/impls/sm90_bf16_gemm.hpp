@@ -1,6 +1,6 @@
 // Host side of the SM90 BF16 GEMM:  D[M, N] = (C +) A @ B^T  with A logically [M, K], B logically [N, K],
 // FP32 accumulation, D bfloat16 or float32; dense, M-grouped (contiguous, psum layout, masked) and K-grouped
-// contiguous. Its part of the host pipeline (sm90_gemm_pipeline.hpp). Torch-free.
+// contiguous. Its part of the GEMM launch path (sm90_gemm_launch.hpp). Torch-free.
 //
 // Layout names of the torch ops (BLAS / DeepGEMM letters for D = A @ B: first letter A, second B;
 // 'n' = as in the product, 't' = stored transposed; all tensors row-major):
@@ -25,14 +25,14 @@
 #include <cuda.h>
 
 #include "../heuristics/sm90_bf16.hpp"
-#include "sm90_gemm_pipeline.hpp"
+#include "sm90_gemm_launch.hpp"
 
 namespace deep_gemm::kernels {
 
 // The kernel key of a config: tile, stages and scheduler group set, every other field at its default.
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Bf16GemmConfig& config);
 
-// The BF16 kernel's part of the pipeline (see sm90_gemm_pipeline.hpp for the interface).
+// The BF16 kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface).
 struct Bf16GemmTraits {
     // The config, and the multicast request DG_BF16_GEMM_CONFIG forced (0 = none: GemmProblem::multicast).
     struct Config {
@@ -42,15 +42,15 @@ struct Bf16GemmTraits {
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;
     static const char* op_name(const GemmProblem& p);
     static void check(const char* op, const GemmDesc& desc);
-    static pipeline::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
-    static void set_override(const char* op, const jit::Settings& settings, pipeline::ConfigQuery& query);
-    static Config choose(const char* op, const pipeline::ConfigQuery& query);
+    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
+    static void set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& query);
+    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);
     static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                     const CompiledDims& dims);
     static GemmKernelSource source(const GemmKernelKey& key);
     static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                        int num_sms, pipeline::PreparedLaunch& prepared);
-    static void launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared);
+                        int num_sms, gemm_launch::PreparedLaunch& prepared);
+    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared);
 };
 
 }  // namespace deep_gemm::kernels

@@ -1,4 +1,4 @@
-// Host side of the SM90 FP8 1D1D GEMM: its part of the host pipeline (sm90_gemm_pipeline.hpp).
+// Host side of the SM90 FP8 1D1D GEMM: its part of the GEMM launch path (sm90_gemm_launch.hpp).
 #include "sm90_fp8_gemm_1d1d.hpp"
 
 #include <string>
@@ -46,15 +46,16 @@ void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
         fail(op, "sfa_stride / sfb_stride must be >= M / N and multiples of 4 (TMA-aligned MN-major scales)");
 }
 
-pipeline::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
-    pipeline::ConfigQuery q;
+gemm_launch::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
+    gemm_launch::ConfigQuery q;
     q.m = p.m, q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     return q;
 }
 
-heuristics::Sm90Fp8Gemm1d1dConfig Fp8Gemm1d1dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
+heuristics::Sm90Fp8Gemm1d1dConfig Fp8Gemm1d1dTraits::choose(const char* op,
+                                                            const gemm_launch::ConfigQuery& q) {
     const Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
-                                                                    pipeline::block_multiples(q));
+                                                                  gemm_launch::block_multiples(q));
     log_config(op, q.m, q.n, q.k, q.num_sms, heuristics::to_string(config));
     return config;
 }
@@ -96,7 +97,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
 }
 
 void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config& config, const GemmKernelKey&,
-                                int num_sms, pipeline::PreparedLaunch& prepared) {
+                                int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
@@ -123,7 +124,7 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
         unsigned(heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages));
 }
 
-void Fp8Gemm1d1dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+void Fp8Gemm1d1dTraits::launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     jit::LaunchConfig launch = prepared.launch;

@@ -1,35 +1,36 @@
 // Host side of the SM90 FP8 1D1D GEMM: D[M,N] (float32) = C + A[M,K] @ B[N,K]^T with 1x128 scales on both
-// operands (recipe (1, 1, 128), the weight-gradient GEMM); its part of the host pipeline
-// (sm90_gemm_pipeline.hpp). K-grouped calls run one launch per group (see run_fp8_k_grouped in
+// operands (recipe (1, 1, 128), the weight-gradient GEMM); its part of the GEMM launch path
+// (sm90_gemm_launch.hpp). K-grouped calls run one launch per group (see run_fp8_k_grouped in
 // csrc/apis/gemm_run.cpp). Torch-free.
 #pragma once
 
 #include <cuda.h>
 
 #include "../heuristics/sm90_fp8_1d1d.hpp"
-#include "sm90_gemm_pipeline.hpp"
+#include "sm90_gemm_launch.hpp"
 
 namespace deep_gemm::kernels {
 
 // The kernel key of a config, all dims at run time, no C.
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8Gemm1d1dConfig& config);
 
-// The FP8 1D1D kernel's part of the pipeline (see sm90_gemm_pipeline.hpp for the interface). The op named
-// in errors is GemmProblem::op (this kernel serves fp8_gemm_{nt,nn,tn,tt} and k_grouped_fp8_gemm_nt_contiguous).
+// The FP8 1D1D kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface). The op
+// named in errors is GemmProblem::op (this kernel serves fp8_gemm_{nt,nn,tn,tt} and
+// k_grouped_fp8_gemm_nt_contiguous).
 struct Fp8Gemm1d1dTraits {
     using Config = heuristics::Sm90Fp8Gemm1d1dConfig;
     static constexpr bool kSfbInTensorMap = true, kDInTensorMap = false;
     static const char* op_name(const GemmProblem& p) { return p.op; }
     static void check(const char* op, const GemmDesc& desc);
-    static pipeline::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
-    static void set_override(const char*, const jit::Settings&, pipeline::ConfigQuery&) {}
-    static Config choose(const char* op, const pipeline::ConfigQuery& query);
+    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
+    static void set_override(const char*, const jit::Settings&, gemm_launch::ConfigQuery&) {}
+    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);
     static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                     const CompiledDims& dims);
     static GemmKernelSource source(const GemmKernelKey& key);
     static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                        int num_sms, pipeline::PreparedLaunch& prepared);
-    static void launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared);
+                        int num_sms, gemm_launch::PreparedLaunch& prepared);
+    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared);
 };
 
 }  // namespace deep_gemm::kernels

@@ -1,4 +1,4 @@
-// Host side of the SM90 FP8 1D2D GEMM: its part of the host pipeline (sm90_gemm_pipeline.hpp).
+// Host side of the SM90 FP8 1D2D GEMM: its part of the GEMM launch path (sm90_gemm_launch.hpp).
 #include "sm90_fp8_gemm_1d2d.hpp"
 
 #include <algorithm>
@@ -208,10 +208,10 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
 
 // Grouped modes: m = sum of M (contiguous) or max_m (masked), groups = G, rows_per_group = expected_m (masked;
 // the psum layout when the caller gave expected_m_for_psum_layout) or 0.
-pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
+gemm_launch::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
     const bool masked = a_per_group(p);
     const bool psum_hint = p.mode == GemmGroupedMode::kMGroupedContiguousPsum && p.expected_m > 0;
-    pipeline::ConfigQuery q;
+    gemm_launch::ConfigQuery q;
     q.rows_per_group = masked ? std::max(1, std::min(p.expected_m > 0 ? p.expected_m : p.m, p.m))
                        : psum_hint ? p.expected_m
                                    : 0;
@@ -226,7 +226,8 @@ pipeline::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, int 
 
 // DG_FP8_GEMM_CONFIG is parsed again only after reload_settings() (a new settings generation), so a cached
 // call compares one pointer here. Called with the config memo's lock held.
-void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings, pipeline::ConfigQuery& q) {
+void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
+                                     gemm_launch::ConfigQuery& q) {
     static const jit::Settings* parsed_for = nullptr;
     static ConfigOverride parsed;
     if (parsed_for != &settings) {
@@ -238,7 +239,7 @@ void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
     std::memcpy(q.forced, forced, sizeof(forced));
 }
 
-heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pipeline::ConfigQuery& q) {
+heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     ConfigOverride ov;
     ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
     ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5], ov.split_k = q.forced[6];
@@ -246,13 +247,14 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const pi
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
                         ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
-                                                             pipeline::block_multiples(q),
+                                                             gemm_launch::block_multiples(q),
                                                              Epilogue(q.epilogue) != Epilogue::kAccumDirect)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      q.groups,
                                                                      mode == GemmGroupedMode::kMGroupedMasked ||
                                                                          mode == GemmGroupedMode::kHeadBatched,
-                                                                     ov.chooser(), pipeline::block_multiples(q));
+                                                                     ov.chooser(),
+                                                                     gemm_launch::block_multiples(q));
     if (ov.active()) {
         config.block_m = ov.block_m;
         config.block_n = ov.block_n;
@@ -385,7 +387,7 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
 }
 
 void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                                int num_sms, pipeline::PreparedLaunch& prepared) {
+                                int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
@@ -444,7 +446,7 @@ namespace {
 
 // The fields both parameter lists share.
 template <typename Params>
-Params fill_params(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+Params fill_params(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const CUtensorMap* t = prepared.tmaps;
@@ -460,7 +462,7 @@ Params fill_params(const GemmDesc& desc, const pipeline::PreparedLaunch& prepare
 
 }  // namespace
 
-void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared) {
+void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared) {
     jit::LaunchConfig launch = prepared.launch;
     launch.stream = desc.operands.stream;
     if (prepared.split_k_tiles != 0) {

@@ -1,6 +1,6 @@
 // Host side of the SM90 FP8 1D2D GEMM: D[M,N] (bf16) = A[M,K] @ B[N,K]^T with 1x128 A scales and 128x128 B
-// scales, dense and M-grouped (contiguous, psum layout, masked). Its part of the host pipeline
-// (sm90_gemm_pipeline.hpp): config choice, kernel key, generated source, tensor maps and arguments.
+// scales, dense and M-grouped (contiguous, psum layout, masked). Its part of the GEMM launch path
+// (sm90_gemm_launch.hpp): config choice, kernel key, generated source, tensor maps and arguments.
 // Torch-free.
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "../heuristics/sm90_fp8_config.hpp"
 #include "../heuristics/sm90_fp8_cost_model.hpp"
-#include "sm90_gemm_pipeline.hpp"
+#include "sm90_gemm_launch.hpp"
 
 namespace deep_gemm::kernels {
 
@@ -50,21 +50,21 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text);
 // sets compiled dims, epilogue and grouped fields.
 GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config);
 
-// The FP8 1D2D kernel's part of the pipeline (see sm90_gemm_pipeline.hpp for the interface).
+// The FP8 1D2D kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface).
 struct Fp8Gemm1d2dTraits {
     using Config = heuristics::Sm90Fp8GemmConfig;
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;
     static const char* op_name(const GemmProblem& p);
     static void check(const char* op, const GemmDesc& desc);
-    static pipeline::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
-    static void set_override(const char* op, const jit::Settings& settings, pipeline::ConfigQuery& query);
-    static Config choose(const char* op, const pipeline::ConfigQuery& query);
+    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
+    static void set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& query);
+    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);
     static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                     const CompiledDims& dims);
     static GemmKernelSource source(const GemmKernelKey& key);
     static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                        int num_sms, pipeline::PreparedLaunch& prepared);
-    static void launch(const GemmDesc& desc, const pipeline::PreparedLaunch& prepared);
+                        int num_sms, gemm_launch::PreparedLaunch& prepared);
+    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared);
 };
 
 }  // namespace deep_gemm::kernels

@@ -1,8 +1,8 @@
-// The SM90 GEMM host pipeline's public face: one description of a GEMM call (GemmDesc), the one kernel key
+// The SM90 GEMM launch path's public face: one description of a GEMM call (GemmDesc), the one kernel key
 // every SM90 GEMM kernel is compiled and looked up by (GemmKernelKey), and the entries: run_gemm (launch a
 // described call), plan_gemm (the kernel a call would compile, without a GPU) and gemm_kernel_source (the
 // generated translation unit of a key). Torch-free: the torch layer (csrc/apis) validates tensors and fills
-// the description. How the pipeline runs a call: sm90_gemm_pipeline.hpp.
+// the description. How the launch path runs a call: sm90_gemm_launch.hpp.
 #pragma once
 
 #include <cuda.h>

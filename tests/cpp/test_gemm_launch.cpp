@@ -1,4 +1,4 @@
-// The SM90 GEMM host pipeline without a GPU: planning a call from a plain description (api::plan_gemm_call)
+// The SM90 GEMM launch path without a GPU: planning a call from a plain description (api::plan_gemm_call)
 // yields exactly the kernels the compile-only tests build from the heuristics' configs, the generated
 // sources of a few keys stay byte-identical (pinned hashes: a change to the code generation must be
 // deliberate), and bad plans raise.
@@ -50,7 +50,7 @@ void expect_plan(const GemmCallShape& call, const k::GemmKernelKey& expected) {
     EXPECT_EQ(plan[0].smem_bytes, want.smem_bytes);
 }
 
-TEST(GemmPipeline, PlanDenseFp8MatchesTheHeuristicKey) {
+TEST(GemmLaunch, PlanDenseFp8MatchesTheHeuristicKey) {
     for (const auto& [m, n, kk] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
         // Without C the dense op may split K (128x2112x7168 does).
         k::GemmKernelKey key = k::gemm_kernel_key(
@@ -67,7 +67,7 @@ TEST(GemmPipeline, PlanDenseFp8MatchesTheHeuristicKey) {
 }
 
 // A C (bf16 or float32) is added in the 1D2D epilogue: the plan's key carries it, as run_gemm's does.
-TEST(GemmPipeline, PlanDenseFp8WithCMatchesTheHeuristicKey) {
+TEST(GemmLaunch, PlanDenseFp8WithCMatchesTheHeuristicKey) {
     GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
     call.with_c = true;
     for (const bool c_fp32 : {false, true}) {
@@ -83,7 +83,7 @@ TEST(GemmPipeline, PlanDenseFp8WithCMatchesTheHeuristicKey) {
     EXPECT_THROW(plan_gemm_call(masked), deep_gemm::jit::Error);  // the grouped modes take no C
 }
 
-TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
+TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
     GemmCallShape contiguous = call_of("m_grouped_fp8_gemm_nt_contiguous", 8 * 4256, 6144, 7168);
     contiguous.num_groups = 8;
     k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms,
@@ -118,7 +118,7 @@ TEST(GemmPipeline, PlanGroupedFp8MatchesTheHeuristicKey) {
     expect_plan(masked, key);
 }
 
-TEST(GemmPipeline, PlanFp8_1d1dMatchesTheHeuristicKey) {
+TEST(GemmLaunch, PlanFp8_1d1dMatchesTheHeuristicKey) {
     GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
     call.recipe = deep_gemm::api::kRecipe1D1D;
     call.with_c = true;
@@ -141,7 +141,7 @@ TEST(GemmPipeline, PlanFp8_1d1dMatchesTheHeuristicKey) {
     EXPECT_EQ(got, want);
 }
 
-TEST(GemmPipeline, PlanBf16MatchesTheHeuristicKey) {
+TEST(GemmLaunch, PlanBf16MatchesTheHeuristicKey) {
     const auto epi = h::Sm90Bf16Epilogue::kBf16Tma;
     h::Sm90Bf16GemmConfig c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, false, epi, 2);
     k::GemmKernelKey key = k::gemm_kernel_key(c);
@@ -170,7 +170,7 @@ TEST(GemmPipeline, PlanBf16MatchesTheHeuristicKey) {
     expect_plan(kg, key);
 }
 
-TEST(GemmPipeline, PlanRejectsWhatRunWould) {
+TEST(GemmLaunch, PlanRejectsWhatRunWould) {
     EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_xx", 128, 128, 128)), deep_gemm::jit::Error);
     GemmCallShape bad_dims = call_of("bf16_gemm_nt", 128, 128, 128);
     bad_dims.compiled_dims = "nq";
@@ -185,7 +185,7 @@ TEST(GemmPipeline, PlanRejectsWhatRunWould) {
 
 // The one problem description (apis/gemm_problem.hpp) that run_gemm and plan_gemm_call both build: the kernel
 // of each op's recipes, the grouped mode of each grouping and the BF16 operand majors of the op's letters.
-TEST(GemmPipeline, OneProblemDescriptionPerOp) {
+TEST(GemmLaunch, OneProblemDescriptionPerOp) {
     namespace api = deep_gemm::api;
     for (const api::GemmOpSpec& spec : api::kSpecs) {
         SCOPED_TRACE(spec.name);
@@ -232,7 +232,7 @@ TEST(GemmPipeline, OneProblemDescriptionPerOp) {
 // The contiguous schedulers look groups up per segment: BLOCK_M up to 128, or a 128-row half of a 256-row
 // block. The group alignment must be a multiple of the segment, and 192-row tiles (three 64-row warpgroups)
 // fit no segment.
-TEST(GemmPipeline, GroupedLayoutNeedsWholeSegments) {
+TEST(GemmLaunch, GroupedLayoutNeedsWholeSegments) {
     k::GemmProblem p;
     p.mode = k::GemmGroupedMode::kMGroupedContiguous;
     p.alignment = 128;
@@ -250,7 +250,7 @@ TEST(GemmPipeline, GroupedLayoutNeedsWholeSegments) {
 
 // set_block_size_multiple_of: every chooser picks only tiles whose BLOCK_M / BLOCK_N are multiples of the
 // knob's values, over small and large, dense and grouped shapes.
-TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {
+TEST(GemmLaunch, ChoosersHonourBlockSizeMultiples) {
     const std::tuple<int, int, int> shapes[] = {{1, 576, 192},      {64, 2112, 7168}, {128, 2112, 7168},
                                                 {1000, 100, 512},   {4096, 7168, 2048}, {8192, 24576, 1536}};
     for (const h::BlockMultiples mult : {h::BlockMultiples{1, 1}, h::BlockMultiples{128, 1}, h::BlockMultiples{64, 32},
@@ -291,8 +291,8 @@ TEST(GemmPipeline, ChoosersHonourBlockSizeMultiples) {
     }
 }
 
-// The pipeline applies the knob (the plan's tile respects it) and rejects multiples no tile has.
-TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
+// The launch path applies the knob (the plan's tile respects it) and rejects multiples no tile has.
+TEST(GemmLaunch, PlanHonoursBlockSizeMultiples) {
     GemmCallShape call = call_of("fp8_gemm_nt", 128, 2112, 7168);
     call.block_m_multiple = 128, call.block_n_multiple = 64;
     k::GemmKernelKey key = k::gemm_kernel_key(
@@ -320,11 +320,11 @@ TEST(GemmPipeline, PlanHonoursBlockSizeMultiples) {
     }
 }
 
-// The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The host
-// pipeline was introduced with these unchanged from the per-kernel hosts it replaced; since then the sources
-// start with the wgmma selection (wgmma_selection), and the entry points declare and pass on their parameters
-// through the kernels' parameter lists (impls/*_params.hpp; the same tokens after preprocessing).
-TEST(GemmPipeline, GeneratedSourcesArePinned) {
+// The code generation of one key per kernel, pinned: symbol and the SHA-256 of the source text. The GEMM
+// launch path was introduced with these unchanged from the per-kernel hosts it replaced; since then the
+// sources start with the wgmma selection (wgmma_selection), and the entry points declare and pass on their
+// parameters through the kernels' parameter lists (impls/*_params.hpp; the same tokens after preprocessing).
+TEST(GemmLaunch, GeneratedSourcesArePinned) {
     k::GemmKernelKey fp8 = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 2});
     fp8.n = 7168, fp8.k = 2048;
     k::GemmKernelKey fp8_masked = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{64, 96, 5, 8, 1, 0});

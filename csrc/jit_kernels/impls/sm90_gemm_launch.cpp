@@ -1,6 +1,6 @@
-// The SM90 GEMM host pipeline's entries (sm90_gemm_desc.hpp): dispatch of a described call, a key or a plan
+// The SM90 GEMM launch path's entries (sm90_gemm_desc.hpp): dispatch of a described call, a key or a plan
 // to the kernel's Traits, and the pieces every kernel shares.
-#include "sm90_gemm_pipeline.hpp"
+#include "sm90_gemm_launch.hpp"
 
 #include <algorithm>
 #include <string>
@@ -14,7 +14,7 @@
 
 namespace deep_gemm::kernels {
 
-namespace pipeline {
+namespace gemm_launch {
 
 jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>>& kernel_table() {
     static jit::KernelTable<GemmKernelKey, BytewiseHash<GemmKernelKey>> table;
@@ -53,13 +53,13 @@ GemmKernelSource plan_with(const GemmProblem& problem, const DeviceLimits& limit
 
 }  // namespace
 
-}  // namespace pipeline
+}  // namespace gemm_launch
 
 void run_gemm(const GemmDesc& desc) {
     switch (desc.problem.kernel) {
-        case GemmKernel::kFp8_1d2d: return pipeline::run_gemm<Fp8Gemm1d2dTraits>(desc);
-        case GemmKernel::kFp8_1d1d: return pipeline::run_gemm<Fp8Gemm1d1dTraits>(desc);
-        case GemmKernel::kBf16: return pipeline::run_gemm<Bf16GemmTraits>(desc);
+        case GemmKernel::kFp8_1d2d: return gemm_launch::run_gemm<Fp8Gemm1d2dTraits>(desc);
+        case GemmKernel::kFp8_1d1d: return gemm_launch::run_gemm<Fp8Gemm1d1dTraits>(desc);
+        case GemmKernel::kBf16: return gemm_launch::run_gemm<Bf16GemmTraits>(desc);
     }
     throw jit::Error("run_gemm: unknown SM90 GEMM kernel");
 }
@@ -120,9 +120,9 @@ GemmKernelSource gemm_kernel_source(const GemmKernelKey& key) {
 
 GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits) {
     switch (problem.kernel) {
-        case GemmKernel::kFp8_1d2d: return pipeline::plan_with<Fp8Gemm1d2dTraits>(problem, limits);
-        case GemmKernel::kFp8_1d1d: return pipeline::plan_with<Fp8Gemm1d1dTraits>(problem, limits);
-        case GemmKernel::kBf16: return pipeline::plan_with<Bf16GemmTraits>(problem, limits);
+        case GemmKernel::kFp8_1d2d: return gemm_launch::plan_with<Fp8Gemm1d2dTraits>(problem, limits);
+        case GemmKernel::kFp8_1d1d: return gemm_launch::plan_with<Fp8Gemm1d1dTraits>(problem, limits);
+        case GemmKernel::kBf16: return gemm_launch::plan_with<Bf16GemmTraits>(problem, limits);
     }
     throw jit::Error("plan_gemm: unknown SM90 GEMM kernel");
 }

@@ -1,4 +1,5 @@
-// The host skeleton every SM90 GEMM kernel runs through (internal to csrc/jit_kernels/impls):
+// The GEMM launch path: the host skeleton every SM90 GEMM kernel runs through (internal to
+// csrc/jit_kernels/impls). ("Pipeline" names only the device's mbarrier ring, common/pipeline.cuh.)
 //
 //   run_gemm<Traits>(desc)
 //     common + kernel argument checks
@@ -33,7 +34,7 @@
 #include "../heuristics/common.hpp"
 #include "sm90_gemm_desc.hpp"
 
-namespace deep_gemm::kernels::pipeline {
+namespace deep_gemm::kernels::gemm_launch {
 
 // The shape class a config is chosen for, filled by Traits::config_query / set_override (unused fields 0).
 // Compared and hashed bytewise.
@@ -176,4 +177,4 @@ void run_gemm(const GemmDesc& desc) {
     Traits::launch(desc, *prepared);
 }
 
-}  // namespace deep_gemm::kernels::pipeline
+}  // namespace deep_gemm::kernels::gemm_launch
