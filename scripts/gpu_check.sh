@@ -46,7 +46,7 @@ if has test; then
     # PYTEST_ARGS narrows the run (files or node ids); by default every GPU test. PYTEST_JOBS=N splits the
     # GPU test functions (all parametrizations of one function stay together: they share kernels) round-robin
     # over N pytest processes side by side (they share the JIT cache; the GPU is mostly idle in tests). Split
-    # by file instead, one process got all ~170 compiles of test_fp8_gemm_gpu.py and ran out of time.
+    # by file instead, one process got all ~170 compiles of test_fp8_gemm_1d2d_gpu.py and ran out of time.
     jobs="${PYTEST_JOBS:-1}"
     files=(${PYTEST_ARGS:-$(ls tests/python/test_*.py)})
     if ((jobs > 1)); then

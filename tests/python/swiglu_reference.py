@@ -10,7 +10,8 @@ deep_gemm.apply_weight_to_fp8), written to reproduce the kernel's arithmetic bit
 - codes: float8_e4m3fn(v * (1 / scale)), the reciprocal correctly rounded, round to nearest even,
   saturating at +-448.
 
-Shared by the GPU tests (test_swiglu_gpu.py) and the CPU tests of the reference itself (test_swiglu.py).
+Shared by the GPU tests (test_swiglu_fp8_quant_gpu.py) and the CPU tests of the reference itself
+(test_swiglu_fp8_quant.py).
 """
 import math
 

@@ -209,8 +209,8 @@ def test_mixed_devices_are_runtime_errors():
     case = CASES_BY_NAME['fp8_gemm_nt']
     with pytest.raises(RuntimeError, match=r'^fp8_gemm_nt: cannot mix meta tensors with tensors on a device; d is on meta but a is on cpu'):
         case.call('cpu', d=lambda t: t.to('meta'))
-    # (CUDA + CPU mixes are checked on a GPU: test_ops_gpu.py. Under FakeTensorMode the meta kernel sees
-    # every fake tensor as meta, so a fake mix is caught when the compiled graph runs, not at trace time.)
+    # (CUDA + CPU mixes are checked on a GPU: test_torch_library_gpu.py. Under FakeTensorMode the meta kernel
+    # sees every fake tensor as meta, so a fake mix is caught when the compiled graph runs, not at trace time.)
 
 
 def test_fake_cuda_tensors_validate():

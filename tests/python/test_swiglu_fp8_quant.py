@@ -2,7 +2,7 @@
 deep_gemm.apply_weight_to_fp8): argument validation (raised before any device work), the output shapes
 and scale layouts of the meta implementation, empty T, the third_party.tilelang_ops import path, and a
 compile-only build of the kernel for sm_90a whose SASS must use 16-byte global accesses and no local
-memory. GPU correctness is in test_swiglu_gpu.py."""
+memory. GPU correctness is in test_swiglu_fp8_quant_gpu.py."""
 import os
 import shutil
 import subprocess

@@ -1,6 +1,7 @@
 """The torch-facing layer on a GPU: empty problems, device errors, opcheck and torch.compile on CUDA,
-CUDA-graph capture. Kernel correctness is tested in test_fp8_gemm_gpu.py and test_bf16_gemm_gpu.py. Every op
-of op_cases.CASES has its kernel: a NotImplementedError from any of them fails the test."""
+CUDA-graph capture (the GPU side of test_torch_library.py). Kernel correctness is tested in
+test_fp8_gemm_1d2d_gpu.py and test_bf16_gemm_gpu.py. Every op of op_cases.CASES has its kernel: a
+NotImplementedError from any of them fails the test."""
 
 import pytest
 import torch
