@@ -1,7 +1,7 @@
-// Helpers shared by the compile-only kernel tests (test_kernel_compile.cpp, test_kernel_bf16_compile.cpp):
-// the H200 limits the heuristics are checked against, shape grids, a SASS instruction counter and a fixture
-// that builds a generated kernel for sm_90a with SASS dumps in a private cache dir and runs the checks
-// common to every kernel (the symbol is there, no local memory).
+// Helpers shared by the compile-only kernel tests (test_kernel_fp8_1d2d_compile.cpp,
+// test_kernel_bf16_compile.cpp): the H200 limits the heuristics are checked against, shape grids, a SASS
+// instruction counter and a fixture that builds a generated kernel for sm_90a with SASS dumps in a private
+// cache dir and runs the checks common to every kernel (the symbol is there, no local memory).
 #pragma once
 
 #include <gtest/gtest.h>
