@@ -13,8 +13,8 @@
 
 namespace {
 
-using deep_gemm::heuristics::Sm90Bf16Epilogue;
-using deep_gemm::heuristics::Sm90Bf16GemmConfig;
+using deep_gemm::heuristics::Sm90GemmEpilogue;
+using deep_gemm::heuristics::Sm90GemmConfig;
 using deep_gemm::jit::ConfigError;
 using deep_gemm::kernels::apply_sm90_bf16_config_override;
 using deep_gemm::kernels::parse_sm90_bf16_config_override;
@@ -137,28 +137,28 @@ TEST(Bf16ConfigOverride, RejectsMalformedForms) {
 TEST(Bf16ConfigOverride, StagesZeroFillsSharedMemory) {
     using deep_gemm::heuristics::sm90_bf16_max_stages;
     for (bool b_mn : {false, true}) {
-        for (auto epi : {Sm90Bf16Epilogue::kBf16Tma, Sm90Bf16Epilogue::kBf16Direct, Sm90Bf16Epilogue::kAccumDirect}) {
+        for (auto epi : {Sm90GemmEpilogue::kBf16Tma, Sm90GemmEpilogue::kBf16Direct, Sm90GemmEpilogue::kAccumDirect}) {
             for (const auto& [bm, bn] : {std::pair{128, 256}, std::pair{128, 160}, std::pair{64, 96}, std::pair{64, 16}}) {
-                const Sm90Bf16GemmConfig c =
+                const Sm90GemmConfig c =
                     apply_sm90_bf16_config_override(make(bm, bn, 0, 0), b_mn, epi, kH200SmemOptin);
                 EXPECT_EQ(c.block_m, bm);
                 EXPECT_EQ(c.block_n, bn);
                 EXPECT_EQ(c.num_stages, sm90_bf16_max_stages(bm, bn, b_mn, epi, kH200SmemOptin));
                 EXPECT_GE(c.num_stages, deep_gemm::heuristics::kSm90Bf16MinStages);
-                EXPECT_EQ(c.group_n, Sm90Bf16GemmConfig{}.group_n);
+                EXPECT_EQ(c.group_n, Sm90GemmConfig{}.group_n);
             }
         }
     }
     // 128x256 with the TMA-store epilogue's 64 KB staging leaves room for 3 stages; without staging (direct
     // epilogues), 4.
-    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin)
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin)
                   .num_stages,
               3);
-    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kBf16Direct,
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90GemmEpilogue::kBf16Direct,
                                               kH200SmemOptin)
                   .num_stages,
               4);
-    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kAccumDirect,
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90GemmEpilogue::kAccumDirect,
                                               kH200SmemOptin)
                   .num_stages,
               4);
@@ -166,16 +166,16 @@ TEST(Bf16ConfigOverride, StagesZeroFillsSharedMemory) {
 
 TEST(Bf16ConfigOverride, ExplicitStagesMustFit) {
     // Fits: kept as given.
-    EXPECT_EQ(apply_sm90_bf16_config_override(make(64, 96, 5, 0), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin)
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(64, 96, 5, 0), false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin)
                   .num_stages,
               5);
     // 128x256 x 4 stages = 64 KB staging + 4 x 48 KB > 227 KB with the bf16 epilogue, fine without staging.
-    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 4, 0), false, Sm90Bf16Epilogue::kAccumDirect,
+    EXPECT_EQ(apply_sm90_bf16_config_override(make(128, 256, 4, 0), false, Sm90GemmEpilogue::kAccumDirect,
                                               kH200SmemOptin)
                   .num_stages,
               4);
     try {
-        apply_sm90_bf16_config_override(make(128, 256, 4, 0), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
+        apply_sm90_bf16_config_override(make(128, 256, 4, 0), false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
         FAIL() << "expected ConfigError";
     } catch (const ConfigError& e) {
         const std::string what = e.what();
@@ -187,9 +187,9 @@ TEST(Bf16ConfigOverride, ExplicitStagesMustFit) {
     }
     // MN-major B pads BLOCK_N = 208 to 256 columns: 128x208 with 4 stages fits K-major, not MN-major.
     EXPECT_NO_THROW(
-        apply_sm90_bf16_config_override(make(128, 208, 4, 0), false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin));
+        apply_sm90_bf16_config_override(make(128, 208, 4, 0), false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin));
     try {
-        apply_sm90_bf16_config_override(make(128, 208, 4, 0), true, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
+        apply_sm90_bf16_config_override(make(128, 208, 4, 0), true, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
         FAIL() << "expected ConfigError";
     } catch (const ConfigError& e) {
         EXPECT_NE(std::string(e.what()).find("MN-major B"), std::string::npos) << e.what();
@@ -199,7 +199,7 @@ TEST(Bf16ConfigOverride, ExplicitStagesMustFit) {
 TEST(Bf16ConfigOverride, NothingFitsOnASmallDevice) {
     // stages 0 on a device with too little shared memory for even the minimum pipeline.
     try {
-        apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90Bf16Epilogue::kBf16Tma, 100 * 1024);
+        apply_sm90_bf16_config_override(make(128, 256, 0, 0), false, Sm90GemmEpilogue::kBf16Tma, 100 * 1024);
         FAIL() << "expected ConfigError";
     } catch (const ConfigError& e) {
         const std::string what = e.what();
@@ -213,8 +213,8 @@ TEST(Bf16ConfigOverride, SweepCandidatesAreValid) {
         SCOPED_TRACE(text);
         const Sm90Bf16ConfigOverride ov = parse_sm90_bf16_config_override(text);
         ASSERT_TRUE(ov.active());
-        Sm90Bf16GemmConfig c;
-        ASSERT_NO_THROW(c = apply_sm90_bf16_config_override(ov, false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin));
+        Sm90GemmConfig c;
+        ASSERT_NO_THROW(c = apply_sm90_bf16_config_override(ov, false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin));
         // A forced multicast is legal at M = 4096 (bf16_gemm_nt: K-major B), so the sweep times what it names.
         const int mc = deep_gemm::heuristics::choose_sm90_bf16_multicast(4096, c, 0, false, ov.multicast_request);
         EXPECT_EQ(mc, ov.multicast_request == 2 ? 2 : 1);
@@ -225,8 +225,8 @@ TEST(Bf16ConfigOverride, ForcedMulticastFallsBackWhenNotLegal) {
     // "multicast 1" means "when legal": one M block (nothing to pair), or a B half that is not 1024-byte aligned
     // (MN-major B with an odd number of 64-column atoms) runs without multicast, as the heuristic would.
     const auto request = parse_sm90_bf16_config_override("128,192,0,1").multicast_request;
-    const Sm90Bf16GemmConfig c =
-        apply_sm90_bf16_config_override(make(128, 192, 0, request), true, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
+    const Sm90GemmConfig c =
+        apply_sm90_bf16_config_override(make(128, 192, 0, request), true, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
     using deep_gemm::heuristics::choose_sm90_bf16_multicast;
     EXPECT_EQ(choose_sm90_bf16_multicast(4096, c, 0, false, request), 2);
     EXPECT_EQ(choose_sm90_bf16_multicast(128, c, 0, false, request), 1);

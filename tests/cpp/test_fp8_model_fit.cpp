@@ -129,7 +129,7 @@ TEST(Fp8ModelFit, PicksNearTheMeasuredBest) {
         const auto& times = sweep.times.at(shape);
         const auto best = *std::min_element(times.begin(), times.end(),
                                             [](const auto& a, const auto& b) { return a.second < b.second; });
-        const h::Sm90Fp8GemmConfig p = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
+        const h::Sm90GemmConfig p = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
         const Config pick{p.block_m, p.block_n, p.num_stages, p.pipelined, p.multicast};
         std::vector<double> modelled, measured;
         for (const auto& [config, us] : times) {
@@ -171,7 +171,7 @@ TEST(Fp8ModelFit, SplitsKWhereTheSweepGained) {
     };
     for (const Case c : {Case{128, 256, 7168}, Case{128, 512, 7168}, Case{128, 1024, 7168}, Case{128, 256, 16384}}) {
         const auto config = h::choose_sm90_fp8_config(c.m, c.n, c.k, kSms, kSmemLimit, h::Sm90Fp8Chooser::kModel, {}, true);
-        SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + ": " + h::to_string(config));
+        SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + ": " + h::sm90_fp8_to_string(config));
         EXPECT_GT(config.split_k, 1);
         EXPECT_TRUE(h::sm90_fp8_split_k_tile(config.block_m, config.block_n));
         EXPECT_EQ(config.multicast, 0);
@@ -199,7 +199,7 @@ TEST(Fp8ModelFit, OneWaveTileOrder) {
     for (const Shape& s : {Shape{128, 4096, 7168}, Shape{128, 3072, 7168}, Shape{256, 4096, 7168}, Shape{512, 4096, 7168}}) {
         const auto [m, n, k] = s;
         const auto config = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
-        EXPECT_EQ(config.group_n, 1) << m << "x" << n << "x" << k << ": " << h::to_string(config);
+        EXPECT_EQ(config.group_n, 1) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(config);
     }
     // Split-K units count: 128x2112x7168 is one wave of 64x64 units split 2.
     const auto split = h::choose_sm90_fp8_config(128, 2112, 7168, kSms, kSmemLimit, h::Sm90Fp8Chooser::kModel, {}, true);
@@ -209,7 +209,7 @@ TEST(Fp8ModelFit, OneWaveTileOrder) {
                            Shape{4096, 256, 7168}, Shape{4096, 512, 7168}, Shape{4096, 1024, 7168}}) {
         const auto [m, n, k] = s;
         const auto config = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
-        EXPECT_EQ(config.group_n, 8) << m << "x" << n << "x" << k << ": " << h::to_string(config);
+        EXPECT_EQ(config.group_n, 8) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(config);
     }
     // Fewer SMs: the same shape spans several waves and keeps 8.
     EXPECT_EQ(h::choose_sm90_fp8_config(128, 4096, 7168, 16, kSmemLimit).group_n, 8);
@@ -229,8 +229,8 @@ TEST(Fp8ModelFit, FloorTiesGoToTheLessBusySm) {
     for (const auto& c : cases) {
         const auto [m, n, k] = c.shape;
         const auto config = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit);
-        EXPECT_EQ(config.block_m, c.block_m) << m << "x" << n << "x" << k << ": " << h::to_string(config);
-        EXPECT_EQ(config.block_n, c.block_n) << m << "x" << n << "x" << k << ": " << h::to_string(config);
+        EXPECT_EQ(config.block_m, c.block_m) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(config);
+        EXPECT_EQ(config.block_n, c.block_n) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(config);
     }
     // Off the floor the larger tile still wins ties: M = 4096 keeps its 256x128 tiles. Below 64 rows too
     // (measured: 32x7168x16384 64x96 42.3 us against 64x64 44.0; 1x6144x16384 64x64 49.6 against 64x48 52.7).
@@ -255,6 +255,6 @@ TEST(Fp8ModelFit, NoWaveOfPadding) {
         for (int n : {576, 2112, 7168, 16384, 32768, 129280})
             for (int k : {512, 1536, 4096, 7168, 16384}) {
                 const auto c = h::choose_sm90_fp8_config(m, n, k, kSms, kSmemLimit, h::Sm90Fp8Chooser::kModel, {}, true);
-                EXPECT_TRUE(c.block_m == 64 || c.block_m - m < 64) << m << "x" << n << "x" << k << ": " << h::to_string(c);
+                EXPECT_TRUE(c.block_m == 64 || c.block_m - m < 64) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(c);
             }
 }

@@ -53,16 +53,16 @@ void expect_plan(const GemmCallShape& call, const k::GemmKernelKey& expected) {
 TEST(GemmLaunch, PlanDenseFp8MatchesTheHeuristicKey) {
     for (const auto& [m, n, kk] : {std::tuple{4096, 7168, 16384}, std::tuple{128, 2112, 7168}, std::tuple{1, 576, 192}}) {
         // Without C the dense op may split K (128x2112x7168 does).
-        k::GemmKernelKey key = k::gemm_kernel_key(
+        k::GemmKernelKey key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d,
             h::choose_sm90_fp8_config(m, n, kk, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {}, true));
         key.n = uint32_t(n), key.k = uint32_t(kk);  // the op's default compiled_dims "nk"
         expect_plan(call_of("fp8_gemm_nt", m, n, kk), key);
     }
     // N = 100: D rows are not 16-byte multiples, so the direct-store epilogue.
-    k::GemmKernelKey key = k::gemm_kernel_key(
+    k::GemmKernelKey key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d,
         h::choose_sm90_fp8_config(128, 100, 512, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {}, true));
     key.n = 100, key.k = 512;
-    key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kBf16Direct);
+    key.epilogue = uint8_t(h::Sm90GemmEpilogue::kBf16Direct);
     expect_plan(call_of("fp8_gemm_nt", 128, 100, 512), key);
 }
 
@@ -72,10 +72,11 @@ TEST(GemmLaunch, PlanDenseFp8WithCMatchesTheHeuristicKey) {
     call.with_c = true;
     for (const bool c_fp32 : {false, true}) {
         call.c_fp32 = c_fp32;
-        k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
+        k::GemmKernelKey key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d,
+                                              h::choose_sm90_fp8_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
         key.n = 7168, key.k = 2048;
         key.with_c = true, key.c_fp32 = c_fp32;
-        key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kAccumDirect);
+        key.epilogue = uint8_t(h::Sm90GemmEpilogue::kAccumDirect);
         expect_plan(call, key);
     }
     GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 4096, 7168);
@@ -86,8 +87,9 @@ TEST(GemmLaunch, PlanDenseFp8WithCMatchesTheHeuristicKey) {
 TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
     GemmCallShape contiguous = call_of("m_grouped_fp8_gemm_nt_contiguous", 8 * 4256, 6144, 7168);
     contiguous.num_groups = 8;
-    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms,
-                                                                                kH200SmemOptin, 0, 8, false));
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        k::GemmKernel::kFp8_1d2d,
+        h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms, kH200SmemOptin, 0, 8, false));
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguous);
     key.padding = 1;  // zero padding rows (the default)
     key.n = 6144, key.k = 7168;
@@ -101,10 +103,10 @@ TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
 
     // expected_m_for_psum_layout steers the tile height as masked's expected_m does: small groups, 64 rows.
     contiguous.expected_m = 48;
-    const h::Sm90Fp8GemmConfig hinted =
+    const h::Sm90GemmConfig hinted =
         h::choose_sm90_fp8_grouped_config(8 * 4256, 6144, 7168, kH200Sms, kH200SmemOptin, 48, 8, false);
     EXPECT_EQ(hinted.block_m, 64);
-    key = k::gemm_kernel_key(hinted);
+    key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d, hinted);
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
     key.padding = 2, key.psum_align = 128;
     key.n = 6144, key.k = 7168;
@@ -112,7 +114,8 @@ TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
 
     GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 6144, 7168);
     masked.num_groups = 32, masked.expected_m = 48;
-    key = k::gemm_kernel_key(h::choose_sm90_fp8_grouped_config(256, 6144, 7168, kH200Sms, kH200SmemOptin, 48, 32, true));
+    key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d, h::choose_sm90_fp8_grouped_config(256, 6144, 7168, kH200Sms,
+                                                                                         kH200SmemOptin, 48, 32, true));
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
     key.n = 6144, key.k = 7168;
     expect_plan(masked, key);
@@ -122,7 +125,8 @@ TEST(GemmLaunch, PlanFp8_1d1dMatchesTheHeuristicKey) {
     GemmCallShape call = call_of("fp8_gemm_nt", 4096, 7168, 2048);
     call.recipe = deep_gemm::api::kRecipe1D1D;
     call.with_c = true;
-    k::GemmKernelKey key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        k::GemmKernel::kFp8_1d1d, h::choose_sm90_fp8_1d1d_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin));
     key.n = 7168, key.k = 2048, key.with_c = true;
     expect_plan(call, key);
 
@@ -132,7 +136,8 @@ TEST(GemmLaunch, PlanFp8_1d1dMatchesTheHeuristicKey) {
     kg.ks = {512, 0, 8192};
     std::set<std::string> want;
     for (int group_k : {512, 8192}) {
-        key = k::gemm_kernel_key(h::choose_sm90_fp8_1d1d_config(256, 7168, group_k, kH200Sms, kH200SmemOptin));
+        key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d1d,
+                                 h::choose_sm90_fp8_1d1d_config(256, 7168, group_k, kH200Sms, kH200SmemOptin));
         key.m = 256, key.n = 7168;
         want.insert(k::gemm_kernel_source(key).symbol);
     }
@@ -142,16 +147,16 @@ TEST(GemmLaunch, PlanFp8_1d1dMatchesTheHeuristicKey) {
 }
 
 TEST(GemmLaunch, PlanBf16MatchesTheHeuristicKey) {
-    const auto epi = h::Sm90Bf16Epilogue::kBf16Tma;
-    h::Sm90Bf16GemmConfig c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, false, epi, 2);
-    k::GemmKernelKey key = k::gemm_kernel_key(c);
+    const auto epi = h::Sm90GemmEpilogue::kBf16Tma;
+    h::Sm90GemmConfig c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, false, epi, 2);
+    k::GemmKernelKey key = k::gemm_kernel_key(k::GemmKernel::kBf16, c);
     key.epilogue = uint8_t(epi);
     key.n = 7168, key.k = 2048;
     expect_plan(call_of("bf16_gemm_nt", 4096, 7168, 2048), key);
 
     // nn: B stored [K, N] (MN-major).
     c = h::choose_sm90_bf16_config(4096, 7168, 2048, kH200Sms, kH200SmemOptin, true, epi, 2);
-    key = k::gemm_kernel_key(c);
+    key = k::gemm_kernel_key(k::GemmKernel::kBf16, c);
     key.b_mn_major = true, key.epilogue = uint8_t(epi);
     key.n = 7168, key.k = 2048;
     expect_plan(call_of("bf16_gemm_nn", 4096, 7168, 2048), key);
@@ -160,11 +165,11 @@ TEST(GemmLaunch, PlanBf16MatchesTheHeuristicKey) {
     GemmCallShape kg = call_of("k_grouped_bf16_gemm_tn_contiguous", 7168, 2048, 4 * 4096);
     kg.num_groups = 4, kg.with_c = true;
     c = h::choose_sm90_bf16_config(7168, 2048, h::sm90_bf16_k_grouped_hint_k(4 * 4096, 4), kH200Sms, kH200SmemOptin,
-                                   true, h::Sm90Bf16Epilogue::kAccumDirect, 8, 0, 4);
-    key = k::gemm_kernel_key(c);
+                                   true, h::Sm90GemmEpilogue::kAccumDirect, 8, 0, 4);
+    key = k::gemm_kernel_key(k::GemmKernel::kBf16, c);
     key.a_mn_major = key.b_mn_major = true;
     key.mode = uint8_t(k::GemmGroupedMode::kKGroupedContiguous);
-    key.epilogue = uint8_t(h::Sm90Bf16Epilogue::kAccumDirect);
+    key.epilogue = uint8_t(h::Sm90GemmEpilogue::kAccumDirect);
     key.d_fp32 = key.with_c = true;
     key.m = 7168, key.n = 2048;
     expect_plan(kg, key);
@@ -281,11 +286,11 @@ TEST(GemmLaunch, ChoosersHonourBlockSizeMultiples) {
             expect_allowed(c1d1d.block_m, c1d1d.block_n, c1d1d.num_stages, h::kSm90Fp8MinStages);
             for (const int rows_per_group : {0, 48}) {
                 const auto bf16 = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, false,
-                                                             h::Sm90Bf16Epilogue::kBf16Tma, 2, rows_per_group, 1, mult);
+                                                             h::Sm90GemmEpilogue::kBf16Tma, 2, rows_per_group, 1, mult);
                 expect_allowed(bf16.block_m, bf16.block_n, bf16.num_stages, h::kSm90Bf16MinStages);
             }
             const auto kgrouped = h::choose_sm90_bf16_config(m, n, kk, kH200Sms, kH200SmemOptin, true,
-                                                             h::Sm90Bf16Epilogue::kAccumDirect, 4, 0, 4, mult);
+                                                             h::Sm90GemmEpilogue::kAccumDirect, 4, 0, 4, mult);
             expect_allowed(kgrouped.block_m, kgrouped.block_n, kgrouped.num_stages, h::kSm90Bf16MinStages);
         }
     }
@@ -295,7 +300,7 @@ TEST(GemmLaunch, ChoosersHonourBlockSizeMultiples) {
 TEST(GemmLaunch, PlanHonoursBlockSizeMultiples) {
     GemmCallShape call = call_of("fp8_gemm_nt", 128, 2112, 7168);
     call.block_m_multiple = 128, call.block_n_multiple = 64;
-    k::GemmKernelKey key = k::gemm_kernel_key(
+    k::GemmKernelKey key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d,
         h::choose_sm90_fp8_config(128, 2112, 7168, kH200Sms, kH200SmemOptin, h::Sm90Fp8Chooser::kModel, {128, 64}));
     EXPECT_EQ(key.block_m % 128, 0);
     EXPECT_EQ(key.block_n % 64, 0);
@@ -325,14 +330,14 @@ TEST(GemmLaunch, PlanHonoursBlockSizeMultiples) {
 // sources start with the wgmma selection (wgmma_selection), and the entry points declare and pass on their
 // parameters through the kernels' parameter lists (impls/*_params.hpp; the same tokens after preprocessing).
 TEST(GemmLaunch, GeneratedSourcesArePinned) {
-    k::GemmKernelKey fp8 = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 2});
+    k::GemmKernelKey fp8 = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d, h::Sm90GemmConfig{128, 128, 5, 8, 1, 2});
     fp8.n = 7168, fp8.k = 2048;
-    k::GemmKernelKey fp8_masked = k::gemm_kernel_key(h::Sm90Fp8GemmConfig{64, 96, 5, 8, 1, 0});
+    k::GemmKernelKey fp8_masked = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d, h::Sm90GemmConfig{64, 96, 5, 8, 1, 0});
     fp8_masked.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
-    fp8_masked.epilogue = uint8_t(h::Sm90Bf16Epilogue::kBf16Direct);
-    k::GemmKernelKey fp8_1d1d = k::gemm_kernel_key(h::Sm90Fp8Gemm1d1dConfig{128, 112, 4, 8});
+    fp8_masked.epilogue = uint8_t(h::Sm90GemmEpilogue::kBf16Direct);
+    k::GemmKernelKey fp8_1d1d = k::gemm_kernel_key(k::GemmKernel::kFp8_1d1d, h::Sm90GemmConfig{128, 112, 4, 8});
     fp8_1d1d.with_c = true;
-    k::GemmKernelKey bf16 = k::gemm_kernel_key(h::Sm90Bf16GemmConfig{128, 256, 6, 8});
+    k::GemmKernelKey bf16 = k::gemm_kernel_key(k::GemmKernel::kBf16, h::Sm90GemmConfig{128, 256, 6, 8});
     bf16.b_mn_major = true, bf16.multicast = 1, bf16.n = 7168, bf16.k = 2048;
     const struct {
         k::GemmKernelKey key;

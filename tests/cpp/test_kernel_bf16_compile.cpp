@@ -23,9 +23,10 @@
 
 namespace {
 
-using deep_gemm::heuristics::Sm90Bf16Epilogue;
-using deep_gemm::heuristics::Sm90Bf16GemmConfig;
+using deep_gemm::heuristics::Sm90GemmEpilogue;
+using deep_gemm::heuristics::Sm90GemmConfig;
 using deep_gemm::kernels::GemmGroupedMode;
+using deep_gemm::kernels::GemmKernel;
 using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
@@ -41,12 +42,12 @@ std::vector<std::tuple<int, int, int>> bf16_shapes() {
     return dg_test::shape_grid(ms, nks);
 }
 
-GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90Bf16Epilogue epi, bool d_fp32,
+GemmKernelKey make_key(int m, int n, int k, bool a_mn, bool b_mn, Sm90GemmEpilogue epi, bool d_fp32,
                                bool with_c, GemmGroupedMode mode = GemmGroupedMode::kNone, int multicast_request = 0) {
     const int out_bytes = (d_fp32 ? 4 : 2) * (with_c ? 2 : 1);
-    const Sm90Bf16GemmConfig c =
+    const Sm90GemmConfig c =
         deep_gemm::heuristics::choose_sm90_bf16_config(m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, out_bytes);
-    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kBf16, c);
     key.a_mn_major = a_mn;
     key.b_mn_major = b_mn;
     key.epilogue = int(epi);
@@ -62,49 +63,49 @@ std::vector<GemmKernelKey> shipped_bf16_keys() {
     std::vector<GemmKernelKey> keys;
     std::set<std::tuple<int, int, int>> seen;
     for (const auto& [m, n, k] : bf16_shapes()) {
-        const auto key = make_key(m, n, k, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false);
+        const auto key = make_key(m, n, k, false, false, Sm90GemmEpilogue::kBf16Tma, false, false);
         if (!seen.insert({key.block_m, key.block_n, key.num_stages * 10 + key.multicast}).second) continue;
         keys.push_back(key);
     }
     // Majorness combos (large and small tiles; MN-major B with BLOCK_N not a multiple of 64 pads atoms).
     for (const auto& [m, n, k] : {std::tuple{4096, 7168, 2048}, std::tuple{128, 2112, 7168}}) {
         for (int combo = 1; combo < 4; ++combo) {
-            keys.push_back(make_key(m, n, k, combo & 1, combo & 2, Sm90Bf16Epilogue::kBf16Tma, false, false));
+            keys.push_back(make_key(m, n, k, combo & 1, combo & 2, Sm90GemmEpilogue::kBf16Tma, false, false));
         }
     }
     {
-        auto key = make_key(4096, 7168, 2048, true, true, Sm90Bf16Epilogue::kBf16Tma, false, false);
+        auto key = make_key(4096, 7168, 2048, true, true, Sm90GemmEpilogue::kBf16Tma, false, false);
         key.block_m = 64, key.block_n = 48, key.num_stages = 4;  // sub-atom BLOCK_N, MN-major both
         key.multicast = 0;
         keys.push_back(key);
     }
     // Multicast (off unless requested) forced on for a large-tile and a small-tile shape.
-    keys.push_back(make_key(4096, 7168, 2048, true, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(4096, 7168, 2048, true, false, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kNone, 2));
-    keys.push_back(make_key(128, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(128, 2112, 7168, false, false, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kNone, 2));
     // FP32 D with and without C, BF16 D with C, BF16 direct store.
-    keys.push_back(make_key(4096, 7168, 2048, false, false, Sm90Bf16Epilogue::kAccumDirect, true, false));
-    keys.push_back(make_key(4096, 4096, 7168, false, false, Sm90Bf16Epilogue::kAccumDirect, true, true));
-    keys.push_back(make_key(128, 2112, 7168, true, true, Sm90Bf16Epilogue::kAccumDirect, true, true));
-    keys.push_back(make_key(1000, 576, 7168, false, true, Sm90Bf16Epilogue::kAccumDirect, false, true));
-    keys.push_back(make_key(1000, 100, 512, false, false, Sm90Bf16Epilogue::kBf16Direct, false, false));
+    keys.push_back(make_key(4096, 7168, 2048, false, false, Sm90GemmEpilogue::kAccumDirect, true, false));
+    keys.push_back(make_key(4096, 4096, 7168, false, false, Sm90GemmEpilogue::kAccumDirect, true, true));
+    keys.push_back(make_key(128, 2112, 7168, true, true, Sm90GemmEpilogue::kAccumDirect, true, true));
+    keys.push_back(make_key(1000, 576, 7168, false, true, Sm90GemmEpilogue::kAccumDirect, false, true));
+    keys.push_back(make_key(1000, 100, 512, false, false, Sm90GemmEpilogue::kBf16Direct, false, false));
     // Compiled dims.
     {
-        auto key = make_key(4096, 7168, 2048, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false);
+        auto key = make_key(4096, 7168, 2048, false, false, Sm90GemmEpilogue::kBf16Tma, false, false);
         key.n = 7168, key.k = 2048;
         keys.push_back(key);
     }
     // Grouped: contiguous (nt and nn; psum layout), masked (TMA store and direct store).
-    keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kMGroupedContiguous));
-    keys.push_back(make_key(8192, 4096, 7168, false, true, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(8192, 4096, 7168, false, true, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kMGroupedContiguous));
-    keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(8192, 4096, 7168, false, false, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kMGroupedContiguousPsum));
-    keys.push_back(make_key(4 * 256, 4096, 7168, false, false, Sm90Bf16Epilogue::kBf16Tma, false, false,
+    keys.push_back(make_key(4 * 256, 4096, 7168, false, false, Sm90GemmEpilogue::kBf16Tma, false, false,
                             GemmGroupedMode::kMGroupedMasked));
-    keys.push_back(make_key(4 * 100, 2112, 7168, false, false, Sm90Bf16Epilogue::kBf16Direct, false, false,
+    keys.push_back(make_key(4 * 100, 2112, 7168, false, false, Sm90GemmEpilogue::kBf16Direct, false, false,
                             GemmGroupedMode::kMGroupedMasked));
     return keys;
 }
@@ -124,14 +125,14 @@ const KGroupedShape kKGroupedShapes[] = {
 };
 
 GemmKernelKey make_k_grouped_key(const KGroupedShape& s, bool with_c) {
-    const Sm90Bf16GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
+    const Sm90GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
         s.m, s.n, deep_gemm::heuristics::sm90_bf16_k_grouped_hint_k(s.sum_k, s.groups), kH200Sms, kH200SmemOptin,
-        /*b_mn_major=*/true, Sm90Bf16Epilogue::kAccumDirect, with_c ? 8 : 4, 0, s.groups);
-    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
+        /*b_mn_major=*/true, Sm90GemmEpilogue::kAccumDirect, with_c ? 8 : 4, 0, s.groups);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kBf16, c);
     key.a_mn_major = true;
     key.b_mn_major = true;
     key.mode = int(GemmGroupedMode::kKGroupedContiguous);
-    key.epilogue = int(Sm90Bf16Epilogue::kAccumDirect);
+    key.epilogue = int(Sm90GemmEpilogue::kAccumDirect);
     key.d_fp32 = true;
     key.with_c = with_c;
     key.multicast = 0;
@@ -159,10 +160,10 @@ std::vector<GemmKernelKey> k_grouped_bf16_keys() {
 // builds for m x n x k with DG_BF16_GEMM_CONFIG=`config`, on an H200.
 GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
     const auto ov = deep_gemm::kernels::parse_sm90_bf16_config_override(config);
-    const Sm90Bf16GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
-        ov, /*b_mn_major=*/false, Sm90Bf16Epilogue::kBf16Tma, kH200SmemOptin);
-    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(c);
-    key.epilogue = int(Sm90Bf16Epilogue::kBf16Tma);
+    const Sm90GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
+        ov, /*b_mn_major=*/false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kBf16, c);
+    key.epilogue = int(Sm90GemmEpilogue::kBf16Tma);
     key.multicast = key_multicast(deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request));
     key.n = uint32_t(n), key.k = uint32_t(k);
     return key;
@@ -177,7 +178,7 @@ protected:
             EXPECT_EQ(count_op(sass, "HGMMA"), 4) << "expected four BF16 wgmmas (HGMMA) per stage";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
-            if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
+            if (key.epilogue == int(Sm90GemmEpilogue::kBf16Tma)) {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
             } else {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0);
@@ -195,12 +196,12 @@ protected:
 
 TEST(KernelConfigsBf16, HeuristicsAreValid) {
     for (bool b_mn : {false, true}) {
-        for (auto epi : {Sm90Bf16Epilogue::kBf16Tma, Sm90Bf16Epilogue::kAccumDirect}) {
+        for (auto epi : {Sm90GemmEpilogue::kBf16Tma, Sm90GemmEpilogue::kAccumDirect}) {
             for (const auto& [m, n, k] : bf16_shapes()) {
-                const Sm90Bf16GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
-                    m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, epi == Sm90Bf16Epilogue::kBf16Tma ? 2 : 4);
+                const Sm90GemmConfig c = deep_gemm::heuristics::choose_sm90_bf16_config(
+                    m, n, k, kH200Sms, kH200SmemOptin, b_mn, epi, epi == Sm90GemmEpilogue::kBf16Tma ? 2 : 4);
                 SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
-                             deep_gemm::heuristics::to_string(c));
+                             deep_gemm::heuristics::sm90_bf16_to_string(c));
                 EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
                 if (m <= 64) {
                     EXPECT_EQ(c.block_m, 64);
@@ -231,7 +232,7 @@ TEST(KernelConfigsBf16, KGroupedHeuristicsAreValid) {
             }
             EXPECT_GE(key.num_stages, deep_gemm::heuristics::kSm90Bf16MinStages);
             EXPECT_LE(deep_gemm::heuristics::sm90_bf16_smem_bytes(key.block_m, key.block_n, key.num_stages, true,
-                                                                  Sm90Bf16Epilogue::kAccumDirect),
+                                                                  Sm90GemmEpilogue::kAccumDirect),
                       kH200SmemOptin);
         }
     }

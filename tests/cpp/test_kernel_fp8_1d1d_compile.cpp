@@ -13,7 +13,8 @@
 
 namespace {
 
-using deep_gemm::heuristics::Sm90Fp8Gemm1d1dConfig;
+using deep_gemm::heuristics::Sm90GemmConfig;
+using deep_gemm::kernels::GemmKernel;
 using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
@@ -24,10 +25,10 @@ TEST(KernelConfigs, Sm90Fp8_1d1dHeuristicsAreValid) {
     const int ms[] = {1, 64, 100, 2048, 4096, 7168};
     const int nks[][2] = {{4096, 4096}, {2112, 4096}, {129280, 128}, {576, 7168}, {100, 512}};
     for (const auto& [m, n, k] : dg_test::shape_grid(ms, nks)) {
-        const Sm90Fp8Gemm1d1dConfig c =
+        const Sm90GemmConfig c =
             deep_gemm::heuristics::choose_sm90_fp8_1d1d_config(m, n, k, kH200Sms, kH200SmemOptin);
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
-                     deep_gemm::heuristics::to_string(c));
+                     deep_gemm::heuristics::sm90_fp8_1d1d_to_string(c));
         EXPECT_TRUE(c.block_m == 64 || c.block_m == 128);
         if (m <= 64) {
             EXPECT_EQ(c.block_m, 64);
@@ -39,14 +40,15 @@ TEST(KernelConfigs, Sm90Fp8_1d1dHeuristicsAreValid) {
         EXPECT_LE(deep_gemm::heuristics::sm90_fp8_1d1d_smem_bytes(c.block_m, c.block_n, c.num_stages), kH200SmemOptin);
     }
     // A large square problem uses the big tile.
-    const Sm90Fp8Gemm1d1dConfig big = deep_gemm::heuristics::choose_sm90_fp8_1d1d_config(7168, 4096, 4096, kH200Sms,
-                                                                                         kH200SmemOptin);
+    const Sm90GemmConfig big = deep_gemm::heuristics::choose_sm90_fp8_1d1d_config(7168, 4096, 4096, kH200Sms,
+                                                                                  kH200SmemOptin);
     EXPECT_EQ(big.block_m, 128);
     EXPECT_GE(big.block_n, 64);
 }
 
 TEST(KernelConfigs, Sm90Fp8_1d1dSourceIsDistinctPerKey) {
-    std::vector<GemmKernelKey> keys(3, deep_gemm::kernels::gemm_kernel_key(Sm90Fp8Gemm1d1dConfig{}));
+    std::vector<GemmKernelKey> keys(3,
+                                    deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{}));
     keys[1].with_c = true;
     keys[2].n = 4096;
     keys[2].k = 7168;
@@ -59,7 +61,7 @@ protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
     void build_and_check(int block_m, int block_n, bool with_c) {
-        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(Sm90Fp8Gemm1d1dConfig{});
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);

@@ -20,7 +20,8 @@
 
 namespace {
 
-using deep_gemm::heuristics::Sm90Fp8GemmConfig;
+using deep_gemm::heuristics::Sm90GemmConfig;
+using deep_gemm::kernels::GemmKernel;
 using deep_gemm::kernels::GemmKernelKey;
 using dg_test::count_op;
 using dg_test::kH200SmemOptin;
@@ -28,7 +29,7 @@ using dg_test::kH200Sms;
 using dg_test::ScopedEnv;
 
 // GemmKernelKey::epilogue of the bf16 direct-store epilogue (outputs TMA cannot address).
-constexpr uint8_t kDirectStore = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kBf16Direct);
+constexpr uint8_t kDirectStore = uint8_t(deep_gemm::heuristics::Sm90GemmEpilogue::kBf16Direct);
 
 // The shapes the library is tuned and tested for (the benchmark shapes of benchmarks/bench_fp8_gemm.py, the GPU tests, typical LLM projections).
 std::vector<std::tuple<int, int, int>> representative_shapes() {
@@ -42,7 +43,7 @@ using deep_gemm::heuristics::Sm90Fp8Chooser;
 
 // The kernel key of the config the heuristics choose for (m, n, k), all dims at run time.
 GemmKernelKey heuristic_key(int m, int n, int k, Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel) {
-    return deep_gemm::kernels::gemm_kernel_key(
+    return deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d2d,
         deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin, chooser));
 }
 
@@ -123,8 +124,10 @@ std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
     auto key_of = [](int m, int n, int k, int rows_per_group, int groups, GemmGroupedMode mode, int padding,
                      int psum_align) {
-        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
-            m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, groups, mode == GemmGroupedMode::kMGroupedMasked));
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(
+            GemmKernel::kFp8_1d2d,
+            deep_gemm::heuristics::choose_sm90_fp8_grouped_config(m, n, k, kH200Sms, kH200SmemOptin, rows_per_group,
+                                                                  groups, mode == GemmGroupedMode::kMGroupedMasked));
         key.mode = int(mode);
         key.padding = padding;
         key.psum_align = psum_align;
@@ -190,9 +193,9 @@ protected:
 
 TEST(KernelConfigs, Sm90Fp8HeuristicsAreValid) {
     for (const auto& [m, n, k] : representative_shapes()) {
-        const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin);
+        const Sm90GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(m, n, k, kH200Sms, kH200SmemOptin);
         SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + ": " +
-                     deep_gemm::heuristics::to_string(c));
+                     deep_gemm::heuristics::sm90_fp8_to_string(c));
         EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 192 || c.block_m == 256);
         if (m <= 64) {
             EXPECT_EQ(c.block_m, 64);
@@ -220,11 +223,11 @@ TEST(KernelConfigs, Sm90Fp8GroupedHeuristicsAreValid) {
             for (const bool masked : {false, true}) {
                 for (const Sm90Fp8Chooser chooser : {Sm90Fp8Chooser::kModel, Sm90Fp8Chooser::kRules, Sm90Fp8Chooser::kLegacy}) {
                     if (masked && rows_per_group == 0) continue;
-                    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
+                    const Sm90GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_grouped_config(
                         m, n, k, kH200Sms, kH200SmemOptin, rows_per_group, 8, masked, chooser);
                     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " rows/group " +
                                  std::to_string(rows_per_group) + (masked ? " masked" : " contiguous") + " chooser " +
-                                 std::to_string(int(chooser)) + ": " + deep_gemm::heuristics::to_string(c));
+                                 std::to_string(int(chooser)) + ": " + deep_gemm::heuristics::sm90_fp8_to_string(c));
                     // The contiguous schedulers look groups up per 128-row segment (no 192-row tiles); grouped
                     // schedulers pair no CTAs.
                     EXPECT_TRUE(c.block_m == 64 || c.block_m == 128 || c.block_m == 256);
@@ -268,7 +271,7 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
 // With too little shared memory for any tile, the model returns a stage count below the minimum (the op then
 // raises "not enough shared memory") rather than a config that does not fit.
 TEST(KernelConfigs, Sm90Fp8ModelReportsNoFit) {
-    const Sm90Fp8GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(4096, 4096, 4096, kH200Sms, 20000);
+    const Sm90GemmConfig c = deep_gemm::heuristics::choose_sm90_fp8_config(4096, 4096, 4096, kH200Sms, 20000);
     EXPECT_LT(c.num_stages, deep_gemm::heuristics::kSm90Fp8MinStages);
 }
 
@@ -303,14 +306,14 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dNvrtc) {
 // 256-row tiles (two waves per math warpgroup), C aliasing D or not being the caller's business.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dWithC) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
-    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{128, 128, 5, 8, 1, 0});
+    GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d2d, Sm90GemmConfig{128, 128, 5, 8, 1, 0});
     key.with_c = true;
-    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kAccumDirect);
+    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90GemmEpilogue::kAccumDirect);
     build_and_check(key);
-    key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+    key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d2d, Sm90GemmConfig{
         256, 128, deep_gemm::heuristics::sm90_fp8_max_stages(256, 128, kH200SmemOptin), 8, 0, 2});
     key.with_c = true, key.c_fp32 = true;
-    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90Bf16Epilogue::kAccumDirect);
+    key.epilogue = uint8_t(deep_gemm::heuristics::Sm90GemmEpilogue::kAccumDirect);
     build_and_check(key);
 }
 
@@ -320,7 +323,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dWithC) {
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dSplitK) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     for (const auto& [bm, bn, pp, splits] : {std::tuple{128, 64, 0, 4}, std::tuple{64, 32, 1, 3}}) {
-        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d2d, Sm90GemmConfig{
             bm, bn, deep_gemm::heuristics::sm90_fp8_max_stages(bm, bn, kH200SmemOptin), 8, pp, 0, splits});
         key.n = 2112;
         key.k = 7168;
@@ -334,7 +337,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dSplitK) {
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dThreeMathWarpgroups) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     for (const auto& [bn, pp, mc] : {std::tuple{128, 0, 2}, std::tuple{80, 1, 0}}) {
-        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(deep_gemm::heuristics::Sm90Fp8GemmConfig{
+        GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d2d, Sm90GemmConfig{
             192, bn, deep_gemm::heuristics::sm90_fp8_max_stages(192, bn, kH200SmemOptin), 8, pp, mc});
         EXPECT_EQ(deep_gemm::heuristics::sm90_fp8_num_threads(192), 512);
         build_and_check(key);

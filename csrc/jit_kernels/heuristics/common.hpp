@@ -1,8 +1,36 @@
 // Pieces shared by the SM90 GEMM config heuristics (sm90_fp8_config.hpp, sm90_fp8_cost_model.hpp, sm90_fp8_1d1d.hpp,
-// sm90_bf16.hpp). Header-only and torch-free.
+// sm90_bf16.hpp): the config and epilogue types, the stage and tile choice helpers. Header-only and torch-free.
 #pragma once
 
 namespace deep_gemm::heuristics {
+
+// Which epilogue stores D, in every SM90 GEMM kernel (GemmKernelKey::epilogue): staging + TMA store (bf16 D
+// without C, TMA-addressable), direct bf16 stores (bf16 D without C that TMA cannot address), or direct
+// stores with optional C (FP32 D, or any C).
+enum class Sm90GemmEpilogue : int { kBf16Tma = 0, kBf16Direct = 1, kAccumDirect = 2 };
+
+// The config of every SM90 GEMM kernel (BF16, FP8 1D2D, FP8 1D1D): tile, stages and scheduler group, and the
+// FP8 1D2D kernel's own knobs, off for the others.
+struct Sm90GemmConfig {
+    int block_m = 128;
+    int block_n = 128;
+    int num_stages = 4;
+    int group_n = 8;  // scheduler: N blocks per swizzle group
+    // FP8 1D2D: promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's
+    // wgmmas run while kb is promoted (BLOCK_N <= 128).
+    int pipelined = 0;
+    // FP8 1D2D: TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the
+    // pair shares A (adjacent N blocks). (The BF16 kernel's multicast is chosen at the kernel key.)
+    int multicast = 0;
+    // FP8 1D2D split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the
+    // tile's last unit adds up; 1 = off.
+    int split_k = 1;
+
+    // 256-row tiles (FP8 1D2D only): two math warpgroups of 128 rows (two 64-row wgmma waves each).
+    int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
+    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
+    bool operator==(const Sm90GemmConfig&) const = default;
+};
 
 // set_block_size_multiple_of: the tiles a chooser may pick have BLOCK_M % m == 0 and BLOCK_N % n == 0
 // (1, 1: any tile).

@@ -13,41 +13,26 @@
 
 namespace deep_gemm::heuristics {
 
-// Which epilogue stores D: staging + TMA store (bf16 D without C, TMA-addressable), direct bf16 stores
-// (bf16 D without C that TMA cannot address), or direct stores with optional C (FP32 D, or any C).
-enum class Sm90Bf16Epilogue : int { kBf16Tma = 0, kBf16Direct = 1, kAccumDirect = 2 };
-
-struct Sm90Bf16GemmConfig {
-    int block_m = 128;
-    int block_n = 128;
-    int num_stages = 4;
-    int group_n = 8;  // scheduler: N blocks per swizzle group
-
-    int num_math_warpgroups() const { return block_m / 64; }
-    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
-    bool operator==(const Sm90Bf16GemmConfig&) const = default;
-};
-
 constexpr int kSm90Bf16BlockK = 64;
 constexpr int kSm90Bf16MaxBlockN = 256;
 constexpr int kSm90Bf16MaxStages = 16;
 constexpr int kSm90Bf16MinStages = 3;
 
 // Only the TMA-store epilogue stages D in shared memory; the direct ones store from registers.
-inline int sm90_bf16_staging_bytes(int block_m, int block_n, Sm90Bf16Epilogue epilogue) {
-    return epilogue == Sm90Bf16Epilogue::kBf16Tma ? block_m * block_n * 2 : 0;
+inline int sm90_bf16_staging_bytes(int block_m, int block_n, Sm90GemmEpilogue epilogue) {
+    return epilogue == Sm90GemmEpilogue::kBf16Tma ? block_m * block_n * 2 : 0;
 }
 
 inline int sm90_bf16_padded_block_n(int block_n, bool b_mn_major) {
     return b_mn_major ? (block_n + 63) / 64 * 64 : block_n;
 }
 
-inline int sm90_bf16_smem_bytes(int block_m, int block_n, int num_stages, bool b_mn_major, Sm90Bf16Epilogue epilogue) {
+inline int sm90_bf16_smem_bytes(int block_m, int block_n, int num_stages, bool b_mn_major, Sm90GemmEpilogue epilogue) {
     const int per_stage = (block_m + sm90_bf16_padded_block_n(block_n, b_mn_major)) * kSm90Bf16BlockK * 2 + 2 * 8;
     return sm90_bf16_staging_bytes(block_m, block_n, epilogue) + num_stages * per_stage;
 }
 
-inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90Bf16Epilogue epilogue,
+inline int sm90_bf16_max_stages(int block_m, int block_n, bool b_mn_major, Sm90GemmEpilogue epilogue,
                                 int smem_limit) {
     return max_stages_that_fit(kSm90Bf16MaxStages, kSm90Bf16MinStages, smem_limit, [&](int s) {
         return sm90_bf16_smem_bytes(block_m, block_n, s, b_mn_major, epilogue);
@@ -89,12 +74,12 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 // n_unit where a multiple of 16 does, else BLOCK_N <= n_unit rounded up to 16. Head-batched GEMMs pass the head
 // width N (heads side by side in D: no tile straddles two heads, D keeps its TMA store, no tile wider than a head);
 // the batch-reduced one passes 128, the tile width its batch split count is planned for (csrc/apis/einsum.cpp).
-inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
-                                                  Sm90Bf16Epilogue epilogue, int out_bytes, int rows_per_group = 0,
-                                                  int groups = 1, BlockMultiples multiples = {}, int n_unit = 0) {
+inline Sm90GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
+                                              Sm90GemmEpilogue epilogue, int out_bytes, int rows_per_group = 0,
+                                              int groups = 1, BlockMultiples multiples = {}, int n_unit = 0) {
     if (n_unit > 0) {
         auto pick = [&](bool divisors) {
-            Sm90Bf16GemmConfig best;
+            Sm90GemmConfig best;
             double best_cost = -1.0;
             const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
             for (int block_m : {64, 128}) {
@@ -111,14 +96,14 @@ inline Sm90Bf16GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_s
                 }
             }
             best.group_n = 8;
-            return best_cost >= 0.0 ? best : Sm90Bf16GemmConfig{0, 0, 0, 8};
+            return best_cost >= 0.0 ? best : Sm90GemmConfig{0, 0, 0, 8};
         };
-        const Sm90Bf16GemmConfig divisor = pick(true);
+        const Sm90GemmConfig divisor = pick(true);
         if (divisor.block_m != 0) return divisor;
-        const Sm90Bf16GemmConfig bounded = pick(false);
+        const Sm90GemmConfig bounded = pick(false);
         if (bounded.block_m != 0) return bounded;
     }
-    Sm90Bf16GemmConfig best;
+    Sm90GemmConfig best;
     const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
     const int small_block_m = small_m && 64 % multiples.m == 0 ? 64 : 128;  // 64-row tiles when allowed
     if (m <= 128 && groups == 1 && rows_per_group == 0 && 2L * ((n + 63) / 64) >= num_sms &&
@@ -164,7 +149,7 @@ inline int sm90_bf16_k_grouped_hint_k(int64_t sum_k, int num_groups) {
 // sweep (2026-12-02) it was 0.5-7% slower than the same tiles without it in 23 of 24 M=4096 comparisons
 // (consistent with shared-memory bandwidth, which multicast does not reduce, being the limit, not L2).
 // `request`: 0 = heuristic, 1 = off, 2 = on when legal. Returns 1 or 2.
-inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int grouped_mode, bool b_mn_major,
+inline int choose_sm90_bf16_multicast(int m, const Sm90GemmConfig& c, int grouped_mode, bool b_mn_major,
                                       int request) {
     if (request == 1 || grouped_mode != 0) return 1;
     const int m_blocks = (m + c.block_m - 1) / c.block_m;
@@ -177,7 +162,7 @@ inline int choose_sm90_bf16_multicast(int m, const Sm90Bf16GemmConfig& c, int gr
 // Width (bytes) of the D staging swizzle of the bf16 TMA-store epilogue (as in Bf16TmaStoreEpilogue).
 inline int sm90_bf16_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
 
-inline std::string to_string(const Sm90Bf16GemmConfig& c) {
+inline std::string sm90_bf16_to_string(const Sm90GemmConfig& c) {
     char buf[128];
     std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d threads=%d", c.block_m, c.block_n,
                   c.num_stages, c.group_n, c.num_threads());

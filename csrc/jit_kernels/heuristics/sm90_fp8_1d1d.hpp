@@ -12,17 +12,6 @@
 
 namespace deep_gemm::heuristics {
 
-struct Sm90Fp8Gemm1d1dConfig {
-    int block_m = 128;
-    int block_n = 128;
-    int num_stages = 4;
-    int group_n = 8;  // scheduler: N blocks per swizzle group
-
-    int num_math_warpgroups() const { return block_m / 64; }
-    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
-    bool operator==(const Sm90Fp8Gemm1d1dConfig&) const = default;
-};
-
 // A math thread holds fin + scratch accumulators (BLOCK_N / 2 registers each) and BLOCK_N / 4 B scales:
 // 160 registers at BLOCK_N = 128, within the 232 of the register split with room for addressing.
 constexpr int kSm90Fp8_1d1dMaxBlockN = 128;
@@ -44,9 +33,9 @@ inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
 // covers waves, tensor-core time plus the promotion bubble, and load bandwidth; the 1D1D promotion does
 // one more multiply per element and the FP32 output doubles the store bytes, which shifts all tiles alike.
 // `multiples` (set_block_size_multiple_of) filters the candidates.
-inline Sm90Fp8Gemm1d1dConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                         BlockMultiples multiples = {}) {
-    Sm90Fp8Gemm1d1dConfig best;
+inline Sm90GemmConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                  BlockMultiples multiples = {}) {
+    Sm90GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
@@ -67,7 +56,7 @@ inline Sm90Fp8Gemm1d1dConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, in
     return best;
 }
 
-inline std::string to_string(const Sm90Fp8Gemm1d1dConfig& c) {
+inline std::string sm90_fp8_1d1d_to_string(const Sm90GemmConfig& c) {
     char buf[128];
     std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d threads=%d smem=%d", c.block_m,
                   c.block_n, c.num_stages, c.group_n, c.num_threads(),

@@ -1,5 +1,5 @@
-// Config of the SM90 FP8 1D2D GEMM (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh): the tile /
-// pipeline parameters, their limits and the shared-memory formula. Header-only and torch-free. The formula
+// Config limits of the SM90 FP8 1D2D GEMM (deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh; the config
+// itself is common.hpp's Sm90GemmConfig) and its shared-memory formula. Header-only and torch-free. The formula
 // mirrors Sm90Fp8Gemm1d2dLayout in the device header; every generated kernel source static_asserts that the
 // two agree. Which config a shape gets: sm90_fp8_cost_model.hpp.
 #pragma once
@@ -10,27 +10,6 @@
 #include "common.hpp"
 
 namespace deep_gemm::heuristics {
-
-struct Sm90Fp8GemmConfig {
-    int block_m = 128;
-    int block_n = 128;
-    int num_stages = 4;
-    int group_n = 8;  // scheduler: N blocks per swizzle group
-    // Promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's wgmmas
-    // run while kb is promoted (BLOCK_N <= 128).
-    int pipelined = 0;
-    // TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
-    // shares A (adjacent N blocks).
-    int multicast = 0;
-    // Split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the tile's
-    // last unit adds up; 1 = off.
-    int split_k = 1;
-
-    // 256-row tiles: two math warpgroups of 128 rows (two 64-row wgmma waves each).
-    int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
-    int num_threads() const { return 128 + 128 * num_math_warpgroups(); }
-    bool operator==(const Sm90Fp8GemmConfig&) const = default;
-};
 
 constexpr int kSm90Fp8BlockK = 128;
 constexpr int kSm90Fp8MaxBlockN = 192;  // two FP32 accumulators of BLOCK_N/2 registers must fit 232 regs
@@ -62,7 +41,7 @@ inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap
                                [&](int s) { return sm90_fp8_smem_bytes(block_m, block_n, s); });
 }
 
-inline std::string to_string(const Sm90Fp8GemmConfig& c) {
+inline std::string sm90_fp8_to_string(const Sm90GemmConfig& c) {
     char buf[128];
     std::snprintf(buf, sizeof(buf),
                   "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d split_k=%d threads=%d smem=%d",

@@ -46,9 +46,9 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
 
 // The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): minimum modelled cost over
 // every tile, no pipelined promotion, no multicast.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                       BlockMultiples multiples = {}) {
-    Sm90Fp8GemmConfig best;
+inline Sm90GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                    BlockMultiples multiples = {}) {
+    Sm90GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
@@ -83,8 +83,8 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int 
 // tiles would fill at most half the SMs (128x2112x7168, 128x4096x7168): 32-wide tiles with A multicast,
 // twice the CTAs streaming B with A loaded once per pair (18.2 vs 19.8 us and 19.7 vs 21.0 us; at
 // 128x7168x2048, 112 tiles of 64, they lose: 14.2 vs 10.8 us).
-inline Sm90Fp8GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int num_sms, int smem_limit) {
-    Sm90Fp8GemmConfig config;
+inline Sm90GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int num_sms, int smem_limit) {
+    Sm90GemmConfig config;
     config.block_m = m <= 64 ? 64 : 128;
     const long m_blocks = (m + config.block_m - 1) / config.block_m;
     const long tiles_128 = m_blocks * long((n + 127) / 128);
@@ -225,9 +225,9 @@ struct Sm90Fp8ModelSpace {
     BlockMultiples multiples;  // set_block_size_multiple_of
 };
 
-inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                      Sm90Fp8ModelSpace space = {}) {
-    Sm90Fp8GemmConfig best;
+inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                   Sm90Fp8ModelSpace space = {}) {
+    Sm90GemmConfig best;
     Sm90Fp8ModelTime best_time{-1.0, -1.0};  // cost() < 0: nothing taken yet
     auto take = [&](Sm90Fp8ModelTime t, int block_m, int block_n, int stages, int pipelined, int multicast, int split) {
         best_time = t;
@@ -311,7 +311,7 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int n
 // 21.1-21.5 us). With several waves 8 stays (1 measured 2% slower at 4096x4096x7168, earlier sweeps kept 8
 // against 4-32). With one M block every group_n gives the same order; 8 keeps those kernels (and their cache
 // entries) as they were. docs/kernels/sm90_fp8_gemm_1d2d.md, "Tile choice".
-inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90Fp8GemmConfig& c) {
+inline int sm90_fp8_dense_group_n(int m, int n, int num_sms, const Sm90GemmConfig& c) {
     const long m_blocks = (m + c.block_m - 1) / c.block_m, n_blocks = (n + c.block_n - 1) / c.block_n;
     const long units = m_blocks * n_blocks * std::max(1, c.split_k);
     return (c.multicast == 0 && m_blocks > 1 && n > m && units <= num_sms) ? 1 : 8;
@@ -325,18 +325,18 @@ enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
 // `multiples` (set_block_size_multiple_of) filters the candidates; the rules pick fixed tiles, so where
 // theirs is not allowed the model chooses among the allowed ones.
 // `split_k`: the caller can run split-K (the dense GEMM without C); only the model uses it.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
-                                                BlockMultiples multiples = {}, bool split_k = false) {
+inline Sm90GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
+                                             Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
+                                             BlockMultiples multiples = {}, bool split_k = false) {
     if (chooser == Sm90Fp8Chooser::kLegacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit, multiples);
     if (chooser == Sm90Fp8Chooser::kRules) {
-        const Sm90Fp8GemmConfig rules = choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
+        const Sm90GemmConfig rules = choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
         if (multiples.allows(rules.block_m, rules.block_n)) return rules;
     }
     Sm90Fp8ModelSpace space;
     space.multiples = multiples;
     space.split_k = split_k;
-    Sm90Fp8GemmConfig config = choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
+    Sm90GemmConfig config = choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
     config.group_n = sm90_fp8_dense_group_n(m, n, num_sms, config);
     return config;
 }
@@ -369,15 +369,15 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 //   and 256 (192-row tiles measured 7-10% slower than 256-row ones at full waves; see above).
 // "rules" / "legacy": the dense rule on that M with BLOCK_M 64 or 128 as for the psum hint; its 32-wide N tiles
 // only pay off with A multicast: 64 instead.
-inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                        int rows_per_group, int num_groups, bool masked,
-                                                        Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
-                                                        BlockMultiples multiples = {}) {
+inline Sm90GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                     int rows_per_group, int num_groups, bool masked,
+                                                     Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
+                                                     BlockMultiples multiples = {}) {
     const int hinted_block_m = rows_per_group <= 64 && 64 % multiples.m == 0 ? 64 : 128;
     const long groups = std::max(1, num_groups);
     const int model_m = masked ? int(std::min<long>(groups * std::max(1, rows_per_group), INT32_MAX)) : m;
     if (chooser != Sm90Fp8Chooser::kModel) {
-        Sm90Fp8GemmConfig config = choose_sm90_fp8_config(model_m, n, k, num_sms, smem_limit, chooser, multiples);
+        Sm90GemmConfig config = choose_sm90_fp8_config(model_m, n, k, num_sms, smem_limit, chooser, multiples);
         config.block_m = rows_per_group > 0 ? hinted_block_m : std::min(config.block_m, 128);
         if (config.block_n < 64) config.block_n = 64;
         config.multicast = 0;
@@ -394,14 +394,14 @@ inline Sm90Fp8GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int
         space.max_block_m = rows_per_group > 0 ? hinted_block_m : 128;
         return choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
     }
-    Sm90Fp8GemmConfig best;
+    Sm90GemmConfig best;
     double best_cost = -1.0;
     // Masked: per BLOCK_M, the model's pick on the rows its tiles cover (the smaller tile unless > 1% cheaper).
     for (const int block_m : {64, 128, 256}) {
         space.min_block_m = space.max_block_m = block_m;
         const double rows = double(groups) * sm90_fp8_masked_tile_rows(rows_per_group, block_m);
         const int rows_m = int(std::min<double>(std::ceil(rows), INT32_MAX));
-        const Sm90Fp8GemmConfig c = choose_sm90_fp8_model_config(rows_m, n, k, num_sms, smem_limit, space);
+        const Sm90GemmConfig c = choose_sm90_fp8_model_config(rows_m, n, k, num_sms, smem_limit, space);
         if (c.num_stages < kSm90Fp8MinStages || !multiples.allows(c.block_m, c.block_n)) continue;
         const double cost = sm90_fp8_model_cost(rows_m, n, k, num_sms, c.block_m, c.block_n, c.num_stages, c.pipelined, 0);
         if (best_cost < 0 || cost < best_cost * 0.99) best = c, best_cost = cost;

@@ -16,7 +16,7 @@ namespace {
 using heuristics::kSm90Bf16MaxBlockN;
 using heuristics::kSm90Bf16MaxStages;
 using heuristics::kSm90Bf16MinStages;
-using heuristics::Sm90Bf16Epilogue;
+using heuristics::Sm90GemmEpilogue;
 using config_fields::parse_unsigned;
 using config_fields::split_commas;
 using config_fields::trim_blanks;
@@ -47,10 +47,10 @@ void check_ranges(std::string_view text, int block_m, int block_n, int stages, s
     if (multicast && *multicast > 1) reject(text, "multicast " + std::to_string(*multicast) + " is not 0 or 1");
 }
 
-const char* epilogue_name(Sm90Bf16Epilogue epilogue) {
+const char* epilogue_name(Sm90GemmEpilogue epilogue) {
     switch (epilogue) {
-        case Sm90Bf16Epilogue::kBf16Tma: return "the bf16 TMA-store epilogue (BLOCK_M x BLOCK_N staging)";
-        case Sm90Bf16Epilogue::kBf16Direct: return "the bf16 direct-store epilogue (no staging)";
+        case Sm90GemmEpilogue::kBf16Tma: return "the bf16 TMA-store epilogue (BLOCK_M x BLOCK_N staging)";
+        case Sm90GemmEpilogue::kBf16Direct: return "the bf16 direct-store epilogue (no staging)";
         default: return "the FP32 / with-C epilogue (no staging)";
     }
 }
@@ -83,9 +83,9 @@ Sm90Bf16ConfigOverride parse_sm90_bf16_config_override(std::string_view text) {
     return ov;
 }
 
-heuristics::Sm90Bf16GemmConfig apply_sm90_bf16_config_override(const Sm90Bf16ConfigOverride& ov, bool b_mn_major,
-                                                               Sm90Bf16Epilogue epilogue, int smem_limit) {
-    heuristics::Sm90Bf16GemmConfig config;  // group_n as the heuristics set it
+heuristics::Sm90GemmConfig apply_sm90_bf16_config_override(const Sm90Bf16ConfigOverride& ov, bool b_mn_major,
+                                                           Sm90GemmEpilogue epilogue, int smem_limit) {
+    heuristics::Sm90GemmConfig config;  // group_n as the heuristics set it
     config.block_m = ov.block_m;
     config.block_n = ov.block_n;
     config.num_stages =

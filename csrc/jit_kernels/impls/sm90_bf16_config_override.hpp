@@ -39,7 +39,7 @@ Sm90Bf16ConfigOverride parse_sm90_bf16_config_override(std::string_view text);
 // The config `ov` (active) forces for one problem: stages 0 become as many as fit in `smem_limit` bytes with
 // this epilogue and B majorness (MN-major B pads BLOCK_N to 64-column atoms). Raises jit::ConfigError when
 // the tile does not fit.
-heuristics::Sm90Bf16GemmConfig apply_sm90_bf16_config_override(const Sm90Bf16ConfigOverride& ov, bool b_mn_major,
-                                                               heuristics::Sm90Bf16Epilogue epilogue, int smem_limit);
+heuristics::Sm90GemmConfig apply_sm90_bf16_config_override(const Sm90Bf16ConfigOverride& ov, bool b_mn_major,
+                                                           heuristics::Sm90GemmEpilogue epilogue, int smem_limit);
 
 }  // namespace deep_gemm::kernels

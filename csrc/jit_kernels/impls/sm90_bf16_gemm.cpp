@@ -15,7 +15,7 @@ namespace deep_gemm::kernels {
 
 namespace {
 
-using heuristics::Sm90Bf16Epilogue;
+using heuristics::Sm90GemmEpilogue;
 
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
@@ -49,10 +49,10 @@ Sm90Bf16ConfigOverride override_of(const gemm_launch::ConfigQuery& q) {
 
 // Epilogue: FP32 D or any C -> direct stores with C; bf16 D -> TMA store when TMA can address D (16-byte
 // aligned base, row stride a multiple of 8) and, for masked, no 64-row store box can cross a group end.
-Sm90Bf16Epilogue epilogue_of(const GemmProblem& p) {
-    if (p.d_fp32 || p.with_c || is_k_grouped(p)) return Sm90Bf16Epilogue::kAccumDirect;
-    if (p.d_tma_ok && (!is_masked(p) || p.m % 64 == 0)) return Sm90Bf16Epilogue::kBf16Tma;
-    return Sm90Bf16Epilogue::kBf16Direct;
+Sm90GemmEpilogue epilogue_of(const GemmProblem& p) {
+    if (p.d_fp32 || p.with_c || is_k_grouped(p)) return Sm90GemmEpilogue::kAccumDirect;
+    if (p.d_tma_ok && (!is_masked(p) || p.m % 64 == 0)) return Sm90GemmEpilogue::kBf16Tma;
+    return Sm90GemmEpilogue::kBf16Direct;
 }
 
 std::string make_symbol(const GemmKernelKey& key) {
@@ -64,10 +64,6 @@ std::string make_symbol(const GemmKernelKey& key) {
 }
 
 }  // namespace
-
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Bf16GemmConfig& config) {
-    return tile_key(GemmKernel::kBf16, config);
-}
 
 const char* Bf16GemmTraits::op_name(const GemmProblem& p) {
     switch (p.mode) {
@@ -210,7 +206,7 @@ static int einsum_n_unit(const gemm_launch::ConfigQuery& q) {
 
 Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     const Sm90Bf16ConfigOverride ov = override_of(q);
-    const Sm90Bf16Epilogue epilogue = Sm90Bf16Epilogue(q.epilogue);
+    const Sm90GemmEpilogue epilogue = Sm90GemmEpilogue(q.epilogue);
     Config chosen;
     if (ov.active()) {
         chosen.tile = with_op_name(op, [&] {
@@ -225,7 +221,7 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch:
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
     if (jit::settings().print_configs) {
-        std::string text = heuristics::to_string(chosen.tile);
+        std::string text = heuristics::sm90_bf16_to_string(chosen.tile);
         if (ov.active()) {
             text += std::string(" (forced by ") + kBf16ConfigEnv;
             if (chosen.multicast_request == 2 &&
@@ -240,9 +236,9 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch:
 
 GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, const Config& chosen, int,
                                          const CompiledDims& dims) {
-    const heuristics::Sm90Bf16GemmConfig& config = chosen.tile;
+    const heuristics::Sm90GemmConfig& config = chosen.tile;
     if (config.num_stages < heuristics::kSm90Bf16MinStages) fail(op, "not enough shared memory on this device");
-    GemmKernelKey key = gemm_kernel_key(config);
+    GemmKernelKey key = gemm_kernel_key(GemmKernel::kBf16, config);
     key.a_mn_major = !p.a_k_major;
     key.b_mn_major = !p.b_k_major;
     set_grouped_layout(op, p, key);
@@ -255,8 +251,8 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
         heuristics::choose_sm90_bf16_multicast(p.m, config, int(p.mode), key.b_mn_major, request) == 2 ? 1 : 0;
     // Head-batched TMA stores: D's 2-D view puts the heads side by side, and a store box straddling a head's
     // last column would write into the next head: only whole tiles (N a multiple of BLOCK_N) store that way.
-    if (is_head_batched(p) && key.epilogue == uint8_t(Sm90Bf16Epilogue::kBf16Tma) && p.n % config.block_n != 0)
-        key.epilogue = uint8_t(Sm90Bf16Epilogue::kBf16Direct);
+    if (is_head_batched(p) && key.epilogue == uint8_t(Sm90GemmEpilogue::kBf16Tma) && p.n % config.block_n != 0)
+        key.epilogue = uint8_t(Sm90GemmEpilogue::kBf16Direct);
     if (is_batch_reduced(p)) key.split_k = uint8_t(p.batch_splits > 1 ? p.batch_splits : 0);
     dims.apply(key, p.m, p.n, p.k);
     if (is_k_grouped(p)) key.k = 0;  // each group has its own K: never a kernel constant
@@ -283,15 +279,15 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     src.symbol = make_symbol(key);
     src.num_threads = 128 + 128 * (key.block_m / 64);
     src.smem_bytes = heuristics::sm90_bf16_smem_bytes(key.block_m, key.block_n, key.num_stages, key.b_mn_major,
-                                                      Sm90Bf16Epilogue(key.epilogue));
+                                                      Sm90GemmEpilogue(key.epilogue));
     const unsigned bm = key.block_m, bn = key.block_n;
     const char* amn = key.a_mn_major ? "true" : "false";
     const char* bmn = key.b_mn_major ? "true" : "false";
     const std::string scheduler = scheduler_type(key, key.multicast != 0 ? "ClusterPairScheduler" : "GroupedOrderScheduler");
     std::string epilogue;
-    switch (Sm90Bf16Epilogue(key.epilogue)) {
-        case Sm90Bf16Epilogue::kBf16Tma: epilogue = fmt::format("Bf16TmaStoreEpilogue<{}u, {}u>", bm, bn); break;
-        case Sm90Bf16Epilogue::kBf16Direct: epilogue = fmt::format("Bf16DirectStoreEpilogue<{}u, {}u>", bm, bn); break;
+    switch (Sm90GemmEpilogue(key.epilogue)) {
+        case Sm90GemmEpilogue::kBf16Tma: epilogue = fmt::format("Bf16TmaStoreEpilogue<{}u, {}u>", bm, bn); break;
+        case Sm90GemmEpilogue::kBf16Direct: epilogue = fmt::format("Bf16DirectStoreEpilogue<{}u, {}u>", bm, bn); break;
         default:
             epilogue = fmt::format("AccumDirectStoreEpilogue<{}u, {}u, {}, {}>", bm, bn, key.d_fp32 ? "true" : "false",
                                    key.with_c ? "true" : "false");
@@ -315,7 +311,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
                              int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
-    const heuristics::Sm90Bf16GemmConfig& config = chosen.tile;
+    const heuristics::Sm90GemmConfig& config = chosen.tile;
     const int m = p.m, n = p.n, k = p.k;
     const bool masked = is_masked(p), m_grouped = is_m_grouped(p), k_grouped = is_k_grouped(p);
     const unsigned cluster = key.multicast != 0 ? 2u : 1u;
@@ -351,7 +347,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
                             (what + "b").c_str());
     }
     std::memset(&t[2], 0, sizeof(t[2]));
-    if (key.epilogue == int(Sm90Bf16Epilogue::kBf16Tma)) {
+    if (key.epilogue == int(Sm90GemmEpilogue::kBf16Tma)) {
         const int sw = heuristics::sm90_bf16_d_swizzle_bytes(config.block_n);
         const uint64_t d_rows = masked ? uint64_t(m) * uint64_t(p.num_groups) : uint64_t(m);
         // Head-batched: z [M, G, N] as [M, G * N] (heads side by side).
@@ -369,7 +365,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
                                  : persistent_grid(num_sms, m_blocks * n_blocks);
     launch.block[0] = unsigned(config.num_threads());
     launch.smem_bytes = unsigned(heuristics::sm90_bf16_smem_bytes(config.block_m, config.block_n, config.num_stages,
-                                                                  key.b_mn_major, Sm90Bf16Epilogue(key.epilogue)));
+                                                                  key.b_mn_major, Sm90GemmEpilogue(key.epilogue)));
     launch.cluster_x = cluster;
 }
 

@@ -29,14 +29,11 @@
 
 namespace deep_gemm::kernels {
 
-// The kernel key of a config: tile, stages and scheduler group set, every other field at its default.
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Bf16GemmConfig& config);
-
 // The BF16 kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface).
 struct Bf16GemmTraits {
     // The config, and the multicast request DG_BF16_GEMM_CONFIG forced (0 = none: GemmProblem::multicast).
     struct Config {
-        heuristics::Sm90Bf16GemmConfig tile;
+        heuristics::Sm90GemmConfig tile;
         int multicast_request = 0;
     };
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "../../jit/errors.hpp"
-#include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "kernel_source.hpp"
 #include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 
@@ -19,12 +18,6 @@ std::string make_symbol(const GemmKernelKey& key) {
 }
 
 }  // namespace
-
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8Gemm1d1dConfig& config) {
-    GemmKernelKey key = tile_key(GemmKernel::kFp8_1d1d, config);
-    key.epilogue = uint8_t(heuristics::Sm90Bf16Epilogue::kAccumDirect);
-    return key;
-}
 
 void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
     const GemmProblem& p = desc.problem;
@@ -52,18 +45,17 @@ gemm_launch::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, i
     return q;
 }
 
-heuristics::Sm90Fp8Gemm1d1dConfig Fp8Gemm1d1dTraits::choose(const char* op,
-                                                            const gemm_launch::ConfigQuery& q) {
+heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     const Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
                                                                   gemm_launch::block_multiples(q));
-    log_config(op, q.m, q.n, q.k, q.num_sms, heuristics::to_string(config));
+    log_config(op, q.m, q.n, q.k, q.num_sms, heuristics::sm90_fp8_1d1d_to_string(config));
     return config;
 }
 
 GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int,
                                             const CompiledDims& dims) {
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail(op, "not enough shared memory on this device");
-    GemmKernelKey key = gemm_kernel_key(config);
+    GemmKernelKey key = gemm_kernel_key(GemmKernel::kFp8_1d1d, config);
     dims.apply(key, p.m, p.n, p.k);
     key.with_c = p.with_c;
     return key;

@@ -11,14 +11,11 @@
 
 namespace deep_gemm::kernels {
 
-// The kernel key of a config, all dims at run time, no C.
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8Gemm1d1dConfig& config);
-
 // The FP8 1D1D kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface). The op
 // named in errors is GemmProblem::op (this kernel serves fp8_gemm_{nt,nn,tn,tt} and
 // k_grouped_fp8_gemm_nt_contiguous).
 struct Fp8Gemm1d1dTraits {
-    using Config = heuristics::Sm90Fp8Gemm1d1dConfig;
+    using Config = heuristics::Sm90GemmConfig;
     static constexpr bool kSfbInTensorMap = true, kDInTensorMap = false;
     static const char* op_name(const GemmProblem& p) { return p.op; }
     static void check(const char* op, const GemmDesc& desc);

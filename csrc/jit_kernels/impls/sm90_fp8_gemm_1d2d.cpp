@@ -20,7 +20,6 @@
 #include "../../jit/errors.hpp"
 #include "../../jit/log.hpp"
 #include "split_k_workspace.hpp"
-#include "../heuristics/sm90_bf16.hpp"  // Sm90Bf16Epilogue, the epilogue numbering of GemmKernelKey
 #include "../../jit/settings.hpp"
 #include "config_fields.hpp"
 #include "kernel_source.hpp"
@@ -30,7 +29,7 @@ namespace deep_gemm::kernels {
 
 namespace {
 
-using Epilogue = heuristics::Sm90Bf16Epilogue;
+using Epilogue = heuristics::Sm90GemmEpilogue;
 using ConfigOverride = Sm90Fp8ConfigOverride;
 
 constexpr const char* kOpName = "fp8_gemm_nt";
@@ -137,14 +136,6 @@ Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
     return ov;
 }
 
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config) {
-    GemmKernelKey key = tile_key(GemmKernel::kFp8_1d2d, config);
-    key.pipelined = uint8_t(config.pipelined);
-    key.multicast = uint8_t(config.multicast);
-    key.split_k = uint8_t(config.split_k > 1 ? config.split_k : 0);
-    return key;
-}
-
 const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
     switch (p.mode) {
         case GemmGroupedMode::kMGroupedContiguous: return "m_grouped_fp8_gemm_nt_contiguous";
@@ -239,7 +230,7 @@ void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
     std::memcpy(q.forced, forced, sizeof(forced));
 }
 
-heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
+heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     ConfigOverride ov;
     ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
     ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5], ov.split_k = q.forced[6];
@@ -265,17 +256,17 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const ge
         const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         config.num_stages = ov.num_stages != 0 ? ov.num_stages : max_stages;
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
-            fail_op(op, std::string(kConfigEnv) + ": " + heuristics::to_string(config) + " exceeds the shared memory limit (" +
+            fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
         if (mode != GemmGroupedMode::kNone) {
             // The grouped schedulers pair no CTAs; the contiguous ones look groups up per 128-row segment, which
             // three 64-row math warpgroups (BLOCK_M 192) do not fit.
             config.multicast = 0;
             if (config.split_k > 1)
-                fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::to_string(config));
+                fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));
             if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)
                 fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got " +
-                                heuristics::to_string(config));
+                                heuristics::sm90_fp8_to_string(config));
         }
     }
     // With the config model's time for this config (forced ones too), for calibrating the model by sweeps
@@ -289,7 +280,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const ge
                       heuristics::sm90_fp8_model_cost(model_m, n, k, num_sms, config.block_m, config.block_n,
                                                       config.num_stages, config.pipelined, config.multicast) /
                           heuristics::kFp8ModelClkPerUs);
-        log_config(op, m, n, k, num_sms, heuristics::to_string(config) + modelled);
+        log_config(op, m, n, k, num_sms, heuristics::sm90_fp8_to_string(config) + modelled);
     }
     return config;
 }
@@ -297,7 +288,7 @@ heuristics::Sm90Fp8GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const ge
 GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                             const CompiledDims& dims) {
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail_op(op, "not enough shared memory on this device");
-    GemmKernelKey key = gemm_kernel_key(config);
+    GemmKernelKey key = gemm_kernel_key(GemmKernel::kFp8_1d2d, config);
     // Clusters need two CTAs per cluster in the persistent grid.
     if (num_sms < 2) key.multicast = 0;
     dims.apply(key, p.m, p.n, p.k);

@@ -46,13 +46,9 @@ struct Sm90Fp8ConfigOverride {
 // Parses the variable's value; malformed values raise jit::Error ("fp8_gemm_nt: DG_FP8_GEMM_CONFIG='...': ...").
 Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text);
 
-// The kernel key of a config (tile, stages, group, promotion, multicast), all dims at run time; the caller
-// sets compiled dims, epilogue and grouped fields.
-GemmKernelKey gemm_kernel_key(const heuristics::Sm90Fp8GemmConfig& config);
-
 // The FP8 1D2D kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface).
 struct Fp8Gemm1d2dTraits {
-    using Config = heuristics::Sm90Fp8GemmConfig;
+    using Config = heuristics::Sm90GemmConfig;
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;
     static const char* op_name(const GemmProblem& p);
     static void check(const char* op, const GemmDesc& desc);

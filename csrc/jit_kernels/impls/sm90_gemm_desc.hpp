@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../heuristics/common.hpp"
 #include "common.hpp"
 
 namespace deep_gemm::kernels {
@@ -111,7 +112,7 @@ void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks);
 struct GemmKernelKey {
     GemmKernel kernel = GemmKernel::kFp8_1d2d;
     uint8_t mode = 0;      // GemmGroupedMode
-    uint8_t epilogue = 0;  // heuristics::Sm90Bf16Epilogue: 0 bf16 TMA store, 1 bf16 direct, 2 FP32 / with C
+    uint8_t epilogue = 0;  // heuristics::Sm90GemmEpilogue: 0 bf16 TMA store, 1 bf16 direct, 2 FP32 / with C
     uint8_t padding = 0;   // contiguous modes (FP8 1D2D, BF16): PaddingRows (0 unspecified, 1 zero, 2 untouched)
     uint8_t pipelined = 0;  // FP8 1D2D promotion overlap: 0 none, 1 two scratch accumulators
     uint8_t multicast = 0;  // 0 no cluster; 1 2-CTA cluster sharing B (M-block pairs); 2 sharing A (FP8 1D2D)
@@ -127,15 +128,9 @@ struct GemmKernelKey {
 };
 static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");
 
-// The key fields every kernel's config has: the kernel, its tile, stages and scheduler group.
-template <typename Config>
-GemmKernelKey tile_key(GemmKernel kernel, const Config& config) {
-    GemmKernelKey key;
-    key.kernel = kernel;
-    key.block_m = config.block_m, key.block_n = config.block_n;
-    key.num_stages = config.num_stages, key.group_n = config.group_n;
-    return key;
-}
+// The kernel key of a kernel's config: tile, stages, scheduler group and the FP8 1D2D knobs set, the FP8 1D1D
+// kernel's one epilogue, every other field at its default (the kernels' kernel_key fills them in for a call).
+GemmKernelKey gemm_kernel_key(GemmKernel kernel, const heuristics::Sm90GemmConfig& config);
 
 // The generated translation unit of a key (used by the ops, plan_gemm and the compile-only tests).
 GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);

@@ -109,6 +109,18 @@ void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks) {
     }
 }
 
+GemmKernelKey gemm_kernel_key(GemmKernel kernel, const heuristics::Sm90GemmConfig& config) {
+    GemmKernelKey key;
+    key.kernel = kernel;
+    key.block_m = config.block_m, key.block_n = config.block_n;
+    key.num_stages = config.num_stages, key.group_n = config.group_n;
+    key.pipelined = uint8_t(config.pipelined);
+    key.multicast = uint8_t(config.multicast);
+    key.split_k = uint8_t(config.split_k > 1 ? config.split_k : 0);
+    if (kernel == GemmKernel::kFp8_1d1d) key.epilogue = uint8_t(heuristics::Sm90GemmEpilogue::kAccumDirect);
+    return key;
+}
+
 GemmKernelSource gemm_kernel_source(const GemmKernelKey& key) {
     switch (key.kernel) {
         case GemmKernel::kFp8_1d2d: return Fp8Gemm1d2dTraits::source(key);

@@ -10,7 +10,7 @@
 //
 // A kernel plugs in with a small Traits struct (sm90_fp8_gemm_1d2d.hpp, sm90_fp8_gemm_1d1d.hpp,
 // sm90_bf16_gemm.hpp):
-//   using Config                                    its heuristics' config type
+//   using Config                                    heuristics::Sm90GemmConfig (or a struct holding one)
 //   static constexpr bool kSfbInTensorMap, kDInTensorMap   which of sfb / d the tensor maps hold (they key
 //                                                   the launch memo; plain-argument pointers do not)
 //   op_name(problem)                                the op named in errors and logs
