@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from deep_gemm.testing import calc_diff
-from gemm_checks import (DIFF_BAR, assert_gemm_close, assert_groups_close, assert_tiles_close, scaled_like,
+from gemm_checks import (DIFF_BAR, FP8_INTO_FP32_BARS, assert_gemm_close, assert_groups_close, assert_tiles_close, scaled_like,
                          tile_max_errors)
 
 
@@ -97,3 +97,21 @@ def test_3d_output_checked_matrix_by_matrix():
     out[1] *= 2  # one whole matrix wrong: its own calc_diff sees it
     with pytest.raises(AssertionError, match=r'masked \[1\]: calc_diff'):
         assert_gemm_close(out, ref, 'masked')
+
+
+def test_fp8_into_fp32_bars_pass_accumulation_noise_and_fail_real_bugs():
+    """FP8_INTO_FP32_BARS: noise three times the H100's FP8 accumulation error passes (calc_diff ~7e-8 against
+    the measured 3.4e-9 to 8.7e-9), a zeroed tile and one dropped K block of eight fail."""
+    g = torch.Generator().manual_seed(11)
+    a = torch.randn(256, 1024, generator=g, dtype=torch.float64)
+    b = torch.randn(384, 1024, generator=g, dtype=torch.float64)
+    ref = a @ b.t()
+    noisy = ref + 3 * 1.25e-4 * ref.pow(2).mean().sqrt() * torch.randn(ref.shape, generator=g, dtype=torch.float64)
+    assert_gemm_close(noisy.float(), ref, 'fp8 noise', **FP8_INTO_FP32_BARS)
+    zeroed = noisy.float().clone()
+    zeroed[128:256, 256:384] = 0
+    with pytest.raises(AssertionError, match='tile'):
+        assert_gemm_close(zeroed, ref, 'zeroed tile', **FP8_INTO_FP32_BARS)
+    dropped = ref - a[:, 512:640] @ b[:, 512:640].t()
+    with pytest.raises(AssertionError):
+        assert_gemm_close(dropped.float(), ref, 'dropped K block', **FP8_INTO_FP32_BARS)

@@ -89,6 +89,8 @@ def run_and_check(q, kv_cache, weights, lens, table, max_len, clean, logits_dtyp
         assert torch.equal(torch.isneginf(got), ~inside), 'the -inf pattern differs from the rows\' ranges'
     else:
         assert torch.isnan(got[~inside]).all(), 'the kernel wrote outside a row\'s range'
+    if not inside.any():
+        return out, meta  # every row empty (batch 1, one empty 2-D row): the pattern checks above are all there is
     diff = calc_diff(got[inside], want[inside])
     assert diff < (3e-5 if logits_dtype == torch.bfloat16 else 5e-6), diff
     if logits_dtype == torch.float32:
