@@ -11,6 +11,8 @@ from typing import Iterable, List, Optional
 # power), so no op reaches these lines; they show which limit a shape runs into.
 H200_PEAK_TFLOPS = {'fp8': 3958.0 / 2, 'bf16': 1979.0 / 2}
 H200_HBM_TBS = 4.8
+# The H100 SXM (nvidia.com/en-us/data-center/h100) quotes the same tensor-core peaks and 3.35 TB/s (HBM3).
+HBM_TBS = {'H200': H200_HBM_TBS, 'H100': 3.35}
 
 
 @dataclass
@@ -37,9 +39,9 @@ class Result:
         return self.flops / self.bytes
 
 
-def roof_tflops(intensity: float, dtype: str) -> float:
-    """The H200's attainable TFLOPS at `intensity` FLOP/byte: bandwidth-bound below the ridge point."""
-    return min(H200_PEAK_TFLOPS[dtype], H200_HBM_TBS * intensity)
+def roof_tflops(intensity: float, dtype: str, gpu: str = 'H200') -> float:
+    """The GPU's attainable TFLOPS at `intensity` FLOP/byte: bandwidth-bound below the ridge point."""
+    return min(H200_PEAK_TFLOPS[dtype], HBM_TBS[gpu] * intensity)
 
 
 def fraction_of_roof(r: Result) -> Optional[float]:
@@ -70,9 +72,9 @@ def table(results: Iterable[Result]) -> str:
     return '\n'.join(lines)
 
 
-def plot(results: Iterable[Result], path: str, title: str = 'deep_gemm on H200') -> None:
+def plot(results: Iterable[Result], path: str, title: str = 'deep_gemm on H200', gpu: str = 'H200') -> None:
     """Writes a log-log roofline PNG: achieved TFLOPS against FLOP/byte, one marker per implementation and
-    one colour per op, with the H200's FP8 and BF16 roofs."""
+    one colour per op, with the FP8 and BF16 roofs of `gpu` (a key of HBM_TBS)."""
     try:
         import matplotlib
         matplotlib.use('Agg')  # files only, no display needed
@@ -83,13 +85,13 @@ def plot(results: Iterable[Result], path: str, title: str = 'deep_gemm on H200')
     fig, ax = plt.subplots(figsize=(10, 6.5))
     if results:
         lo = min(r.intensity for r in results) / 2
-        hi = max(max(r.intensity for r in results) * 2, H200_PEAK_TFLOPS['fp8'] / H200_HBM_TBS * 4)
+        hi = max(max(r.intensity for r in results) * 2, H200_PEAK_TFLOPS['fp8'] / HBM_TBS[gpu] * 4)
     else:
         lo, hi = 1.0, 4000.0
     xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     for dtype, style in (('fp8', '-'), ('bf16', '--')):
-        ax.plot(xs, [roof_tflops(x, dtype) for x in xs], style, color='black', linewidth=1,
-                label=f'H200 {dtype.upper()} roof ({H200_PEAK_TFLOPS[dtype]:.0f} TFLOPS, {H200_HBM_TBS} TB/s)')
+        ax.plot(xs, [roof_tflops(x, dtype, gpu) for x in xs], style, color='black', linewidth=1,
+                label=f'{gpu} {dtype.upper()} roof ({H200_PEAK_TFLOPS[dtype]:.0f} TFLOPS, {HBM_TBS[gpu]} TB/s)')
     ops = sorted({r.op for r in results})
     impls = sorted({r.impl for r in results}, key=lambda name: (name != 'ours', name))
     colors = plt.get_cmap('tab10')

@@ -85,6 +85,19 @@ def plot_results(families, rounds):
     return out
 
 
+def merge_saved_rounds(paths):
+    """The rounds of several --json files (runs of different families) as one list: round i of every file merged."""
+    saved = []
+    for path in paths:
+        with open(path) as f:
+            saved.append(json.load(f))
+    merged = []
+    for i in range(min(len(rounds) for rounds in saved)):
+        merged.append({side: {name: t for rounds in saved for name, t in rounds[i][side].items()}
+                       for side in ('ours', 'peer')})
+    return merged
+
+
 def seed_of(family: str, case: dict) -> int:
     return sum(ord(c) * (i + 1) for i, c in enumerate(case_name(family, case))) % (2 ** 31)
 
@@ -255,6 +268,9 @@ def main(argv=None):
     p.add_argument('--json', help='also write the raw rounds here')
     p.add_argument('--list', action='store_true')
     p.add_argument('--plot', help='also draw a roofline PNG (ours, the peer, cuBLASLt; needs matplotlib)')
+    p.add_argument('--gpu', default='H200', choices=('H200', 'H100'), help="the plot's roofs (default H200)")
+    p.add_argument('--from-json', nargs='+', metavar='JSON',
+                   help='no timing: the table (and --plot) from saved --json files, their rounds merged')
     p.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     p.add_argument('--baseline', action='store_true', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -270,6 +286,15 @@ def main(argv=None):
     if args.child:
         _child(families, args.runs, args.baseline)
         return 0
+    if args.from_json:
+        rounds = merge_saved_rounds(args.from_json)
+        families = [f for f in families if any(case_name(f, c) in rounds[0]['ours'] for c in FAMILIES[f])]
+        print(table(families, rounds))
+        if args.plot:
+            from _report import plot
+            plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run',
+                 gpu=args.gpu)
+        return 0
     if not args.peer_path or not os.path.isdir(os.path.join(args.peer_path, 'deep_gemm')):
         p.error('--peer-path (or DG_PEER_PATH) must name the built peer (the folder build_deepgemm.sh prints)')
     rounds = []
@@ -281,7 +306,8 @@ def main(argv=None):
     print(table(families, rounds))
     if args.plot:
         from _report import plot
-        plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run')
+        plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run',
+             gpu=args.gpu)
     return 0
 
 

@@ -32,6 +32,7 @@ def test_figures_and_roofline():
     assert _report.roof_tflops(1e4, 'fp8') == _report.H200_PEAK_TFLOPS['fp8'] == pytest.approx(1979)
     assert _report.roof_tflops(1e4, 'bf16') == pytest.approx(989.5)
     assert _report.roof_tflops(10, 'fp8') == pytest.approx(48.0)
+    assert _report.roof_tflops(10, 'fp8', 'H100') == pytest.approx(33.5)  # the H100 SXM's 3.35 TB/s
     assert _report.fraction_of_roof(big) == pytest.approx(big.tflops / 1979)
     decode = synthetic()[2]
     assert _report.fraction_of_roof(decode) == pytest.approx(decode.tflops / (4.8 * decode.intensity))

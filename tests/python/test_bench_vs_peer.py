@@ -67,3 +67,17 @@ def test_plot_results_take_the_medians_of_each_side(monkeypatch):
     assert got['ours'].us == 11.0 and got['DeepGEMM v2.6.1'].us == 11.0 and got['cuBLAS(Lt)'].us == 21.0
     assert got['ours'].flops == 2 * 128 * 256 * 512 and got['ours'].dtype == 'fp8'
     assert got['ours'].bytes == 128 * 512 + 256 * 512 + 4 * (128 * 4 + 2 * 4) + 2 * 128 * 256
+
+
+def test_saved_rounds_of_two_runs_merge_round_by_round(tmp_path):
+    import json
+    a = [{'ours': {'x': {'us': 1.0}}, 'peer': {'x': {'us': 2.0}}}, {'ours': {'x': {'us': 3.0}}, 'peer': {'x': {'us': 4.0}}}]
+    b = [{'ours': {'y': {'us': 5.0}}, 'peer': {'y': {'us': 6.0}}}, {'ours': {'y': {'us': 7.0}}, 'peer': {'y': {'us': 8.0}}}]
+    paths = []
+    for i, rounds in enumerate((a, b)):
+        paths.append(str(tmp_path / f'{i}.json'))
+        with open(paths[-1], 'w') as f:
+            json.dump(rounds, f)
+    merged = vs.merge_saved_rounds(paths)
+    assert merged == [{'ours': {'x': {'us': 1.0}, 'y': {'us': 5.0}}, 'peer': {'x': {'us': 2.0}, 'y': {'us': 6.0}}},
+                      {'ours': {'x': {'us': 3.0}, 'y': {'us': 7.0}}, 'peer': {'x': {'us': 4.0}, 'y': {'us': 8.0}}}]
