@@ -35,25 +35,10 @@ inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
 // `multiples` (set_block_size_multiple_of) filters the candidates.
 inline Sm90GemmConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_sms, int smem_limit,
                                                   BlockMultiples multiples = {}) {
-    Sm90GemmConfig best;
-    double best_cost = -1.0;
-    for (int block_m : {64, 128}) {
-        if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
-        for (int block_n = 16; block_n <= kSm90Fp8_1d1dMaxBlockN; block_n += 16) {
-            if (!multiples.allows(block_m, block_n)) continue;
-            const int stages = sm90_fp8_1d1d_max_stages(block_m, block_n, smem_limit);
-            if (stages < kSm90Fp8MinStages) continue;
-            const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
-            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
-                best_cost = cost;
-                best.block_m = block_m;
-                best.block_n = block_n;
-                best.num_stages = stages;
-            }
-        }
-    }
-    best.group_n = 8;
-    return best;
+    return choose_sm90_fp8_min_cost_tile(m, n, k, num_sms, kSm90Fp8_1d1dMaxBlockN, multiples,
+                                         [&](int block_m, int block_n) {
+                                             return sm90_fp8_1d1d_max_stages(block_m, block_n, smem_limit);
+                                         });
 }
 
 inline std::string sm90_fp8_1d1d_to_string(const Sm90GemmConfig& c) {

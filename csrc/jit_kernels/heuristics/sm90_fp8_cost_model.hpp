@@ -44,17 +44,19 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
     return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
 }
 
-// The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): minimum modelled cost over
-// every tile, no pipelined promotion, no multicast.
-inline Sm90GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit,
-                                                    BlockMultiples multiples = {}) {
+// Minimum sm90_fp8_cost (no pipelined promotion, no multicast) over BLOCK_M in {64, 128} x BLOCK_N in
+// {16, 32, ..., max_block_n}: the tiles `multiples` allows and for which `max_stages(block_m, block_n)` gives at
+// least kSm90Fp8MinStages (that many stages are taken).
+template <typename MaxStages>
+inline Sm90GemmConfig choose_sm90_fp8_min_cost_tile(int m, int n, int k, int num_sms, int max_block_n,
+                                                     BlockMultiples multiples, MaxStages max_stages) {
     Sm90GemmConfig best;
     double best_cost = -1.0;
     for (int block_m : {64, 128}) {
         if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
-        for (int block_n = 16; block_n <= kSm90Fp8MaxBlockN; block_n += 16) {
+        for (int block_n = 16; block_n <= max_block_n; block_n += 16) {
             if (!multiples.allows(block_m, block_n)) continue;
-            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit, kSm90Fp8MaxStagesRules);
+            const int stages = max_stages(block_m, block_n);
             if (stages < kSm90Fp8MinStages) continue;
             const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
             if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
@@ -62,13 +64,20 @@ inline Sm90GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num
                 best.block_m = block_m;
                 best.block_n = block_n;
                 best.num_stages = stages;
-                best.pipelined = 0;
-                best.multicast = 0;
             }
         }
     }
     best.group_n = 8;
     return best;
+}
+
+// The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): the minimum modelled cost over
+// every tile with the rules' stage cap.
+inline Sm90GemmConfig choose_sm90_fp8_legacy_config(int m, int n, int k, int num_sms, int smem_limit,
+                                                    BlockMultiples multiples = {}) {
+    return choose_sm90_fp8_min_cost_tile(m, n, k, num_sms, kSm90Fp8MaxBlockN, multiples, [&](int block_m, int block_n) {
+        return sm90_fp8_max_stages(block_m, block_n, smem_limit, kSm90Fp8MaxStagesRules);
+    });
 }
 
 // The previous default (DG_FP8_GEMM_CONFIG=rules), set by config sweeps on the H200 (benchmarks/sweep_fp8_configs.py, 2026-12-02,
