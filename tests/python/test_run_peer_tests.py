@@ -53,3 +53,28 @@ def test_harness_failures_alone_exit_zero(tmp_path):
 def test_import_failure_is_reported(tmp_path):
     out = run(tmp_path, 'from deep_gemm.utils import no_such_helper\n')
     assert 'test_fake.<import>: fail' in out.stdout and 'no_such_helper' in out.stdout and out.returncode == 1
+
+
+def test_kernel_name_mismatch_falls_back_to_the_whole_call_time():
+    sys.path.insert(0, os.path.join(ROOT, 'scripts'))
+    import run_peer_tests
+
+    def bench_kineto(fn, kernel_names, **kwargs):
+        if kernel_names == 'clean_logits' or 'nvjet' in kernel_names:
+            raise RuntimeError("bench_kineto: no kernel whose name contains 'clean_logits' ran; kernels seen: [...]")
+        if kernel_names == 'other':
+            raise RuntimeError('CUDA error: an illegal memory access was encountered')
+        return 2.0
+
+    notes = []
+    timed = run_peer_tests.with_timing_fallback(bench_kineto, lambda fn: 1.5, notes)
+    assert timed(None, 'sm90_gemm') == 2.0 and notes == []
+    assert timed(None, 'clean_logits', suppress_kineto_output=True) == 1.5
+    assert timed(None, ('nvjet', 'reduce')) == (1.5, 1.5)
+    assert len(notes) == 2 and notes[0].startswith('bench_kineto: no kernel')
+    try:
+        timed(None, 'other')  # not a name mismatch: raised as it was
+    except RuntimeError as e:
+        assert 'illegal memory access' in str(e)
+    else:
+        raise AssertionError('a kernel error must not be replaced by a timing')
