@@ -7,10 +7,12 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,10 +69,11 @@ LtOperand describe(const View& v, bool is_b) {
     return {is_b ? lt::kOpN : lt::kOpT, mn, k, leading_dim(v.stride[1], mn, k)};  // a column-major MN x K matrix
 }
 
-// The largest power of two (up to 256, cuBLASLt's default assumption) dividing the address: the
-// heuristic must only pick kernels that can handle it.
-uint32_t alignment(const void* p) {
-    const auto addr = reinterpret_cast<uintptr_t>(p);
+// The largest power of two (up to 256, cuBLASLt's default assumption) dividing the address and, in a
+// strided batch, the batch stride in bytes (every matrix's address): the heuristic must only pick kernels
+// that can handle it.
+uint32_t alignment(const void* p, int64_t batch_stride_bytes = 0) {
+    const auto addr = reinterpret_cast<uintptr_t>(p) | static_cast<uintptr_t>(batch_stride_bytes);
     uint32_t a = 256;
     while (a > 1 and addr % a != 0) a >>= 1;
     return a;
@@ -84,7 +87,7 @@ void check_status(const char* op, const char* fn, lt::Status status) {
 
 // Everything that decides the descriptors and the algorithm of a call.
 struct PlanKey {
-    std::array<int64_t, 16> v{};
+    std::array<int64_t, 20> v{};
     bool operator==(const PlanKey&) const = default;
 };
 
@@ -158,11 +161,28 @@ Context context_for(const char* op, int device, CUstream stream) {
     return ctx;
 }
 
-lt::MatrixLayout make_layout(const char* op, int dtype, uint64_t rows, uint64_t cols, int64_t ld) {
+// `batch` > 1: a strided batch, matrix i at `batch_stride` * i elements past the first.
+lt::MatrixLayout make_layout(const char* op, int dtype, uint64_t rows, uint64_t cols, int64_t ld, int32_t batch,
+                             int64_t batch_stride) {
+    const lt::Api& api = lt::api();
     lt::MatrixLayout l = nullptr;
-    check_status(op, "cublasLtMatrixLayoutCreate", lt::api().matrix_layout_create(&l, dtype, rows, cols, ld));
+    check_status(op, "cublasLtMatrixLayoutCreate", api.matrix_layout_create(&l, dtype, rows, cols, ld));
+    if (batch > 1) {
+        lt::Status st = api.matrix_layout_set_attribute(l, lt::kLayoutBatchCount, &batch, sizeof(batch));
+        if (st == lt::kSuccess)
+            st = api.matrix_layout_set_attribute(l, lt::kLayoutStridedBatchOffset, &batch_stride, sizeof(batch_stride));
+        if (st != lt::kSuccess) api.matrix_layout_destroy(l);
+        check_status(op, "cublasLtMatrixLayoutSetAttribute", st);
+    }
     return l;
 }
+
+// A strided batch of problems (cublaslt_gemm_batched): matrix i of our a, b and d at these strides (elements)
+// past matrix 0; count 1 is a single problem.
+struct Batch {
+    int32_t count = 1;
+    int64_t a = 0, b = 0, d = 0;
+};
 
 // A validated call in cuBLASLt's terms.
 struct LtProblem {
@@ -172,6 +192,7 @@ struct LtProblem {
     int64_t ldd, ldc;
     bool separate_c;
     uint32_t align_a, align_b, align_c, align_d;
+    Batch batch;  // strides of our a, b, d (cuBLASLt's B', A', D)
 };
 
 std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProblem& q) {
@@ -182,10 +203,11 @@ std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProbl
                  api.matmul_desc_set_attribute(plan->desc, lt::kDescTransA, &q.a.op, sizeof(q.a.op)));
     check_status(op, "cublasLtMatmulDescSetAttribute",
                  api.matmul_desc_set_attribute(plan->desc, lt::kDescTransB, &q.b.op, sizeof(q.b.op)));
-    plan->a = make_layout(op, lt::kDataBf16, q.a.rows, q.a.cols, q.a.ld);
-    plan->b = make_layout(op, lt::kDataBf16, q.b.rows, q.b.cols, q.b.ld);
-    plan->d = make_layout(op, q.d_type, q.n, q.m, q.ldd);
-    if (q.separate_c) plan->c = make_layout(op, q.d_type, q.n, q.m, q.ldc);
+    const Batch& batch = q.batch;
+    plan->a = make_layout(op, lt::kDataBf16, q.a.rows, q.a.cols, q.a.ld, batch.count, batch.b);
+    plan->b = make_layout(op, lt::kDataBf16, q.b.rows, q.b.cols, q.b.ld, batch.count, batch.a);
+    plan->d = make_layout(op, q.d_type, q.n, q.m, q.ldd, batch.count, batch.d);
+    if (q.separate_c) plan->c = make_layout(op, q.d_type, q.n, q.m, q.ldc, 1, 0);
 
     lt::Preference pref = nullptr;
     check_status(op, "cublasLtMatmulPreferenceCreate", api.preference_create(&pref));
@@ -211,7 +233,8 @@ std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProbl
 const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProblem& q) {
     PlanKey key;
     key.v = {device, static_cast<int64_t>(q.m), static_cast<int64_t>(q.n), static_cast<int64_t>(q.k), q.a.op, q.b.op, q.a.ld, q.b.ld,
-             q.ldc, q.ldd, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d};
+             q.ldc, q.ldd, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d,
+             q.batch.count, q.batch.a, q.batch.b, q.batch.d};
     thread_local PlanKey last_key;
     thread_local const Plan* last_plan = nullptr;
     thread_local uint64_t last_generation = 0;
@@ -235,8 +258,9 @@ const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProb
 
 // ---- the call -----------------------------------------------------------------------------------
 
+// One problem, or (batch.count > 1, no c) the strided batch whose first matrices a, b, d are.
 void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d, const at::Tensor* c,
-         int device, float alpha) {
+         int device, float alpha, const Batch& batch = {}) {
     c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
     if (p.m == 0 or p.n == 0) return;
     if (p.k == 0) {  // no product: d = c (or zeros), whatever alpha is
@@ -272,9 +296,10 @@ void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor
             }
         }
     }
-    q.align_a = alignment(b.const_data_ptr());
-    q.align_b = alignment(a.const_data_ptr());
-    q.align_d = alignment(d.const_data_ptr());
+    q.batch = batch;
+    q.align_a = alignment(b.const_data_ptr(), batch.b * int64_t(b.element_size()));
+    q.align_b = alignment(a.const_data_ptr(), batch.a * int64_t(a.element_size()));
+    q.align_d = alignment(d.const_data_ptr(), batch.d * int64_t(d.element_size()));
     q.align_c = q.separate_c ? alignment(c_ptr) : q.align_d;
 
     const CUstream stream = current_stream(device);
@@ -326,6 +351,42 @@ void gemm_with_spec(const GemmOpSpec& spec, const at::Tensor& a, const at::Tenso
 }  // namespace
 
 const char* cublaslt_op_name(CublasLtLayout layout) { return spec_of(layout).name; }
+
+void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d) {
+    const GemmOpSpec& spec = spec_of(layout);
+    const Checker check(spec.name, CheckMode::kReal);
+    for (const at::Tensor* t : {&a, &b, &d})
+        if (t->dim() != 3)
+            check.value_error(fmt::format("a batched call takes 3-D a, b and d (the batch first); got {}-D", t->dim()));
+    const int64_t count = d.size(0);
+    if (a.size(0) != count or b.size(0) != count)
+        check.value_error(fmt::format("a, b and d must hold the same number of matrices; got {}, {} and {}", a.size(0), b.size(0), count));
+    if (count == 0) return;
+    if (count > std::numeric_limits<int32_t>::max())
+        check.value_error(fmt::format("at most {} matrices in a batch; got {}", std::numeric_limits<int32_t>::max(), count));
+    // Every matrix has the first one's sizes and strides: validating the first validates them all.
+    const at::Tensor a0 = a.select(0, 0), b0 = b.select(0, 0), d0 = d.select(0, 0);
+    GemmCall call;
+    call.a = &a0, call.b = &b0, call.d = &d0, call.c = nullptr;
+    call.compiled_dims = "";
+    const Problem p = validate(spec, call, check);
+    const int device = check.same_cuda_device({&p.a, &p.b, &p.d});
+    if (p.m == 0 or p.n == 0) return;
+    // d's matrices must not share an element: stacked (each past the whole previous one) or with their rows
+    // interleaved (one row of every matrix between two rows of one), as [B, H, D].transpose(0, 1) gives.
+    const int64_t sb = d.stride(0), sm = p.d.stride[0], row = (p.n - 1) * p.d.stride[1] + 1;
+    const bool stacked = sb >= (p.m - 1) * sm + row;
+    const bool interleaved = sb >= row and (count - 1) * sb + row <= sm;
+    if (count > 1 and not stacked and not interleaved)
+        check.value_error(fmt::format("d's matrices overlap (strides {}); each output element must belong to one matrix",
+                                      fmt::join(d.strides(), ", ")));
+    if (p.k == 0) {
+        c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+        d.zero_();
+        return;
+    }
+    run(spec.name, p, a0, b0, d0, nullptr, device, 1.0f, Batch{int32_t(count), a.stride(0), b.stride(0), d.stride(0)});
+}
 
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                    const std::optional<at::Tensor>& c, bool fake, float alpha) {

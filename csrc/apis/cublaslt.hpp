@@ -23,6 +23,12 @@ const char* cublaslt_op_name(CublasLtLayout layout);
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                    const std::optional<at::Tensor>& c, bool fake, float alpha = 1.0f);
 
+// d[i] = a[i] @ b[i] for every i of the leading (batch) dimension of the 3-D a, b and d, in one strided-batched
+// cuBLASLt call (einsum's head forms). Each matrix follows cublaslt_gemm's rules with no c (they are checked
+// on the first: all share its sizes and strides), d's matrices must not overlap; a batch stride may be any
+// integer, 0 included (every i reads one matrix).
+void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d);
+
 // The bf16_gemm_* op of the same layout letters called with an alpha (deep_gemm/_compat28.py): validated
 // as that op (its rules and its name in errors, so it accepts exactly what the plain call accepts), then run
 // through cuBLASLt as cublaslt_gemm does, alpha applied in cuBLASLt's epilogue.

@@ -23,6 +23,8 @@ static_assert(kDataF32 == CUDA_R_32F and kDataBf16 == CUDA_R_16BF);
 static_assert(kCompute32F == CUBLAS_COMPUTE_32F);
 static_assert(kOpN == CUBLAS_OP_N and kOpT == CUBLAS_OP_T);
 static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA and kDescTransB == CUBLASLT_MATMUL_DESC_TRANSB);
+static_assert(kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and
+              kLayoutStridedBatchOffset == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
 static_assert(kPrefMaxWorkspaceBytes == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES);
 static_assert(kPrefMinAlignmentA == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES and
               kPrefMinAlignmentB == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES and
@@ -124,6 +126,7 @@ Api load() {
     resolve(lib, "cublasLtMatmulDescSetAttribute", a.matmul_desc_set_attribute, true, a.path);
     resolve(lib, "cublasLtMatmulDescDestroy", a.matmul_desc_destroy, true, a.path);
     resolve(lib, "cublasLtMatrixLayoutCreate", a.matrix_layout_create, true, a.path);
+    resolve(lib, "cublasLtMatrixLayoutSetAttribute", a.matrix_layout_set_attribute, true, a.path);
     resolve(lib, "cublasLtMatrixLayoutDestroy", a.matrix_layout_destroy, true, a.path);
     resolve(lib, "cublasLtMatmulPreferenceCreate", a.preference_create, true, a.path);
     resolve(lib, "cublasLtMatmulPreferenceSetAttribute", a.preference_set_attribute, true, a.path);

@@ -49,6 +49,9 @@ inline constexpr int32_t kOpT = 1;  // CUBLAS_OP_T
 // cublasLtMatmulDescAttributes_t
 inline constexpr int kDescTransA = 3;  // CUBLASLT_MATMUL_DESC_TRANSA (int32_t)
 inline constexpr int kDescTransB = 4;  // CUBLASLT_MATMUL_DESC_TRANSB (int32_t)
+// cublasLtMatrixLayoutAttribute_t
+inline constexpr int kLayoutBatchCount = 5;          // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT (int32_t)
+inline constexpr int kLayoutStridedBatchOffset = 6;  // CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET (int64_t, elements)
 // cublasLtMatmulPreferenceAttributes_t
 inline constexpr int kPrefMaxWorkspaceBytes = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES (uint64_t)
 inline constexpr int kPrefMinAlignmentA = 5;      // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES (uint32_t)
@@ -64,6 +67,7 @@ struct Api {
     Status (*matmul_desc_set_attribute)(MatmulDesc, int attr, const void* buf, size_t size);
     Status (*matmul_desc_destroy)(MatmulDesc);
     Status (*matrix_layout_create)(MatrixLayout*, int type, uint64_t rows, uint64_t cols, int64_t ld);
+    Status (*matrix_layout_set_attribute)(MatrixLayout, int attr, const void* buf, size_t size);
     Status (*matrix_layout_destroy)(MatrixLayout);
     Status (*preference_create)(Preference*);
     Status (*preference_set_attribute)(Preference, int attr, const void* buf, size_t size);

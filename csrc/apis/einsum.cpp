@@ -262,7 +262,8 @@ void run_heads(const Heads& p, const at::Tensor& x, const at::Tensor& y, const a
     kernels::run_gemm(desc);
 }
 
-// cuBLASLt: one call per head on the [B, *] slices (nt: y[h] is [D, R] K-major; nn: y[h] is [D, R] = [K, N]).
+// cuBLASLt: one strided-batched call over the heads, each on its [B, *] slices (nt: y[h] is [D, R] K-major;
+// nn: y[h] is [D, R] = [K, N]); one call per head cost ~4 µs of host time each (h = 128: 0.5 ms).
 void run_heads_cublaslt(const Heads& p, const at::Tensor& x, const at::Tensor& y, const at::Tensor& z) {
     if (p.m == 0 or p.h == 0 or p.n == 0) return;
     if (p.k == 0) {
@@ -270,7 +271,7 @@ void run_heads_cublaslt(const Heads& p, const at::Tensor& x, const at::Tensor& y
         return;
     }
     const CublasLtLayout layout = p.y_k_major ? CublasLtLayout::kNt : CublasLtLayout::kNn;
-    for (int64_t h = 0; h < p.h; ++h) cublaslt_gemm(layout, x.select(1, h), y.select(0, h), z.select(1, h), std::nullopt, false);
+    cublaslt_gemm_batched(layout, x.transpose(0, 1), y, z.transpose(0, 1));
 }
 
 // ---- fp8_einsum('bhr,hdr->bhd') -------------------------------------------------------------------------
