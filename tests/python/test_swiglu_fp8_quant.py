@@ -191,9 +191,11 @@ def test_setup_installs_third_party():
 # ---- compile-only kernel check (no GPU) ---------------------------------------------------------------
 
 def test_kernel_compiles_without_local_memory(tmp_path):
-    """Builds two configs through the JIT without a GPU (the most register-hungry one: bf16 SwiGLU with
-    weights, clamp, bf16 copy and UE8M0 scales; and fp32 input with the precise exp/division, 64-column
-    groups, row-major scales), with spills as compile errors, and inspects the cubins' SASS."""
+    """Builds three configs through the JIT without a GPU (the most register-hungry ones: bf16 SwiGLU with
+    weights, clamp, bf16 copy and UE8M0 scales, with the fast and with the precise exp/division, the precise one
+    at 16-column groups, which spilled 32 bytes under the fast variants' 48-register bound; and fp32 input with
+    the precise math, 64-column groups, row-major scales), with spills as compile errors, and inspects the
+    cubins' SASS."""
     from test_jit import find_cuobjdump, nvcc_available
     cuobjdump = find_cuobjdump()
     if not nvcc_available() or cuobjdump is None:
@@ -203,6 +205,8 @@ def test_kernel_compiles_without_local_memory(tmp_path):
         logging.basicConfig(level=logging.INFO)
         cfgs = [dict(input='bf16', swiglu=True, group=128, sf_layout='ue8m0', round_scale=True, weights=True, clamp=True,
                      output_bf16=True, fast_math=True),
+                dict(input='bf16', swiglu=True, group=16, sf_layout='ue8m0', round_scale=True, weights=True, clamp=True,
+                     output_bf16=True, fast_math=False),
                 dict(input='fp32', swiglu=True, group=64, sf_layout='row', round_scale=False, weights=False, clamp=False,
                      output_bf16=False, fast_math=False)]
         print(json.dumps([deep_gemm._C._compile_quant_kernel(**c) for c in cfgs]))
@@ -210,7 +214,7 @@ def test_kernel_compiles_without_local_memory(tmp_path):
     r = run_python(code, DG_JIT_CACHE_DIR=str(tmp_path), DG_JIT_DUMP_PTX='1', DG_JIT_PRINT_COMPILER_COMMAND='1',
                    DG_JIT_PTXAS_CHECK='1')
     assert r.returncode == 0, r.stderr
-    assert r.stderr.count('-o kernel.cubin kernel.cu') == 2, r.stderr  # DG_JIT_PRINT_COMPILER_COMMAND: one line per config
+    assert r.stderr.count('-o kernel.cubin kernel.cu') == 3, r.stderr  # DG_JIT_PRINT_COMPILER_COMMAND: one line per config
     import json
     for entry in json.loads(r.stdout.strip().splitlines()[-1]):
         assert os.path.exists(os.path.join(entry['dir'], 'kernel.ptx')), 'DG_JIT_DUMP_PTX=1 keeps kernel.ptx'

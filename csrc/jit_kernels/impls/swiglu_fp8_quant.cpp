@@ -67,7 +67,7 @@ jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& c) {
                     fmt::arg("output_bf16", b(c.output_bf16)), fmt::arg("fast_math", b(c.fast_math)),
                     fmt::arg("threads", kQuantThreads), fmt::arg("args", param_names<SwigluFp8QuantParams>()));
     KernelEntry entry{prelude, symbol, kQuantThreads, body, ""};
-    entry.min_blocks = kQuantBlocksPerSm;
+    entry.min_blocks = quant_blocks_per_sm(c);
     std::string code = render_kernel_source<SwigluFp8QuantParams>(entry);
     return jit::KernelSource{"swiglu_fp8_quant", symbol, std::move(code)};
 }
@@ -76,7 +76,7 @@ unsigned swiglu_fp8_quant_grid(const QuantArgs& args) {
     const int64_t items_per_block = kQuantThreads / (args.config.group / 16);
     const int64_t items = static_cast<int64_t>(args.num_tokens) * args.num_groups;
     const int64_t needed = (items + items_per_block - 1) / items_per_block;
-    const int64_t cap = static_cast<int64_t>(std::max(args.num_sms, 1)) * kQuantBlocksPerSm;
+    const int64_t cap = static_cast<int64_t>(std::max(args.num_sms, 1)) * quant_blocks_per_sm(args.config);
     return static_cast<unsigned>(std::max<int64_t>(1, std::min(needed, cap)));
 }
 

@@ -55,10 +55,12 @@ struct QuantArgs {
 };
 
 inline constexpr int kQuantThreads = 256;
-// Blocks resident per SM, also the kernel's __launch_bounds__ minimum (it caps registers at 48 per
-// thread): 1280 threads x 64 bytes of loads each keep enough bytes in flight to saturate HBM, and a
-// grid of exactly num_sms * 5 blocks runs in one wave (no tail of blocks waiting for a free slot).
-inline constexpr int kQuantBlocksPerSm = 5;
+// Blocks resident per SM, also the kernel's __launch_bounds__ minimum: 5 caps registers at 48 per thread,
+// 1280 threads x 64 bytes of loads each keep enough bytes in flight to saturate HBM, and a grid of exactly
+// num_sms * 5 blocks runs in one wave (no tail of blocks waiting for a free slot). The precise math
+// (fast_math=False: IEEE division and expf) of the SwiGLU variants does not fit 48 registers (ptxas spilled
+// 4-32 bytes in 26 of 96 configs, every one of them a precise SwiGLU one); they get 4 blocks (64 registers).
+inline int quant_blocks_per_sm(const QuantConfig& c) { return c.fast_math or not c.swiglu ? 5 : 4; }
 
 // The generated translation unit for one config.
 jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& config);
