@@ -63,4 +63,29 @@ inline bool is_better_tile(double cost, int block_m, int block_n, double best_co
            (cost <= best_cost * 1.01 && block_m * block_n > best_block_m * best_block_n);
 }
 
+// The cheapest tile among BLOCK_M in {64, 128} x BLOCK_N in {16, 32, ..., max_block_n}: `cost(block_m, block_n)`
+// over the tiles `allowed(block_m, block_n)` accepts and for which `max_stages(block_m, block_n)` gives at least
+// `min_stages` (that many are taken), compared by is_better_tile. group_n 8; block_m 0 when no tile qualifies.
+template <typename Allowed, typename MaxStages, typename Cost>
+inline Sm90GemmConfig cheapest_tile(int max_block_n, int min_stages, Allowed allowed, MaxStages max_stages, Cost cost) {
+    Sm90GemmConfig best{0, 0, 0, 8};
+    double best_cost = -1.0;
+    for (int block_m : {64, 128}) {
+        for (int block_n = 16; block_n <= max_block_n; block_n += 16) {
+            if (!allowed(block_m, block_n)) continue;
+            const int stages = max_stages(block_m, block_n);
+            if (stages < min_stages) continue;
+            const double c = cost(block_m, block_n);
+            if (is_better_tile(c, block_m, block_n, best_cost, best.block_m, best.block_n)) {
+                best_cost = c;
+                best.block_m = block_m, best.block_n = block_n, best.num_stages = stages;
+            }
+        }
+    }
+    return best;
+}
+
+// cheapest_tile's pick, or the default config when no tile qualifies.
+inline Sm90GemmConfig or_default(const Sm90GemmConfig& picked) { return picked.block_m != 0 ? picked : Sm90GemmConfig{}; }
+
 }  // namespace deep_gemm::heuristics

@@ -77,26 +77,23 @@ inline double sm90_bf16_cost(int m, int n, int k, int num_sms, int block_m, int 
 inline Sm90GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, int smem_limit, bool b_mn_major,
                                               Sm90GemmEpilogue epilogue, int out_bytes, int rows_per_group = 0,
                                               int groups = 1, BlockMultiples multiples = {}, int n_unit = 0) {
+    const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
+    const int small_block_m = small_m && 64 % multiples.m == 0 ? 64 : 128;  // 64-row tiles when allowed
+    auto max_stages = [&](int block_m, int block_n) {
+        return sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
+    };
+    auto cost = [&](int block_m, int block_n) {
+        return sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);
+    };
     if (n_unit > 0) {
         auto pick = [&](bool divisors) {
-            Sm90GemmConfig best;
-            double best_cost = -1.0;
-            const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
-            for (int block_m : {64, 128}) {
-                if (block_m == 128 && small_m && 64 % multiples.m == 0) continue;
-                for (int block_n = 16; block_n <= std::min(kSm90Bf16MaxBlockN, (n_unit + 15) / 16 * 16); block_n += 16) {
-                    if (!multiples.allows(block_m, block_n) || (divisors && n_unit % block_n != 0)) continue;
-                    const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
-                    if (stages < kSm90Bf16MinStages) continue;
-                    const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);
-                    if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
-                        best_cost = cost;
-                        best.block_m = block_m, best.block_n = block_n, best.num_stages = stages;
-                    }
-                }
-            }
-            best.group_n = 8;
-            return best_cost >= 0.0 ? best : Sm90GemmConfig{0, 0, 0, 8};
+            return cheapest_tile(
+                std::min(kSm90Bf16MaxBlockN, (n_unit + 15) / 16 * 16), kSm90Bf16MinStages,
+                [&](int block_m, int block_n) {
+                    return !(block_m == 128 && small_block_m == 64) && multiples.allows(block_m, block_n) &&
+                           !(divisors && n_unit % block_n != 0);
+                },
+                max_stages, cost);
         };
         const Sm90GemmConfig divisor = pick(true);
         if (divisor.block_m != 0) return divisor;
@@ -104,8 +101,6 @@ inline Sm90GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, 
         if (bounded.block_m != 0) return bounded;
     }
     Sm90GemmConfig best;
-    const bool small_m = m <= 64 || (rows_per_group > 0 && rows_per_group <= 64);
-    const int small_block_m = small_m && 64 % multiples.m == 0 ? 64 : 128;  // 64-row tiles when allowed
     if (m <= 128 && groups == 1 && rows_per_group == 0 && 2L * ((n + 63) / 64) >= num_sms &&
         multiples.allows(small_block_m, 64)) {
         best.block_m = small_block_m;
@@ -113,24 +108,10 @@ inline Sm90GemmConfig choose_sm90_bf16_config(int m, int n, int k, int num_sms, 
         best.num_stages = sm90_bf16_max_stages(best.block_m, best.block_n, b_mn_major, epilogue, smem_limit);
         if (best.num_stages >= kSm90Bf16MinStages) return best;
     }
-    double best_cost = -1.0;
-    for (int block_m : {64, 128}) {
-        if (block_m == 128 && small_block_m == 64) continue;
-        for (int block_n = 16; block_n <= kSm90Bf16MaxBlockN; block_n += 16) {
-            if (!multiples.allows(block_m, block_n)) continue;
-            const int stages = sm90_bf16_max_stages(block_m, block_n, b_mn_major, epilogue, smem_limit);
-            if (stages < kSm90Bf16MinStages) continue;
-            const double cost = sm90_bf16_cost(m, n, k, num_sms, block_m, block_n, out_bytes, groups);
-            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
-                best_cost = cost;
-                best.block_m = block_m;
-                best.block_n = block_n;
-                best.num_stages = stages;
-            }
-        }
-    }
-    best.group_n = 8;
-    return best;
+    return or_default(cheapest_tile(
+        kSm90Bf16MaxBlockN, kSm90Bf16MinStages,
+        [&](int block_m, int block_n) { return !(block_m == 128 && small_block_m == 64) && multiples.allows(block_m, block_n); },
+        max_stages, cost));
 }
 
 // K-grouped problems: the K per group the config is chosen for. The average K rounded up to a power of two

@@ -44,31 +44,16 @@ inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int b
     return std::max({t_sm, l2_bytes / 6144.0, hbm_bytes / 2300.0});
 }
 
-// Minimum sm90_fp8_cost (no pipelined promotion, no multicast) over BLOCK_M in {64, 128} x BLOCK_N in
-// {16, 32, ..., max_block_n}: the tiles `multiples` allows and for which `max_stages(block_m, block_n)` gives at
-// least kSm90Fp8MinStages (that many stages are taken).
+// Minimum sm90_fp8_cost (no pipelined promotion, no multicast) over BLOCK_M in {64, 128} (64 alone for M <= 64
+// when `multiples` allows it) x BLOCK_N in {16, 32, ..., max_block_n}: cheapest_tile with these rules.
 template <typename MaxStages>
 inline Sm90GemmConfig choose_sm90_fp8_min_cost_tile(int m, int n, int k, int num_sms, int max_block_n,
                                                      BlockMultiples multiples, MaxStages max_stages) {
-    Sm90GemmConfig best;
-    double best_cost = -1.0;
-    for (int block_m : {64, 128}) {
-        if (block_m == 128 && m <= 64 && 64 % multiples.m == 0) continue;
-        for (int block_n = 16; block_n <= max_block_n; block_n += 16) {
-            if (!multiples.allows(block_m, block_n)) continue;
-            const int stages = max_stages(block_m, block_n);
-            if (stages < kSm90Fp8MinStages) continue;
-            const double cost = sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0);
-            if (is_better_tile(cost, block_m, block_n, best_cost, best.block_m, best.block_n)) {
-                best_cost = cost;
-                best.block_m = block_m;
-                best.block_n = block_n;
-                best.num_stages = stages;
-            }
-        }
-    }
-    best.group_n = 8;
-    return best;
+    const bool only_64_rows = m <= 64 && 64 % multiples.m == 0;
+    return or_default(cheapest_tile(
+        max_block_n, kSm90Fp8MinStages,
+        [&](int block_m, int block_n) { return !(block_m == 128 && only_64_rows) && multiples.allows(block_m, block_n); },
+        max_stages, [&](int block_m, int block_n) { return sm90_fp8_cost(m, n, k, num_sms, block_m, block_n, 0, 0); }));
 }
 
 // The first version's choice (DG_FP8_GEMM_CONFIG=legacy, for comparisons): the minimum modelled cost over
