@@ -13,6 +13,19 @@
 
 namespace deep_gemm::heuristics {
 
+// The tiles of a block_m x block_n tiling (a multicast pair's padding block counted: multicast 1 pairs M
+// blocks, 2 pairs N blocks) and the SMs that take them (pairs need two).
+struct Sm90TileGrid {
+    double m_blocks, n_blocks, tiles, sms;
+};
+inline Sm90TileGrid sm90_tile_grid(int m, int n, int num_sms, int block_m, int block_n, int multicast) {
+    double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
+    if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
+    if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
+    const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
+    return {m_blocks, n_blocks, m_blocks * n_blocks, sms};
+}
+
 // Rough cost in SM clocks of running the whole problem with tiles block_m x block_n. Per 128-K block
 // a tile needs the max of: tensor-core time (8192 FP8 FLOP/clk/SM) plus, without the pipelined promotion,
 // the FP32 promotion during which the tensor core idles (BLOCK_N/2 FFMA per thread, BLOCK_M/64 math warps
@@ -24,11 +37,7 @@ namespace deep_gemm::heuristics {
 inline double sm90_fp8_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int pipelined = 0,
                             int multicast = 0) {
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
-    double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
-    if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
-    if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
-    const double tiles = m_blocks * n_blocks;
-    const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
+    const auto [m_blocks, n_blocks, tiles, sms] = sm90_tile_grid(m, n, num_sms, block_m, block_n, multicast);
     const double waves = std::ceil(tiles / sms);
     const double bubble = pipelined ? 0.0 : (block_m / 64.0) * (block_n / 2.0) + 60.0;
     const double t_mma = double(block_m) * block_n / 32.0 + bubble;
@@ -168,11 +177,7 @@ struct Sm90Fp8ModelTime {
 inline Sm90Fp8ModelTime sm90_fp8_model_time(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
                                             int pipelined, int multicast, int split_k = 1) {
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
-    double m_blocks = double((m + block_m - 1) / block_m), n_blocks = double((n + block_n - 1) / block_n);
-    if (multicast == 1) m_blocks = 2.0 * std::ceil(m_blocks / 2.0);
-    if (multicast == 2) n_blocks = 2.0 * std::ceil(n_blocks / 2.0);
-    const double tiles = m_blocks * n_blocks;
-    const double sms = multicast ? 2.0 * std::floor(num_sms / 2.0) : double(num_sms);
+    const auto [m_blocks, n_blocks, tiles, sms] = sm90_tile_grid(m, n, num_sms, block_m, block_n, multicast);
     const double splits = std::max(1, split_k);
     const double waves = std::ceil(tiles * splits / sms);
     // Promotion the tensor core waits for (see above).
