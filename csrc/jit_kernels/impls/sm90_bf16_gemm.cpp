@@ -60,7 +60,7 @@ std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol(std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t"), key) +
            grouped_symbol_suffix(key) + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
            (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key) +
-           (key.split_k != 0 ? "_bs" + std::to_string(key.split_k) : "");
+           (key.split_k != 0 ? fmt::format("_bs{}", key.split_k) : "");
 }
 
 }  // namespace

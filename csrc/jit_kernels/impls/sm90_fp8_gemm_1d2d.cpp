@@ -44,14 +44,14 @@ bool head_split(const GemmProblem& p) { return p.head_left + p.head_right != 0; 
 // "_hs<left>_<mid>_<right>" for the head-split epilogue (fp8_gemm_nt_skip_head_mid), else "".
 std::string head_split_suffix(const GemmKernelKey& key) {
     if (!head_split(key)) return "";
-    return "_hs" + std::to_string(key.head_left) + "_" + std::to_string(key.head_mid) + "_" + std::to_string(key.head_right);
+    return fmt::format("_hs{}_{}_{}", key.head_left, key.head_mid, key.head_right);
 }
 
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
-           (key.split_k > 1 ? "_sk" + std::to_string(key.split_k) : "") + grouped_symbol_suffix(key) +
+           (key.split_k > 1 ? fmt::format("_sk{}", key.split_k) : "") + grouped_symbol_suffix(key) +
            padding_symbol_suffix(key) + head_split_suffix(key);
 }
 

@@ -58,8 +58,9 @@ constexpr char kBodyTemplate[] =
 jit::KernelSource sm90_fp8_mqa_logits_source(const MqaLogitsConfig& c) {
     check_config(c);
     const int queries = mqa_queries_per_block(c.num_heads);
-    const std::string symbol = "deep_gemm_sm90_fp8_mqa_logits_h" + std::to_string(c.num_heads) + "_d" + std::to_string(c.head_dim) +
-                               (c.bf16_logits ? "_bf16" : "_f32") + (c.compressed ? "_compressed" : "") + (c.clean ? "_clean" : "");
+    const std::string symbol = fmt::format("deep_gemm_sm90_fp8_mqa_logits_h{}_d{}{}{}{}", c.num_heads, c.head_dim,
+                                           c.bf16_logits ? "_bf16" : "_f32", c.compressed ? "_compressed" : "",
+                                           c.clean ? "_clean" : "");
     const std::string params = fmt::format("{}, {}, {}, {}", c.num_heads, c.head_dim, queries, kMqaStages);
     const std::string prelude =
         fmt::format(kPreludeTemplate, fmt::arg("columns", kMqaQTileColumns),

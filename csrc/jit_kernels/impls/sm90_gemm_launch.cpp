@@ -195,13 +195,12 @@ std::string grouped_symbol_suffix(const GemmKernelKey& key) {
 
 std::string padding_symbol_suffix(const GemmKernelKey& key) {
     static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
-    return kPadding[key.padding] + (key.psum_align != 0 ? "_al" + std::to_string(key.psum_align) : std::string());
+    return key.psum_align != 0 ? fmt::format("{}_al{}", kPadding[key.padding], key.psum_align) : kPadding[key.padding];
 }
 
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key) {
-    return prefix + "_bm" + std::to_string(key.block_m) + "_bn" + std::to_string(key.block_n) + "_s" +
-           std::to_string(key.num_stages) + "_g" + std::to_string(key.group_n) + "_m" + std::to_string(key.m) +
-           "_n" + std::to_string(key.n) + "_k" + std::to_string(key.k);
+    return fmt::format("{}_bm{}_bn{}_s{}_g{}_m{}_n{}_k{}", prefix, key.block_m, key.block_n, key.num_stages, key.group_n,
+                       key.m, key.n, key.k);
 }
 
 }  // namespace deep_gemm::kernels

@@ -55,10 +55,10 @@ uint32_t QuantConfig::key() const {
 jit::KernelSource swiglu_fp8_quant_source(const QuantConfig& c) {
     // The symbol spells the config, so every config is its own cache entry and its own SASS.
     static const char* kSf[] = {"colsf", "rowsf", "ue8m0"};
-    const std::string symbol = std::string("deep_gemm_") + (c.swiglu ? "swiglu" : "apply_weight") + "_fp8_" + input_tag(c.input) + "_g" +
-                               std::to_string(c.group) + "_" + kSf[static_cast<int>(c.sf_layout)] + (c.round_scale ? "_pow2" : "") +
-                               (c.has_weights ? "_w" : "") + (c.has_clamp ? "_clamp" : "") + (c.output_bf16 ? "_bf16out" : "") +
-                               (c.fast_math ? "_fast" : "");
+    const std::string symbol = fmt::format("deep_gemm_{}_fp8_{}_g{}_{}{}{}{}{}{}", c.swiglu ? "swiglu" : "apply_weight",
+                                           input_tag(c.input), c.group, kSf[static_cast<int>(c.sf_layout)],
+                                           c.round_scale ? "_pow2" : "", c.has_weights ? "_w" : "", c.has_clamp ? "_clamp" : "",
+                                           c.output_bf16 ? "_bf16out" : "", c.fast_math ? "_fast" : "");
     const std::string prelude = fmt::format(kPreludeTemplate, input_type(c.input));
     const std::string body =
         fmt::format(kBodyTemplate, fmt::arg("swiglu", b(c.swiglu)), fmt::arg("group", c.group),
