@@ -289,27 +289,21 @@ def main(argv=None):
     if args.from_json:
         rounds = merge_saved_rounds(args.from_json)
         families = [f for f in families if any(case_name(f, c) in rounds[0]['ours'] for c in FAMILIES[f])]
-        print(table(families, rounds))
-        if args.plot:
-            from _report import plot
-            plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run',
-                 gpu=args.gpu)
-        return 0
-    if not args.peer_path or not os.path.isdir(os.path.join(args.peer_path, 'deep_gemm')):
-        p.error('--peer-path (or DG_PEER_PATH) must name the built peer (the folder build_deepgemm.sh prints)')
-    rounds = []
-    for r in range(args.rounds):
-        rounds.append({side: run_side(side, args.peer_path, families, args.runs, args.cache_root) for side in ('ours', 'peer')})
-    if args.json:
-        with open(args.json, 'w') as f:
-            json.dump(rounds, f, indent=1)
+    else:
+        if not args.peer_path or not os.path.isdir(os.path.join(args.peer_path, 'deep_gemm')):
+            p.error('--peer-path (or DG_PEER_PATH) must name the built peer (the folder build_deepgemm.sh prints)')
+        rounds = []
+        for r in range(args.rounds):
+            rounds.append({side: run_side(side, args.peer_path, families, args.runs, args.cache_root) for side in ('ours', 'peer')})
+        if args.json:
+            with open(args.json, 'w') as f:
+                json.dump(rounds, f, indent=1)
     print(table(families, rounds))
     if args.plot:
         from _report import plot
         plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run',
              gpu=args.gpu)
     return 0
-
 
 if __name__ == '__main__':
     sys.exit(main())
