@@ -330,15 +330,21 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
                                         first->name, device_name(*first->tensor)));
 }
 
+// The operands checked under `spec`'s rules (its name in errors).
+Problem validate_operands(const GemmOpSpec& spec, const Checker& check, const at::Tensor& a, const at::Tensor& b,
+                          const at::Tensor& d, const at::Tensor* c) {
+    GemmCall call;
+    call.a = &a, call.b = &b, call.d = &d, call.c = c;
+    call.compiled_dims = "";
+    return validate(spec, call, check);
+}
+
 // Validates the call under `spec` (its rules, its name in errors), then runs it through cuBLASLt.
 void gemm_with_spec(const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                     const std::optional<at::Tensor>& c, bool fake, float alpha) {
     const Checker check(spec.name, fake ? CheckMode::kFake : CheckMode::kReal);
     const at::Tensor* c_ptr = c.has_value() and c->defined() ? &*c : nullptr;
-    GemmCall call;
-    call.a = &a, call.b = &b, call.d = &d, call.c = c_ptr;
-    call.compiled_dims = "";
-    const Problem p = validate(spec, call, check);
+    const Problem p = validate_operands(spec, check, a, b, d, c_ptr);
     const View* c_view = p.has_c ? &p.c : nullptr;
     if (fake) {
         check_fake_devices(check, {&p.a, &p.b, &p.d, c_view});
@@ -366,10 +372,7 @@ void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at:
         check.value_error(fmt::format("at most {} matrices in a batch; got {}", std::numeric_limits<int32_t>::max(), count));
     // Every matrix has the first one's sizes and strides: validating the first validates them all.
     const at::Tensor a0 = a.select(0, 0), b0 = b.select(0, 0), d0 = d.select(0, 0);
-    GemmCall call;
-    call.a = &a0, call.b = &b0, call.d = &d0, call.c = nullptr;
-    call.compiled_dims = "";
-    const Problem p = validate(spec, call, check);
+    const Problem p = validate_operands(spec, check, a0, b0, d0, nullptr);
     const int device = check.same_cuda_device({&p.a, &p.b, &p.d});
     if (p.m == 0 or p.n == 0) return;
     // d's matrices must not share an element: stacked (each past the whole previous one) or with their rows
