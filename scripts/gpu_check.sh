@@ -58,6 +58,7 @@ if has test; then
         part=()
         for ((i = j; i < ${#files[@]}; i += jobs)); do part+=("${files[i]}"); done
         ((${#part[@]})) || continue
+        printf '%s\n' "${part[@]}" >"$OUT/pytest_gpu_$j.functions"   # to rerun one process's share
         (env ${TEST_ENV:-} timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest "${part[@]}" -m gpu -ra -q --durations=8 \
             -p no:cacheprovider >"$OUT/pytest_gpu_$j.log" 2>&1; echo "rc=$?" >>"$OUT/pytest_gpu_$j.log") &
     done

@@ -66,12 +66,19 @@ def test_kernel_name_mismatch_falls_back_to_the_whole_call_time():
             raise RuntimeError('CUDA error: an illegal memory access was encountered')
         return 2.0
 
-    notes = []
-    timed = run_peer_tests.with_timing_fallback(bench_kineto, lambda fn: 1.5, notes)
+    notes, profiled = [], []
+
+    def counting(fn, kernel_names, **kwargs):
+        profiled.append(kernel_names)
+        return bench_kineto(fn, kernel_names, **kwargs)
+
+    timed = run_peer_tests.with_timing_fallback(counting, lambda fn, **kwargs: 1.5, notes)
     assert timed(None, 'sm90_gemm') == 2.0 and notes == []
     assert timed(None, 'clean_logits', suppress_kineto_output=True) == 1.5
     assert timed(None, ('nvjet', 'reduce')) == (1.5, 1.5)
     assert len(notes) == 2 and notes[0].startswith('bench_kineto: no kernel')
+    # A name that mismatched once is not profiled again.
+    assert timed(None, 'clean_logits') == 1.5 and profiled.count('clean_logits') == 1 and len(notes) == 3
     try:
         timed(None, 'other')  # not a name mismatch: raised as it was
     except RuntimeError as e:
