@@ -37,7 +37,10 @@ _K_GROUPED = [(4, 4096, 7168, 2048), (8, 2048, 7168, 4096)]   # groups, mean K p
 FAMILIES = {
     'fp8_dense': [dict(m=m, n=n, k=k) for m, n, k in _DENSE_TARGETS + _SMALL_N],
     'fp8_1d1d': [dict(m=4096, n=n, k=k) for n, k in ((256, 7168), (7168, 2048), (2112, 7168))],
-    'fp8_contiguous': [dict(groups=g, m=m, n=n, k=k, psum=p) for g, m, n, k in _CONTIGUOUS for p in (False, True)],
+    # zero_padding: ours' ensure_zero_padding. The peer ignores it on SM90 (padding rows computed, never zeroed),
+    # which is ours with False: equal work; True (the default) adds the zeroing of padding rows.
+    'fp8_contiguous': [dict(groups=g, m=m, n=n, k=k, psum=p, zero_padding=z) for g, m, n, k in _CONTIGUOUS
+                       for p, z in ((False, False), (True, False), (False, True))],
     'fp8_masked': [dict(groups=g, m=m, n=n, k=k) for g, m, n, k in _MASKED],
     'fp8_k_grouped': [dict(groups=g, k=k, m=m, n=n) for g, k, m, n in _K_GROUPED],
     'bf16_dense': [dict(m=m, n=n, k=k) for m, n, k in _DENSE_TARGETS],
@@ -99,7 +102,9 @@ def merge_saved_rounds(paths):
 
 
 def seed_of(family: str, case: dict) -> int:
-    return sum(ord(c) * (i + 1) for i, c in enumerate(case_name(family, case))) % (2 ** 31)
+    # Without the layout options, so the variants of a shape (index / psum, zero padding) get the same rows.
+    shape = {k: v for k, v in case.items() if k not in ('psum', 'zero_padding')}
+    return sum(ord(c) * (i + 1) for i, c in enumerate(case_name(family, shape))) % (2 ** 31)
 
 
 def group_rows(groups: int, mean: int, align: int, seed: int) -> list:
@@ -110,7 +115,7 @@ def group_rows(groups: int, mean: int, align: int, seed: int) -> list:
 
 # ---- the child: builds one family's inputs and times the installed deep_gemm --------------------------
 
-def _child(families, runs, with_baseline):
+def _child(families, runs, with_baseline, only=None):
     import torch
     import deep_gemm
     from _timing import time_interleaved
@@ -158,6 +163,8 @@ def _child(families, runs, with_baseline):
             a, b = randn(sum(aligned), c['k']), randn(c['groups'], c['n'], c['k'])
             d = torch.empty(sum(aligned), c['n'], device='cuda', dtype=torch.bfloat16)
             kw = dict(use_psum_layout=True) if c['psum'] else {}
+            if 'zero_padding' in c:
+                kw['ensure_zero_padding'] = c['zero_padding']
             if family == 'bf16_contiguous':
                 return lambda: deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, **kw)
             a, b = per_row_fp8(a), per_block_fp8(b)
@@ -196,6 +203,8 @@ def _child(families, runs, with_baseline):
 
     for family in families:
         for c in FAMILIES[family]:
+            if only and only not in case_name(family, c):
+                continue
             torch.manual_seed(seed_of(family, c))
             try:
                 fns = build(family, c)
@@ -271,7 +280,10 @@ def main(argv=None):
     p.add_argument('--gpu', default='H200', choices=('H200', 'H100'), help="the plot's roofs (default H200)")
     p.add_argument('--from-json', nargs='+', metavar='JSON',
                    help='no timing: the table (and --plot) from saved --json files, their rounds merged')
-    p.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
+    p.add_argument('--child', action='store_true',
+                   help='time this process\'s deep_gemm only (the one on PYTHONPATH), one JSON line per case; with '
+                        '--case, for a profiler (scripts/gpu_check.sh, step profile_grouped)')
+    p.add_argument('--case', help='with --child: only the cases whose name contains this text')
     p.add_argument('--baseline', action='store_true', help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     families = [f for f in args.families.split(',') if f]
@@ -284,7 +296,7 @@ def main(argv=None):
                 print(case_name(f, c))
         return 0
     if args.child:
-        _child(families, args.runs, args.baseline)
+        _child(families, args.runs, args.baseline, args.case)
         return 0
     if args.from_json:
         rounds = merge_saved_rounds(args.from_json)

@@ -2,7 +2,7 @@
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
 # ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [peer] [peer_tests] [vs_peer] [bench]
-# [roofline] [host] [profile] [profile_bf16] [profile_full]
+# [roofline] [host] [profile] [profile_grouped] [profile_bf16] [profile_full]
 # (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -184,6 +184,26 @@ if has profile_full; then
     ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$OUT/profile_full_sass.csv" 2>&1
     note "ncu full export: $(wc -c <"$OUT/profile_full_sass.csv") bytes of SASS source page"
     rm -f "$rep.ncu-rep"
+fi
+if has profile_grouped; then
+    # Nsight Compute on grouped FP8 cases (PROFILE_CASES: lines of bench_vs_peer case-name text), ours and the peer,
+    # the same inputs (bench_vs_peer.py --child): clocks, tensor-pipe activity, warp stall reasons side by side.
+    i=0
+    while IFS= read -r c; do
+        [ -n "$c" ] || continue
+        for side in ours peer; do
+            log="$OUT/ncu_grouped_${i}_$side.log"
+            echo "== $side: $c" >"$log"
+            env PYTHONPATH="$([ $side = peer ] && echo "$PEER_SRC" || echo "$PWD")" DG_JIT_CACHE_DIR="/tmp/dg_ncu_$side" \
+                timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none -k regex:sm90_fp8_gemm --launch-skip 4 --launch-count 1 \
+                --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats \
+                --section Occupancy --metrics "regex:^sm__pipe_tensor_op.*cycles_active\.avg\.pct_of_peak_sustained_active$,sm__cycles_elapsed.avg.per_second" \
+                python3 benchmarks/bench_vs_peer.py --child --families "${PROFILE_FAMILY:-fp8_contiguous}" --case "$c" --runs 6 >>"$log" 2>&1
+            note "ncu grouped [$i] $side ($c): rc=$? $(grep -m1 -E 'Duration' "$log" | tr -s ' ')"
+        done
+        i=$((i + 1))
+    done <<<"${PROFILE_CASES:-m=4256 n=6144 k=7168 psum=False
+m=4256 n=6144 k=7168 psum=True}"
 fi
 if has profile_bf16; then
     # BF16 nt, ours vs torch.mm (cuBLAS), per shape in PROFILE_BF16_SHAPES ("M,N,K ..."): Nsight Compute on one

@@ -18,6 +18,17 @@ def test_case_names_are_unique_and_seeds_stable():
     assert vs.seed_of('fp8_masked', c) == vs.seed_of('fp8_masked', dict(c))
 
 
+def test_layout_variants_of_a_shape_share_their_rows():
+    # Index vs psum layout and zero padding on vs off compare on the same group rows; other shapes differ.
+    cases = vs.FAMILIES['fp8_contiguous']
+    seeds = {}
+    for c in cases:
+        seeds.setdefault((c['groups'], c['m'], c['n'], c['k']), set()).add(vs.seed_of('fp8_contiguous', c))
+    assert all(len(s) == 1 for s in seeds.values()) and len(seeds) == 3
+    assert len({next(iter(s)) for s in seeds.values()}) == 3
+    assert {(c['psum'], c['zero_padding']) for c in cases} == {(False, False), (True, False), (False, True)}
+
+
 def test_group_rows_equal_work_on_both_sides():
     # The two children compute the row counts independently: same seed, same rows, aligned, within +-30%.
     a, b = vs.group_rows(8, 4256, 128, 7), vs.group_rows(8, 4256, 128, 7)
