@@ -47,6 +47,10 @@ FAMILIES = {
     'bf16_contiguous': [dict(groups=g, m=m, n=n, k=k, psum=False) for g, m, n, k in _CONTIGUOUS],
     'bf16_masked': [dict(groups=g, m=m, n=n, k=k) for g, m, n, k in _MASKED[:5]],
     'bf16_k_grouped': [dict(groups=g, k=k, m=m, n=n) for g, k, m, n in _K_GROUPED],
+    # The legacy Triton kernels (deep_gemm.legacy): m-grouped BF16 "nt" with per-row indices, and the B-fused
+    # k-grouped "tn" with (k_indices, k_start, k_end), accumulating into FP32 c.
+    'legacy_m_grouped': [dict(groups=g, m=m, n=n, k=k) for g, m, n, k in _CONTIGUOUS],
+    'legacy_k_grouped': [dict(groups=g, k=k, m=m, n=n) for g, k, m, n in _K_GROUPED],
 }
 
 
@@ -149,6 +153,24 @@ def _child(families, runs, with_baseline, only=None):
             a, b = per_row_fp8(randn(c['m'], c['k'])), per_row_fp8(randn(c['n'], c['k']))
             d = torch.zeros(c['m'], c['n'], device='cuda', dtype=torch.float)
             return lambda: deep_gemm.fp8_gemm_nt(a, b, d, c=d, recipe=(1, 1, 128))
+        if family == 'legacy_m_grouped':
+            ms = group_rows(c['groups'], c['m'], 1, seed_of(family, c))
+            aligned = [math.ceil(m / 128) * 128 for m in ms]
+            rows = torch.cat([torch.tensor([g] * m + [-1] * (am - m), dtype=torch.int32)
+                              for g, (m, am) in enumerate(zip(ms, aligned))]).cuda()
+            a, b = randn(sum(aligned), c['k']), randn(c['groups'], c['n'], c['k'])
+            d = torch.empty(sum(aligned), c['n'], device='cuda', dtype=torch.bfloat16)
+            return lambda: deep_gemm.legacy.m_grouped_bf16_gemm_nt_contiguous_tl(a, b, d, rows)
+        if family == 'legacy_k_grouped':
+            ks = group_rows(c['groups'], c['k'], 128, seed_of(family, c))
+            ends = torch.tensor(ks, dtype=torch.int32).cumsum(0).to(torch.int32)
+            k_end = ends.cuda()
+            k_start = (ends - torch.tensor(ks, dtype=torch.int32)).cuda()
+            k_indices = torch.arange(sum(ks), device='cuda', dtype=torch.int32)
+            a, b = randn(sum(ks), c['m']), randn(sum(ks), c['n'])
+            acc = torch.zeros(c['groups'], c['m'], c['n'], device='cuda', dtype=torch.float)
+            return lambda: deep_gemm.legacy.b_fused_k_grouped_bf16_gemm_tn_contiguous_tl(
+                a, b, acc, (k_indices, k_start, k_end), True)
         if family in ('fp8_contiguous', 'bf16_contiguous'):
             ms = group_rows(c['groups'], c['m'], 1, seed_of(family, c))
             aligned = [math.ceil(m / 128) * 128 for m in ms]
