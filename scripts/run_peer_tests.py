@@ -8,6 +8,7 @@ the whole call's time (`deep_gemm.testing.bench`), so every case's checks run; a
 says how often ("timing: ..."). Any other failure inside the timing helpers still counts as "harness".
 
     python3 scripts/run_peer_tests.py PEER_TESTS_DIR [test_bf16 test_einsum ...]
+    python3 scripts/run_peer_tests.py PEER_TESTS_DIR test_bf16.test_m_grouped_gemm_contiguous   # one function
 
 PEER_TESTS_DIR is the peer's `tests/` folder (its `generators.py` is imported from there); `deep_gemm` is
 the one of this checkout. The modules call our functions
@@ -30,9 +31,15 @@ MODULES = ['test_layout', 'test_bf16', 'test_fp8_fp4', 'test_legacy', 'test_eins
 HARNESS_FUNCTIONS = {'bench_kineto', 'bench'}
 
 
-def classify(exc: BaseException) -> str:
+def classify(exc: BaseException, module_file: str = None) -> str:
+    """'harness' when the exception came from a timing helper itself; 'fail' otherwise, including a call of
+    ours that the helper was timing (a frame of the test module inside the helper's, e.g. its lambda)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return 'harness' if any(f.name in HARNESS_FUNCTIONS for f in frames) else 'fail'
+    helper = [i for i, f in enumerate(frames) if f.name in HARNESS_FUNCTIONS]
+    if not helper:
+        return 'fail'
+    timed_call = any(f.filename == module_file for f in frames[helper[-1] + 1:])
+    return 'fail' if timed_call else 'harness'
 
 
 def with_timing_fallback(bench_kineto, bench, notes: list):
@@ -59,7 +66,8 @@ def with_timing_fallback(bench_kineto, bench, notes: list):
     return timed
 
 
-def run_module(name: str, notes: list = None):
+def run_module(name: str, notes: list = None, only: str = None):
+    """(test, status, detail, seconds, log) per test function of module `name` (just `only`, if given)."""
     notes = [] if notes is None else notes
     try:
         module = importlib.import_module(name)
@@ -70,6 +78,8 @@ def run_module(name: str, notes: list = None):
         fn = getattr(module, attr)
         if not attr.startswith('test_') or not callable(fn) or getattr(fn, '__module__', None) != name:
             continue
+        if only is not None and attr != only:
+            continue
         start, log = time.time(), io.StringIO()
         del notes[:]
         try:
@@ -79,7 +89,7 @@ def run_module(name: str, notes: list = None):
             yield attr, 'pass', timing, time.time() - start, log.getvalue()
         except Exception as e:  # noqa: BLE001 - every failure is reported, none stops the run
             detail = ''.join(traceback.format_exception_only(type(e), e)).strip().splitlines()[-1][:300]
-            yield attr, classify(e), detail, time.time() - start, log.getvalue() + traceback.format_exc()
+            yield attr, classify(e, getattr(module, '__file__', None)), detail, time.time() - start, log.getvalue() + traceback.format_exc()
 
 
 def main(argv):
@@ -97,9 +107,10 @@ def main(argv):
     deep_gemm.testing.bench_kineto = with_timing_fallback(deep_gemm.testing.bench_kineto, deep_gemm.testing.bench,
                                                           notes)
     failed = False
-    for name in argv[1:] or MODULES:
+    for arg in argv[1:] or MODULES:
+        name, _, only = arg.partition('.')
         torch.manual_seed(0)
-        for test, status, detail, seconds, log in run_module(name, notes):
+        for test, status, detail, seconds, log in run_module(name, notes, only or None):
             failed |= status == 'fail'
             print(f'{name}.{test}: {status} ({seconds:.0f} s) {detail}', flush=True)
             if status != 'pass':

@@ -39,6 +39,28 @@ def test_pass_fail_and_harness(tmp_path):
     assert out.returncode == 1
 
 
+def test_an_error_of_the_timed_call_is_a_failure(tmp_path):
+    # The helper calls the test's lambda, and our op raises there: ours, not the harness.
+    out = run(tmp_path, '''
+        def bench_kineto(fn):
+            fn()
+
+        def op():
+            raise TypeError('op: a must have dtype bfloat16')
+
+        def test_timed_call_raises():
+            bench_kineto(lambda: op())
+    ''')
+    assert ': fail (' in out.stdout and 'must have dtype' in out.stdout and out.returncode == 1
+
+
+def test_one_function_of_a_module(tmp_path):
+    (tmp_path / 'test_fake.py').write_text('def test_a():\n    pass\n\ndef test_b():\n    assert False\n')
+    out = subprocess.run([sys.executable, SCRIPT, str(tmp_path), 'test_fake.test_a'], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert 'test_fake.test_a: pass' in out.stdout and 'test_b' not in out.stdout and out.returncode == 0
+
+
 def test_harness_failures_alone_exit_zero(tmp_path):
     out = run(tmp_path, '''
         def bench_kineto(fn):
