@@ -187,14 +187,15 @@ if has profile_full; then
 fi
 if has profile_grouped; then
     # Nsight Compute on grouped FP8 cases (PROFILE_CASES: lines of bench_vs_peer case-name text), ours and the peer,
-    # the same inputs (bench_vs_peer.py --child): clocks, tensor-pipe activity, warp stall reasons side by side.
+    # the same inputs (bench_vs_peer.py --child; its JIT caches, so a vs_peer step before saves the compiles):
+    # clocks, tensor-pipe activity, warp stall reasons side by side.
     i=0
     while IFS= read -r c; do
         [ -n "$c" ] || continue
         for side in ours peer; do
             log="$OUT/ncu_grouped_${i}_$side.log"
             echo "== $side: $c" >"$log"
-            env PYTHONPATH="$([ $side = peer ] && echo "$PEER_SRC" || echo "$PWD")" DG_JIT_CACHE_DIR="/tmp/dg_ncu_$side" \
+            env PYTHONPATH="$([ $side = peer ] && echo "$PEER_SRC" || echo "$PWD")" DG_JIT_CACHE_DIR="/tmp/dg_vs_peer/$side" \
                 timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none -k regex:sm90_fp8_gemm --launch-skip 4 --launch-count 1 \
                 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats \
                 --section Occupancy --metrics "regex:^sm__pipe_tensor_op.*cycles_active\.avg\.pct_of_peak_sustained_active$,sm__cycles_elapsed.avg.per_second" \
