@@ -2,7 +2,7 @@
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
 # ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [peer] [peer_tests] [vs_peer] [bench]
-# [roofline] [host] [profile] [profile_grouped] [profile_bf16] [profile_full]
+# [roofline] [host] [host_peer] [profile] [profile_grouped] [profile_bf16] [profile_full]
 # (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -143,6 +143,13 @@ if has host; then
     DG_JIT_USE_NVRTC=1 python3 benchmarks/bench_host_overhead.py >>"$OUT/host.log" 2>&1
     note "bench_host_overhead: rc=$?"
     cat "$OUT/host.log"
+fi
+
+if has host_peer; then
+    # The same host costs, ours and the peer in turns (first call cold / warm cache, host time per cached call).
+    timeout "${BENCH_TIMEOUT:-300}" python3 benchmarks/bench_host_vs_peer.py --peer-path "$PEER_SRC" >"$OUT/host_peer.log" 2>&1
+    note "bench_host_vs_peer: rc=$?"
+    cat "$OUT/host_peer.log" | tee -a "$summary"
 fi
 
 if has roofline; then

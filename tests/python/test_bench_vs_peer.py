@@ -92,3 +92,13 @@ def test_saved_rounds_of_two_runs_merge_round_by_round(tmp_path):
     merged = vs.merge_saved_rounds(paths)
     assert merged == [{'ours': {'x': {'us': 1.0}, 'y': {'us': 5.0}}, 'peer': {'x': {'us': 2.0}, 'y': {'us': 6.0}}},
                       {'ours': {'x': {'us': 3.0}, 'y': {'us': 7.0}}, 'peer': {'x': {'us': 4.0}, 'y': {'us': 8.0}}}]
+
+
+def test_host_vs_peer_table_takes_medians_and_shows_errors():
+    import bench_host_vs_peer as hv
+    keys = [f'first {m}x{n}x{k}' for m, n, k in hv.SHAPES] + ['host us, sfa row-major', 'host us, sfa TMA layout']
+    ours = [{k: v for k in keys} for v in (1.0, 3.0, 2.0)]
+    rows = {('ours', 'cold cache'): ours, ('peer', 'cold cache'): [{'error': 'peer crashed'}]}
+    lines = hv.table(rows).splitlines()
+    assert lines[2] == '| ours, cold cache | ' + ' | '.join(['2.0'] * len(keys)) + ' |'
+    assert lines[3].count('error: peer crashed') == len(keys)
