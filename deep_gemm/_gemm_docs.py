@@ -140,7 +140,12 @@ DOCS = {
     to bfloat16 before the addition); ``c`` may be ``d`` itself (accumulate in place). The same errors are
     raised before any cuBLASLt call; ``RuntimeError`` when cuBLASLt cannot be loaded. Descriptors and the
     algorithm are chosen once per shape/layout/alignment and reused; each (device, stream) gets a 32 MiB
-    workspace on first use (run a shape once before capturing a CUDA graph).""",
+    workspace on first use (run a shape once before capturing a CUDA graph).
+
+    ``a`` and ``b`` may instead both be ``torch.float8_e4m3fn`` (an unscaled FP8 product with FP32
+    accumulation, as DeepGEMM's ``cublaslt_gemm_nt`` takes them): both must then be K-major in memory (``a``
+    ``[M, K]`` and ``b`` ``[N, K]`` row-major, the only form cuBLASLt's FP8 kernels take; other forms raise
+    ``ValueError``) with ``K`` a multiple of 16; ``d`` and ``c`` as above (docs/cublaslt.md).""",
 
 'cublaslt_gemm_nn': """``d = c + a @ b`` with ``b`` ``[K, N]``, through cuBLASLt. See :func:`cublaslt_gemm_nt`.""",
 

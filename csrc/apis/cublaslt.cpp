@@ -16,6 +16,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -87,7 +89,7 @@ void check_status(const char* op, const char* fn, lt::Status status) {
 
 // Everything that decides the descriptors and the algorithm of a call.
 struct PlanKey {
-    std::array<int64_t, 20> v{};
+    std::array<int64_t, 21> v{};
     bool operator==(const PlanKey&) const = default;
 };
 
@@ -188,7 +190,7 @@ struct Batch {
 struct LtProblem {
     LtOperand a, b;  // cuBLASLt's A' (our b) and B' (our a)
     uint64_t m, n, k;
-    int d_type;
+    int ab_type, d_type;  // cuBLASLt's A' and B' share a dtype; C has D's
     int64_t ldd, ldc;
     bool separate_c;
     uint32_t align_a, align_b, align_c, align_d;
@@ -204,8 +206,8 @@ std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProbl
     check_status(op, "cublasLtMatmulDescSetAttribute",
                  api.matmul_desc_set_attribute(plan->desc, lt::kDescTransB, &q.b.op, sizeof(q.b.op)));
     const Batch& batch = q.batch;
-    plan->a = make_layout(op, lt::kDataBf16, q.a.rows, q.a.cols, q.a.ld, batch.count, batch.b);
-    plan->b = make_layout(op, lt::kDataBf16, q.b.rows, q.b.cols, q.b.ld, batch.count, batch.a);
+    plan->a = make_layout(op, q.ab_type, q.a.rows, q.a.cols, q.a.ld, batch.count, batch.b);
+    plan->b = make_layout(op, q.ab_type, q.b.rows, q.b.cols, q.b.ld, batch.count, batch.a);
     plan->d = make_layout(op, q.d_type, q.n, q.m, q.ldd, batch.count, batch.d);
     if (q.separate_c) plan->c = make_layout(op, q.d_type, q.n, q.m, q.ldc, 1, 0);
 
@@ -224,8 +226,9 @@ std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProbl
     api.preference_destroy(pref);
     check_status(op, "cublasLtMatmulAlgoGetHeuristic", st);
     if (returned == 0 or result.state != lt::kSuccess)
-        throw_runtime_error(fmt::format("{}: cuBLASLt has no algorithm for M={}, N={}, K={} with these layouts and a {} output", op, q.m,
-                                        q.n, q.k, q.d_type == lt::kDataF32 ? "float32" : "bfloat16"));
+        throw_runtime_error(fmt::format("{}: cuBLASLt has no algorithm for M={}, N={}, K={} with these layouts, {} operands and a {} "
+                                        "output", op, q.m, q.n, q.k, q.ab_type == lt::kDataF8E4M3 ? "float8_e4m3fn" : "bfloat16",
+                                        q.d_type == lt::kDataF32 ? "float32" : "bfloat16"));
     plan->algo = result.algo;
     return plan;
 }
@@ -233,7 +236,7 @@ std::unique_ptr<Plan> make_plan(const char* op, lt::Handle handle, const LtProbl
 const Plan& plan_for(const char* op, int device, lt::Handle handle, const LtProblem& q) {
     PlanKey key;
     key.v = {device, static_cast<int64_t>(q.m), static_cast<int64_t>(q.n), static_cast<int64_t>(q.k), q.a.op, q.b.op, q.a.ld, q.b.ld,
-             q.ldc, q.ldd, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d,
+             q.ldc, q.ldd, q.ab_type, q.d_type, q.separate_c, q.align_a, q.align_b, q.align_c, q.align_d,
              q.batch.count, q.batch.a, q.batch.b, q.batch.d};
     thread_local PlanKey last_key;
     thread_local const Plan* last_plan = nullptr;
@@ -274,6 +277,8 @@ void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor
     q.a = describe(p.b, /*is_b=*/true);
     q.b = describe(p.a, /*is_b=*/false);
     q.m = p.m, q.n = p.n, q.k = p.k;
+    // FP8 (validated K-major: cuBLASLt's required "TN" form) with FP32 accumulation and unit A/B scales.
+    q.ab_type = a.scalar_type() == at::kFloat8_e4m3fn ? lt::kDataF8E4M3 : lt::kDataBf16;
     q.d_type = d.scalar_type() == at::kFloat ? lt::kDataF32 : lt::kDataBf16;
     q.ldd = leading_dim(p.d.stride[0], q.n, q.m);
     q.ldc = q.ldd;
@@ -283,8 +288,9 @@ void run(const char* op, const Problem& p, const at::Tensor& a, const at::Tensor
     if (c != nullptr) {
         beta = 1.0f;
         if (not p.c_is_d) {
-            // cuBLASLt reads C with D's dtype and row order; anything else (a float32 c for a bfloat16 d,
-            // column-major or broadcast rows) is first copied into d, then accumulated in place (C == D).
+            // cuBLASLt reads C with D's dtype and row order (its FP8 table, too, pairs C and D as bfloat16/bfloat16
+            // or float32/float32); anything else (a float32 c for a bfloat16 d, column-major or broadcast rows)
+            // is first copied into d, then accumulated in place (C == D).
             const bool direct = c->scalar_type() == d.scalar_type() and (p.c.stride[1] == 1 or p.n <= 1) and
                                 (p.c.stride[0] >= p.n or p.m <= 1);
             if (direct) {
@@ -330,21 +336,60 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
                                         first->name, device_name(*first->tensor)));
 }
 
-// The operands checked under `spec`'s rules (its name in errors).
+// "[64, 128]" / "(128, 1)" for the user's tensor; "?" for a symbolic size or stride.
+std::string ints_str(c10::SymIntArrayRef xs) {
+    std::string s;
+    for (const c10::SymInt& x : xs) s += (s.empty() ? "" : ", ") + (x.maybe_as_int() ? std::to_string(*x.maybe_as_int()) : std::string("?"));
+    return s;
+}
+
+// Unscaled float8_e4m3fn a and b (the cublaslt_gemm_* ops only). cuBLASLt's FP8 kernels take only the "TN" form
+// (column-major A' transposed, B' not): both of our operands K-major. Checked before the BF16 rules, whose
+// messages would offer an MN-major layout.
+void check_fp8_k_major(const Checker& check, const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b) {
+    for (const auto& [t, name, trans] : {std::tuple{&a, "a", spec.trans_a}, std::tuple{&b, "b", spec.trans_b}}) {
+        if (t->layout() != at::kStrided or t->dim() != 2) continue;  // the BF16 rules say what is wrong
+        if (not check.has_unit_stride(make_view(*t, name, trans), 1))
+            check.value_error(fmt::format("{} must be K-major in memory (stride 1 along K) when it is float8_e4m3fn: cuBLASLt's FP8 path "
+                                          "needs both operands K-major (a row-major [M, K] a and [N, K] b, as cublaslt_gemm_nt takes "
+                                          "them); got shape [{}] with strides ({})",
+                                          name, ints_str(t->sym_sizes()), ints_str(t->sym_strides())));
+    }
+}
+
+// After the BF16 rules (K is known to agree): 16-byte (16-element) K rows.
+void check_fp8_k(const Checker& check, const Problem& p) {
+    if (known(p.k) and p.k % 16 != 0)
+        check.value_error(fmt::format("K must be a multiple of 16 for float8_e4m3fn operands (cuBLASLt's FP8 kernels read 16-byte "
+                                      "aligned K rows); got K = {}", p.k));
+}
+
+// The operands checked under `spec`'s rules (its name in errors). `allow_fp8`: a and b may instead both be
+// float8_e4m3fn (the same rules plus check_fp8_k_major and check_fp8_k).
 Problem validate_operands(const GemmOpSpec& spec, const Checker& check, const at::Tensor& a, const at::Tensor& b,
-                          const at::Tensor& d, const at::Tensor* c) {
+                          const at::Tensor& d, const at::Tensor* c, bool allow_fp8) {
     GemmCall call;
     call.a = &a, call.b = &b, call.d = &d, call.c = c;
     call.compiled_dims = "";
-    return validate(spec, call, check);
+    const bool fp8 = allow_fp8 and (a.scalar_type() == at::kFloat8_e4m3fn or b.scalar_type() == at::kFloat8_e4m3fn);
+    if (fp8 and a.scalar_type() != b.scalar_type())
+        check.type_error(fmt::format("a and b must have the same dtype (both bfloat16 or both float8_e4m3fn); got {} and {}",
+                                     dtype_name(a.scalar_type()), dtype_name(b.scalar_type())));
+    if (fp8) {
+        call.ab_dtype = at::kFloat8_e4m3fn;
+        check_fp8_k_major(check, spec, a, b);
+    }
+    Problem p = validate(spec, call, check);
+    if (fp8) check_fp8_k(check, p);
+    return p;
 }
 
 // Validates the call under `spec` (its rules, its name in errors), then runs it through cuBLASLt.
 void gemm_with_spec(const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
-                    const std::optional<at::Tensor>& c, bool fake, float alpha) {
+                    const std::optional<at::Tensor>& c, bool fake, float alpha, bool allow_fp8) {
     const Checker check(spec.name, fake ? CheckMode::kFake : CheckMode::kReal);
     const at::Tensor* c_ptr = c.has_value() and c->defined() ? &*c : nullptr;
-    const Problem p = validate_operands(spec, check, a, b, d, c_ptr);
+    const Problem p = validate_operands(spec, check, a, b, d, c_ptr, allow_fp8);
     const View* c_view = p.has_c ? &p.c : nullptr;
     if (fake) {
         check_fake_devices(check, {&p.a, &p.b, &p.d, c_view});
@@ -372,7 +417,7 @@ void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at:
         check.value_error(fmt::format("at most {} matrices in a batch; got {}", std::numeric_limits<int32_t>::max(), count));
     // Every matrix has the first one's sizes and strides: validating the first validates them all.
     const at::Tensor a0 = a.select(0, 0), b0 = b.select(0, 0), d0 = d.select(0, 0);
-    const Problem p = validate_operands(spec, check, a0, b0, d0, nullptr);
+    const Problem p = validate_operands(spec, check, a0, b0, d0, nullptr, /*allow_fp8=*/false);
     const int device = check.same_cuda_device({&p.a, &p.b, &p.d});
     if (p.m == 0 or p.n == 0) return;
     // d's matrices must not share an element: stacked (each past the whole previous one) or with their rows
@@ -393,7 +438,7 @@ void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at:
 
 void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                    const std::optional<at::Tensor>& c, bool fake, float alpha) {
-    gemm_with_spec(spec_of(layout), a, b, d, c, fake, alpha);
+    gemm_with_spec(spec_of(layout), a, b, d, c, fake, alpha, /*allow_fp8=*/true);
 }
 
 void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
@@ -402,7 +447,7 @@ void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Te
                       int(GemmOp::kBf16Tn) - int(GemmOp::kBf16Nt) == int(CublasLtLayout::kTn) and
                       int(GemmOp::kBf16Tt) - int(GemmOp::kBf16Nt) == int(CublasLtLayout::kTt),
                   "the bf16_gemm_* ops are in CublasLtLayout order");
-    gemm_with_spec(op_spec(static_cast<GemmOp>(int(GemmOp::kBf16Nt) + int(layout))), a, b, d, c, fake, alpha);
+    gemm_with_spec(op_spec(static_cast<GemmOp>(int(GemmOp::kBf16Nt) + int(layout))), a, b, d, c, fake, alpha, /*allow_fp8=*/false);
 }
 
 void cublaslt_shutdown() {

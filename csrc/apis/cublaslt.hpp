@@ -1,7 +1,9 @@
 // cublaslt_gemm_{nt,nn,tn,tt}: d = c + a @ b in BF16 through cuBLASLt (the library PyTorch already
 // loads; see cublaslt_lib.hpp). The arguments follow the bf16_gemm_* ops: same layout letters, same
 // validation rules (TypeError for dtypes, ValueError for shapes/strides/alignment/overlap, RuntimeError
-// for devices), d bfloat16 or float32, c optional and allowed to be d itself.
+// for devices), d bfloat16 or float32, c optional and allowed to be d itself. a and b may instead both be
+// float8_e4m3fn (an unscaled FP8 product, FP32 accumulation): then both must be K-major and K a multiple of 16,
+// cuBLASLt's FP8 requirements.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -24,7 +26,7 @@ void cublaslt_gemm(CublasLtLayout layout, const at::Tensor& a, const at::Tensor&
                    const std::optional<at::Tensor>& c, bool fake, float alpha = 1.0f);
 
 // d[i] = a[i] @ b[i] for every i of the leading (batch) dimension of the 3-D a, b and d, in one strided-batched
-// cuBLASLt call (einsum's head forms). Each matrix follows cublaslt_gemm's rules with no c (they are checked
+// cuBLASLt call (einsum's head forms). Each matrix follows cublaslt_gemm's BF16 rules with no c (they are checked
 // on the first: all share its sizes and strides), d's matrices must not overlap; a batch stride may be any
 // integer, 0 included (every i reads one matrix).
 void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d);

@@ -39,8 +39,9 @@ struct HeuristicResult {
 };
 
 // cudaDataType_t
-inline constexpr int kDataF32 = 0;    // CUDA_R_32F
-inline constexpr int kDataBf16 = 14;  // CUDA_R_16BF
+inline constexpr int kDataF32 = 0;      // CUDA_R_32F
+inline constexpr int kDataBf16 = 14;    // CUDA_R_16BF
+inline constexpr int kDataF8E4M3 = 28;  // CUDA_R_8F_E4M3
 // cublasComputeType_t
 inline constexpr int kCompute32F = 68;  // CUBLAS_COMPUTE_32F
 // cublasOperation_t

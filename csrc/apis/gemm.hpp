@@ -36,6 +36,9 @@ struct GemmCall {
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
     c10::ArrayRef<int64_t> head_splits;  // fp8_gemm_nt_skip_head_mid: (left, mid, right)
+    // The dtype a and b must have instead of the family's (cuBLASLt's unscaled float8_e4m3fn operands under
+    // the BF16 rules; csrc/apis/cublaslt.cpp).
+    std::optional<at::ScalarType> ab_dtype;
 };
 
 // Validates every argument, then runs the op on CUDA tensors (CPU tensors: RuntimeError naming the

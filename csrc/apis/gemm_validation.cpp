@@ -169,7 +169,7 @@ bool same_memory(const View& x, const View& y, CheckMode mode) {
 Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& check) {
     Problem p;
     const bool fp8 = spec.family == Family::kFp8;
-    const at::ScalarType ab_dtype = fp8 ? at::kFloat8_e4m3fn : at::kBFloat16;
+    const at::ScalarType ab_dtype = call.ab_dtype.value_or(fp8 ? at::kFloat8_e4m3fn : at::kBFloat16);
     const CheckMode mode = check.mode();
 
     // ---- tensor kinds: every tensor argument strided, before anything reads its strides ----

@@ -80,10 +80,10 @@ void def_entry(py::module_& m, const char* doc) {
 }  // namespace
 
 void register_cublaslt_entries(py::module_& m) {
-    def_entry<CublasLtLayout::kNt>(m, "d = c + a @ b.T (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_nt.");
-    def_entry<CublasLtLayout::kNn>(m, "d = c + a @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_nn.");
-    def_entry<CublasLtLayout::kTn>(m, "d = c + a.T @ b (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tn.");
-    def_entry<CublasLtLayout::kTt>(m, "d = c + a.T @ b.T (BF16, cuBLASLt); see deep_gemm.cublaslt_gemm_tt.");
+    def_entry<CublasLtLayout::kNt>(m, "d = c + a @ b.T (BF16 or float8_e4m3fn, cuBLASLt); see deep_gemm.cublaslt_gemm_nt.");
+    def_entry<CublasLtLayout::kNn>(m, "d = c + a @ b (BF16 or float8_e4m3fn, cuBLASLt); see deep_gemm.cublaslt_gemm_nn.");
+    def_entry<CublasLtLayout::kTn>(m, "d = c + a.T @ b (BF16 or float8_e4m3fn, cuBLASLt); see deep_gemm.cublaslt_gemm_tn.");
+    def_entry<CublasLtLayout::kTt>(m, "d = c + a.T @ b.T (BF16 or float8_e4m3fn, cuBLASLt); see deep_gemm.cublaslt_gemm_tt.");
     m.def("_cublaslt_gemm_scaled", &scaled_entry, py::arg("layout"), py::arg("a"), py::arg("b"), py::arg("d"), py::arg("c"),
           py::arg("alpha"), "d = c + alpha * (a @ b) through cuBLASLt (the bf16_gemm_* ops with alpha != 1).");
     m.def("_cublaslt_shutdown", &api::cublaslt_shutdown,
