@@ -23,25 +23,20 @@ def _layout(group_ms, align, tail):
 
 def _model_output(row_group, a, b, block_m, align, per_alignment_block=True, write_padding=True):
     """d as the scheduler writes it (NaN where nothing is written): 128-row segments of a 256-row block, the
-    group of each segment from its alignment block's first row (or its own first row), a block of two groups
-    visited once per group, a block whose segments have no group not written."""
+    group of each segment from its alignment block's first row (or its own first row), each segment with a
+    group stored with its group's B (a 256-row block holding one group computes both segments with it), a
+    segment without a group not written."""
     m = row_group.numel()
     d = torch.full((m, N), float('nan'))
     seg_rows = min(block_m, 128)
-    for b0 in range(0, m, block_m):
-        starts = [s for s in range(b0, b0 + block_m, seg_rows) if s < m]
-        groups = [int(row_group[s - s % align if per_alignment_block else s]) for s in starts]
-        if len(groups) == 2 and min(groups) >= 0 and groups[0] != groups[1]:
-            visits = [(starts[0], seg_rows, groups[0]), (starts[1], seg_rows, groups[1])]
-        elif any(g >= 0 for g in groups):
-            visits = [(b0, block_m, next(g for g in groups if g >= 0))]
-        else:
-            visits = []
-        for r0, rows, g in visits:
-            r1 = min(r0 + rows, m)
-            d[r0:r1] = a[r0:r1] @ b[g].t()
-            if not write_padding:
-                d[r0:r1][row_group[r0:r1] != g] = float('nan')
+    for s0 in range(0, m, seg_rows):
+        g = int(row_group[s0 - s0 % align if per_alignment_block else s0])
+        if g < 0:
+            continue
+        s1 = min(s0 + seg_rows, m)
+        d[s0:s1] = a[s0:s1] @ b[g].t()
+        if not write_padding:
+            d[s0:s1][row_group[s0:s1] != g] = float('nan')
     return d
 
 

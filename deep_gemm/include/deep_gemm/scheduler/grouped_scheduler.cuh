@@ -9,7 +9,8 @@
 //   kUnspecified (ensure_zero_padding=False, DeepGEMM's SM90 behaviour, whose M blocks are the alignment):
 //   every segment takes the group of the first row of its alignment block, so padding rows in an
 //   alignment block that starts in a group are computed with that group's B and stored, also when BLOCK_M
-//   is smaller than the alignment, and blocks of an alignment block that starts in padding are not written;
+//   is smaller than the alignment, and segments of an alignment block that starts in padding are not
+//   written (a 256-row block computes such a segment with its other segment's group but does not store it);
 //   kZero stores zeros in every padding row. All-padding blocks are tiles with no K blocks.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
@@ -118,6 +119,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
         constexpr u32 kAll = (1u << kSegments) - 1;
         if (!dense.next(m_block, n_block)) return false;
         const Segment first = segment(m_block * kBlockM);
+        u32 first_writes = kAll;
         if constexpr (kSegments > 1) {
             // (m is a multiple of 128, not of 256: the second segment of the last block may lie past m, and is
             // padding then, not looked up.)
@@ -135,13 +137,16 @@ struct ContiguousLayoutScheduler : WholeKRange {
                 }
                 return true;
             }
+            // kUnspecified writes no segment whose alignment block starts in padding (kZero: its zeros).
+            constexpr bool kWritePaddingSegment = kPadding == PaddingRows::kZero;
             if (!first.has_group && second.has_group) {
-                visit(second, kAll);
+                visit(second, kWritePaddingSegment ? kAll : 2u);
                 return true;
             }
+            if (!kWritePaddingSegment && !second.has_group) first_writes = 1u;
         }
         if (first.has_group) {
-            visit(first, kAll);
+            visit(first, first_writes);
             return true;
         }
         cur.group = 0;  // all padding: B is not read
