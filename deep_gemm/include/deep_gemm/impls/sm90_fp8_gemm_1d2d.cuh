@@ -438,9 +438,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
             // A warpgroup whose rows all lie at or past d_row_end() (kClipRows: a masked group's last M block)
             // writes nothing: it only waits for and releases the tile's slots (its fin stays zero), leaving the
-            // tensor cores to the warpgroups with rows. Only with one 64-row wave per warpgroup: for two, the partial tiles' own instance of the K loop moved the full
-            // loop's counters out of uniform registers and cost full tiles 3.5-4.5% (docs/kernels/sm90_fp8_gemm_1d2d.md,
-            // "Idle warpgroups of masked tiles").
+            // tensor cores to the warpgroups with rows. Only with one 64-row wave per warpgroup: for two, the
+            // partial tiles' own instance of the K loop moved the full loop's counters out of uniform registers
+            // and cost full tiles 3.5-4.5% (docs/kernels/sm90_fp8_gemm_1d2d.md, "Idle warpgroups of masked tiles").
             constexpr bool kSkipIdleWarpgroups =
                 Scheduler::kClipRows && kWaves == 1 && Layout::kNumMathWarpgroups > 1;
             if (kSkipIdleWarpgroups && d_row0 + math_wg * kRowsPerWarpgroup >= scheduler.d_row_end()) {
