@@ -154,9 +154,11 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
       start).
     - Padding rows (rows outside every group: ``grouped_layout == -1``, or with the psum layout the rows
       between a group's end and the next aligned start and those past the last end): with
-      ``ensure_zero_padding=True`` (the default, as DeepGEMM) their ``d`` rows are written as zeros; with
-      ``False`` they are never written (keep what ``d`` held). A row block whose first row is padding
-      counts as all padding.
+      ``ensure_zero_padding=True`` (the default) their ``d`` rows are written as zeros; with ``False``
+      (DeepGEMM's SM90 behaviour) a padding row inside an alignment block (rows ``[i * A, (i + 1) * A)``,
+      ``A`` = :func:`get_mk_alignment_for_contiguous_layout`) that starts in a group's rows is computed with
+      that group's ``b`` and stored (so zero rows of ``a`` give zero rows of ``d``), and the rows of a block
+      that starts in padding are not written; their content is otherwise unspecified.
     - ``expected_m_for_psum_layout``: with the psum layout, a host-side hint of the typical rows per group
       (positive or ``None``): like ``expected_m`` of the masked op it sets the tile height (64-row tiles
       for groups of at most 64 rows, else 128).
@@ -267,7 +269,7 @@ def m_grouped_bf16_gemm_nt_contiguous(a: Tensor, b: Tensor, d: Tensor, grouped_l
                                       use_psum_layout: bool = False, ensure_zero_padding: bool = True,
                                       expected_m_for_psum_layout: Optional[int] = None) -> None:
     """BF16 version of :func:`m_grouped_fp8_gemm_nt_contiguous`: ``a [ΣM, K]``, ``b [G, N, K]`` (K-major or
-    MN-major), ``d [ΣM, N]``; padding rows follow ``ensure_zero_padding`` as there (zeros, or never written);
+    MN-major), ``d [ΣM, N]``; padding rows follow ``ensure_zero_padding`` as there (zeros, or DeepGEMM's SM90 rows);
     ``expected_m_for_psum_layout`` is validated as there (the BF16 config choice does not use it yet)."""
     if _tracing():
         return _ops.m_grouped_bf16_gemm_nt_contiguous(a, b, d, grouped_layout, compiled_dims, use_psum_layout,

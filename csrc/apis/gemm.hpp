@@ -30,7 +30,8 @@ struct GemmCall {
     bool disable_ue8m0_cast = false;
     bool use_psum_layout = false;
     // M-contiguous: padding rows (outside every group) of d are written as zeros when true (DeepGEMM's
-    // default), never written when false.
+    // default); when false (DeepGEMM's SM90 behaviour) those in an alignment block that starts in a group are
+    // computed with that group's B and stored, blocks that start in padding are not written.
     bool ensure_zero_padding = true;
     std::optional<int64_t> expected_m_for_psum_layout;  // M-contiguous psum layout: a config hint only
     int64_t expected_m = 0;              // masked

@@ -32,7 +32,8 @@ struct GemmCallScalars {
     // expected_m_for_psum_layout (0: none). Unused otherwise.
     int expected_m = 0;
     bool use_psum_layout = false;      // M-contiguous
-    bool ensure_zero_padding = true;   // M-contiguous: padding rows written as zeros (else never written)
+    bool ensure_zero_padding = true;   // M-contiguous: padding rows written as zeros (else DeepGEMM's SM90
+                                       // rows: computed in alignment blocks that start in a group)
     int mk_alignment = 128;            // M-contiguous: get_mk_alignment_for_contiguous_layout()
     bool d_fp32 = false;               // BF16: float32 D (the K-grouped op's always is)
     bool with_c = false;               // a C is added in the epilogue

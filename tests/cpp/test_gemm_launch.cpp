@@ -95,10 +95,17 @@ TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
     key.n = 6144, key.k = 7168;
     expect_plan(contiguous, key);
 
-    contiguous.use_psum_layout = true;
+    // ensure_zero_padding=False: PaddingRows::kUnspecified (0, DeepGEMM's SM90 rows), which looks groups up per
+    // alignment block and so carries the alignment, in both layouts.
     contiguous.ensure_zero_padding = false;
+    key.padding = 0, key.group_align = 128;
+    expect_plan(contiguous, key);
+    const k::GemmKernelSource unspecified = plan_gemm_call(contiguous).at(0);
+    EXPECT_NE(unspecified.code.find("false, deep_gemm::PaddingRows::kUnspecified, 128u>"), std::string::npos);
+    EXPECT_NE(unspecified.symbol.find("_contig_al128"), std::string::npos) << unspecified.symbol;
+
+    contiguous.use_psum_layout = true;
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
-    key.padding = 2, key.psum_align = 128;
     expect_plan(contiguous, key);
 
     // expected_m_for_psum_layout steers the tile height as masked's expected_m does: small groups, 64 rows.
@@ -108,7 +115,7 @@ TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
     EXPECT_EQ(hinted.block_m, 64);
     key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d2d, hinted);
     key.mode = uint8_t(k::GemmGroupedMode::kMGroupedContiguousPsum);
-    key.padding = 2, key.psum_align = 128;
+    key.padding = 0, key.group_align = 128;
     key.n = 6144, key.k = 7168;
     expect_plan(contiguous, key);
 

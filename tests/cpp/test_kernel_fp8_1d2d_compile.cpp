@@ -116,29 +116,30 @@ std::vector<GemmKernelKey> shipped_fp8_keys() {
 }
 
 // The M-grouped variants (few: each is a full kernel compile) on TARGETS-like shapes: contiguous with zero
-// padding (the default) and psum with untouched padding (rows clipped per tile), both on 256-row tiles (forced:
-// two 128-row segments, a block of two groups visited twice), psum on 64-row tiles, masked with the grouped
+// padding (the default) and psum with unspecified padding (ensure_zero_padding=False), both on 256-row tiles
+// (forced: two 128-row segments, a block of two groups visited twice), psum with unspecified padding on 64-row
+// tiles (groups looked up per 128-row alignment block), masked with the grouped
 // heuristics' 64-row tiles (small expected_m), 256-row ones (expected_m 192) and 128-row pipelined ones
 // (expected_m 96), and the heuristics' contiguous pick (128-row tiles).
 std::vector<GemmKernelKey> grouped_fp8_keys() {
     using deep_gemm::kernels::GemmGroupedMode;
     auto key_of = [](int m, int n, int k, int rows_per_group, int groups, GemmGroupedMode mode, int padding,
-                     int psum_align) {
+                     int group_align) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(
             GemmKernel::kFp8_1d2d,
             deep_gemm::heuristics::choose_sm90_fp8_grouped_config(m, n, k, kH200Sms, kH200SmemOptin, rows_per_group,
                                                                   groups, mode == GemmGroupedMode::kMGroupedMasked));
         key.mode = int(mode);
         key.padding = padding;
-        key.psum_align = psum_align;
+        key.group_align = group_align;
         key.n = uint32_t(n);
         key.k = uint32_t(k);
         return key;
     };
     std::vector<GemmKernelKey> keys = {
         key_of(8 * 4256, 6144, 7168, 0, 8, GemmGroupedMode::kMGroupedContiguous, 1, 0),
-        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
-        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 2, 128),
+        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 0, 128),
+        key_of(4 * 8576, 4096, 4096, 0, 4, GemmGroupedMode::kMGroupedContiguousPsum, 0, 128),
         key_of(128, 6144, 7168, 48, 32, GemmGroupedMode::kMGroupedMasked, 0, 0),
         key_of(256, 6144, 7168, 192, 32, GemmGroupedMode::kMGroupedMasked, 0, 0),
         key_of(1024, 7168, 2048, 96, 32, GemmGroupedMode::kMGroupedMasked, 0, 0)};
@@ -183,8 +184,8 @@ protected:
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no partial stores in SASS";
                 EXPECT_GT(count_op(sass, "LDG"), 0) << "no partial loads in SASS";
             }
-            // Row-clipping epilogues (masked; untouched padding) write a group's partial slice directly.
-            if (key.mode == int(deep_gemm::kernels::GemmGroupedMode::kMGroupedMasked) || key.padding == 2) {
+            // The row-clipping epilogue (masked) writes a group's partial slice directly.
+            if (key.mode == int(deep_gemm::kernels::GemmGroupedMode::kMGroupedMasked)) {
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no direct stores for partial slices";
             }
         });
@@ -258,7 +259,9 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
     EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
     EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("ContiguousLayoutScheduler<256u"),
               std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("PaddingRows::kUntouched, 128u>"),
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("true, deep_gemm::PaddingRows::kUnspecified, 128u>"),
+              std::string::npos);
+    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("PaddingRows::kUnspecified, 128u>"),
               std::string::npos);
     EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("ContiguousLayoutScheduler<64u"),
               std::string::npos);
@@ -344,8 +347,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dThreeMathWarpgroups) {
     }
 }
 
-// Grouped variants: contiguous (zero padding) and psum (untouched padding: the row-clipping epilogue) on
-// 256-row tiles with NVCC; psum on 64-row tiles and masked on 64- and 256-row tiles with NVRTC.
+// Grouped variants: contiguous (zero padding) and psum (unspecified padding) on 256-row tiles with NVCC; psum on 64-row tiles and masked on 64- and 256-row tiles with NVRTC.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvcc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
     const auto keys = grouped_fp8_keys();

@@ -17,6 +17,7 @@ if not _HAS_HOPPER:
 
 import deep_gemm  # noqa: E402
 from deep_gemm.testing import calc_diff  # noqa: E402
+from padding_rows import assert_unspecified_padding  # noqa: E402
 
 _TOL = 1e-5
 _LAYOUTS = ('nt', 'nn', 'tn', 'tt')
@@ -147,13 +148,21 @@ def test_bf16_gemm_output_at_odd_column():
     assert torch.isnan(d_wide[:, 0]).all() and torch.isnan(d_wide[:, n + 1]).all(), 'wrote outside the output view'
 
 
-def _check_padding(padding_rows, zero_padding, what):
-    """Padding rows (d poisoned with NaN first): zeros with ensure_zero_padding=True, untouched with False."""
+# The padding cases of the contiguous tests: (ensure_zero_padding, A's padding rows zero).
+_PADDING_CASES = {'zero': (True, False), 'unspecified-a-pad-zero': (False, True),
+                  'unspecified-a-pad-random': (False, False)}
+
+
+def _check_padding(d, row_group, align, zero_padding, zero_a_padding, what):
+    """Padding rows (row_group -1; d poisoned with NaN first): zeros with ensure_zero_padding=True; with False
+    DeepGEMM's SM90 rows, checked per alignment block (padding_rows.py: exactly zero in a block holding group
+    rows when A's padding rows are zero, finite when they are random)."""
     if zero_padding:
+        padding_rows = d[row_group < 0]
         assert torch.equal(padding_rows.float(), torch.zeros_like(padding_rows, dtype=torch.float32)), \
             f'{what}: padding rows are not all zero'
     else:
-        assert torch.isnan(padding_rows).all(), f'{what}: a padding row was written'
+        assert_unspecified_padding(d, row_group, align, zero_a_padding, what)
 
 
 def _contiguous_layout(group_ms, align=128):
@@ -171,20 +180,23 @@ def _contiguous_layout(group_ms, align=128):
     ([4096] * 2, 7168, 2048),
     ([77], 4104, 2064),
 ])
-@pytest.mark.parametrize('zero_padding', [True, False])
-def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, zero_padding):
+@pytest.mark.parametrize('padding', list(_PADDING_CASES))
+def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, padding):
+    zero_padding, zero_a_padding = _PADDING_CASES[padding]
     align = deep_gemm.get_mk_alignment_for_contiguous_layout() if hasattr(
         deep_gemm, 'get_mk_alignment_for_contiguous_layout') else 128
     layout = _contiguous_layout(group_ms, align)
     num_groups, m_sum = len(group_ms), layout.numel()
     g = _gen(sum(group_ms) + n + k)
     a = _randn((m_sum, k), g)
+    if zero_a_padding:
+        a[layout < 0] = 0
     b = _randn((num_groups, n, k), g)
     d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
     deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, ensure_zero_padding=zero_padding)
     torch.cuda.synchronize()
     valid = layout >= 0
-    _check_padding(d[~valid], zero_padding, f'contiguous {group_ms}')
+    _check_padding(d, layout, align, zero_padding, zero_a_padding, f'contiguous {group_ms} {padding}')
     ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
     for gi in range(num_groups):
         rows = layout == gi
@@ -199,11 +211,12 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, zero_padding):
     ([0, 77], 4104, 2064, 128, 0),
     ([130, 5, 0, 256], 576, 1536, 256, 64),  # alignment above BLOCK_M: padding-only blocks between groups
 ])
-@pytest.mark.parametrize('zero_padding', [True, False])
-def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, zero_padding):
+@pytest.mark.parametrize('padding', list(_PADDING_CASES))
+def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, padding):
     """use_psum_layout=True: grouped_layout = group ends; group g starts at end[g-1] rounded up to the
     contiguous alignment. Rows of every group are checked against the reference; the other (padding) rows
-    are zeros with ensure_zero_padding=True and keep their NaN with False."""
+    are zeros with ensure_zero_padding=True and follow DeepGEMM's SM90 rows with False (_check_padding)."""
+    zero_padding, zero_a_padding = _PADDING_CASES[padding]
     old_align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     deep_gemm._C._set_mk_alignment_value(align)
     try:
@@ -215,8 +228,13 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, zer
             ends.append(end)
         m_sum = (end + align - 1) // align * align + tail
         layout = torch.tensor(ends, device='cuda', dtype=torch.int32)
+        row_group = torch.full((m_sum,), -1, dtype=torch.int32, device='cuda')
+        for gi, (start, stop) in enumerate(zip(starts, ends)):
+            row_group[start:stop] = gi
         g = _gen(sum(group_ms) + n + k + align)
         a = _randn((m_sum, k), g)
+        if zero_a_padding:
+            a[row_group < 0] = 0
         b = _randn((len(group_ms), n, k), g)
         d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
         deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=True,
@@ -227,7 +245,8 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, zer
         for gi, (start, stop) in enumerate(zip(starts, ends)):
             valid[start:stop] = True
             ref[start:stop] = a[start:stop].double() @ b[gi].double().t()
-        _check_padding(d[~valid], zero_padding, f'contiguous psum {group_ms} align={align}')
+        _check_padding(d, row_group, align, zero_padding, zero_a_padding,
+                       f'contiguous psum {group_ms} align={align} {padding}')
         d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
         _diff_ok(d_valid, ref, f'contiguous psum {group_ms} n={n} k={k} align={align}')
     finally:

@@ -2,11 +2,13 @@
 grouped_layout forms, and `deep_gemm.m_grouped_fp8_gemm_nt_masked`) on the 1D2D kernel.
 
 Fresh random inputs per case (padding rows of A hold random data too, so a padding row that is computed
-is visibly non-zero), outputs poisoned with NaN before every call, float32 reference on the dequantised
-inputs, gemm_checks.assert_gemm_close (no NaN, calc_diff < 1e-5, every 128x128 tile) on the rows that must be
-written, contiguous groups checked one by one. Rows that must not be written
-(padding rows with ensure_zero_padding=False, masked rows at or past masked_m) must keep their NaN;
-padding rows with ensure_zero_padding=True must be exactly zero. Skipped without a Hopper GPU.
+is visibly non-zero, except where a test zeroes them), outputs poisoned with NaN before every call, float32
+reference on the dequantised inputs, gemm_checks.assert_gemm_close (no NaN, calc_diff < 1e-5, every 128x128
+tile) on the rows that must be written, contiguous groups checked one by one. Padding rows with
+ensure_zero_padding=True must be exactly zero; with False they follow DeepGEMM's SM90 behaviour, checked per
+alignment block by padding_rows.assert_unspecified_padding (with zero padding rows of A, as DeepGEMM's own test
+makes them: exactly zero in a block that holds group rows). Masked rows at or past masked_m must keep their
+NaN. Skipped without a Hopper GPU.
 """
 import random
 
@@ -21,6 +23,7 @@ if not _HAS_HOPPER:
 
 import deep_gemm  # noqa: E402
 from gemm_checks import assert_gemm_close, assert_groups_close  # noqa: E402
+from padding_rows import assert_unspecified_padding  # noqa: E402
 from deep_gemm.utils import (dequantize_per_block, dequantize_per_token, per_block_cast_to_fp8,  # noqa: E402
                              per_token_cast_to_fp8)
 
@@ -77,11 +80,15 @@ def _contiguous_rows(group_ms, align, psum, tail):
     return layout.cuda(), row_group.cuda(), m_sum
 
 
-def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0):
+def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0, zero_a_padding=False):
+    """zero_padding: ensure_zero_padding (None: the default); zero_a_padding: A's padding rows zero."""
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     layout, row_group, m_sum = _contiguous_rows(group_ms, align, psum, tail)
     g = _gen(seed + sum(group_ms) + n + k)
-    a_fp8, sfa, a_deq = _quant_a(_randn((m_sum, k), g))
+    a_bf16 = _randn((m_sum, k), g)
+    if zero_a_padding:
+        a_bf16[row_group < 0] = 0
+    a_fp8, sfa, a_deq = _quant_a(a_bf16)
     b_fp8, sfb, b_deq = _quant_b(_randn((len(group_ms), n, k), g))
     d = torch.full((m_sum, n), float('nan'), device='cuda', dtype=torch.bfloat16)
     kwargs = dict(use_psum_layout=psum)
@@ -90,7 +97,8 @@ def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0):
     deep_gemm.m_grouped_fp8_gemm_nt_contiguous((a_fp8, sfa), (b_fp8, sfb), d, layout, **kwargs)
     torch.cuda.synchronize()
 
-    what = f'contiguous{" psum" if psum else ""} G={len(group_ms)} {group_ms} n={n} k={k} zero_padding={zero_padding}'
+    what = (f'contiguous{" psum" if psum else ""} G={len(group_ms)} {group_ms} n={n} k={k} '
+            f'zero_padding={zero_padding} zero_a_padding={zero_a_padding}')
     valid = row_group >= 0
     ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float32)
     for gi in range(len(group_ms)):
@@ -98,10 +106,10 @@ def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0):
         if rows.any():
             ref[rows] = a_deq[rows] @ b_deq[gi].t()
     assert_groups_close(d, ref, row_group, what)  # group by group: a 1-row group with the wrong expert fails
-    padding = d[~valid]
     if zero_padding is False:
-        assert torch.isnan(padding).all(), f'{what}: a padding row was written'
+        assert_unspecified_padding(d, row_group, align, zero_a_padding, what)
     else:
+        padding = d[~valid]
         assert torch.equal(padding.float(), torch.zeros_like(padding, dtype=torch.float32)), \
             f'{what}: padding rows are not all zero'
 
@@ -126,19 +134,23 @@ def test_contiguous_zero_padding(group_ms, n, k, tail, psum):
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('group_ms,n,k,tail', _CONTIGUOUS_CASES,
                          ids=[f'G{len(c[0])}-{c[1]}x{c[2]}' for c in _CONTIGUOUS_CASES])
-def test_contiguous_padding_untouched(group_ms, n, k, tail, psum):
-    """ensure_zero_padding=False: padding rows keep what they held."""
-    _run_contiguous(group_ms, n, k, psum, False, tail)
+@pytest.mark.parametrize('zero_a_padding', [True, False], ids=['a-pad-zero', 'a-pad-random'])
+def test_contiguous_padding_unspecified(group_ms, n, k, tail, psum, zero_a_padding):
+    """ensure_zero_padding=False (DeepGEMM's SM90 behaviour): the padding rows of an alignment block that holds
+    group rows are computed and stored (zero rows of A: exactly zero; random ones: finite), a block of padding
+    only is written whole or not at all."""
+    _run_contiguous(group_ms, n, k, psum, False, tail, zero_a_padding=zero_a_padding)
 
 
 @pytest.mark.parametrize('align', [256])
-def test_contiguous_psum_alignment_above_block(align):
+def test_contiguous_group_alignment_above_block(align):
     """A group alignment of 256 rows: 128-row blocks of pure padding between groups."""
     old = deep_gemm.get_mk_alignment_for_contiguous_layout()
     deep_gemm._C._set_mk_alignment_value(align)
     try:
         for psum in (False, True):
             _run_contiguous([130, 5, 0, 256], 576, 1536, psum, True, tail=64)
+            _run_contiguous([130, 5, 0, 256], 576, 1536, psum, False, tail=64, zero_a_padding=True)
             _run_contiguous([130, 5, 0, 256], 576, 1536, psum, False, tail=64)
     finally:
         deep_gemm._C._set_mk_alignment_value(old)
@@ -230,6 +242,7 @@ def test_forced_configs(forced_config, value):
     forced_config(value)
     _run_contiguous([100, 0, 300, 129], 2112, 512, False, True, tail=128)
     _run_contiguous([100, 0, 300, 129], 2112, 512, True, False, tail=128)
+    _run_contiguous([100, 0, 300, 129], 2112, 512, False, False, tail=128, zero_a_padding=True)
     masked_values = [0, 1, 77, 200]
     a, b, a_deq, b_deq, masked_m = _masked_inputs(4, 200, 576, 1536, 7, masked_values)
     d = torch.full((4, 200, 576), float('nan'), device='cuda', dtype=torch.bfloat16)
@@ -239,7 +252,7 @@ def test_forced_configs(forced_config, value):
 
 
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
-@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'untouched'])
+@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
 def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
     """256-row tiles look groups up per 128-row half: a block whose halves hold two groups (a group starting at
     an odd multiple of 128 rows) runs once per group and each run writes its own half only; halves of padding,
@@ -248,6 +261,20 @@ def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
     _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)
     _run_contiguous(_group_sizes(32, 11), 1024, 1024, psum, zero_padding, tail=64)
     _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
+    if not zero_padding:
+        _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, False, zero_a_padding=True)
+
+
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('value', ['64,128,0,0,0', '64,112,0,1,0'])
+def test_contiguous_64_row_tiles_padding_unspecified(forced_config, psum, value):
+    """ensure_zero_padding=False on 64-row tiles: a 64-row block of padding after a group's last rows (group sizes
+    below 64 mod 128) lies in an alignment block that starts in the group, so it is computed with the group's B
+    and stored (zeros from zero rows of A), as DeepGEMM's 128-row blocks do."""
+    forced_config(value)
+    for zero_a_padding in (True, False):
+        _run_contiguous([50, 1, 0, 130, 63, 200, 0, 300], 576, 1536, psum, False, tail=128,
+                        zero_a_padding=zero_a_padding)
 
 
 @pytest.mark.parametrize('value', ['256,128,0,0,0', '256,64,0,0,0', '192,128,0,0,0', '128,128,0,1,0', '128,192,0,0,0'])

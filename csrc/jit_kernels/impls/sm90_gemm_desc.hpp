@@ -37,7 +37,9 @@ struct GemmProblem {
     int num_groups = 0;       // grouped modes
     int expected_m = 0;       // masked: rows per group the config is chosen for (0: max_m)
     int alignment = 128;      // contiguous: row alignment of each group (a multiple of 128)
-    // Contiguous padding rows (rows of no group): true writes them as zeros, false never writes them.
+    // Contiguous padding rows (rows of no group): true writes them as zeros; false (DeepGEMM's SM90 behaviour)
+    // computes those of an alignment block that starts in a group with that group's B and stores them, and
+    // leaves alignment blocks that start in padding unwritten.
     bool ensure_zero_padding = true;
     bool a_k_major = true, b_k_major = true;  // BF16 (the FP8 kernels take K-major operands only)
     bool d_fp32 = false;                      // BF16: float32 D (else bfloat16)
@@ -113,7 +115,7 @@ struct GemmKernelKey {
     GemmKernel kernel = GemmKernel::kFp8_1d2d;
     uint8_t mode = 0;      // GemmGroupedMode
     uint8_t epilogue = 0;  // heuristics::Sm90GemmEpilogue: 0 bf16 TMA store, 1 bf16 direct, 2 FP32 / with C
-    uint8_t padding = 0;   // contiguous modes (FP8 1D2D, BF16): PaddingRows (0 unspecified, 1 zero, 2 untouched)
+    uint8_t padding = 0;   // contiguous modes (FP8 1D2D, BF16): PaddingRows (0 unspecified, 1 zero)
     uint8_t pipelined = 0;  // FP8 1D2D promotion overlap: 0 none, 1 two scratch accumulators
     uint8_t multicast = 0;  // 0 no cluster; 1 2-CTA cluster sharing B (M-block pairs); 2 sharing A (FP8 1D2D)
     bool a_mn_major = false, b_mn_major = false;  // BF16
@@ -121,7 +123,8 @@ struct GemmKernelKey {
     bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
     uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off); BF16 batch-reduced: batch splits
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
-    int32_t psum_align = 0;  // contiguous modes: psum layout with a padding mode: the group alignment (rows); else 0
+    int32_t group_align = 0;  // contiguous modes: the group alignment (rows) where the scheduler uses it (the psum
+                              // layout, or unspecified padding rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime
     uint32_t head_left = 0, head_mid = 0, head_right = 0;  // FP8 1D2D head-split epilogue (GemmProblem); 0 = none
     bool operator==(const GemmKernelKey&) const = default;
@@ -140,13 +143,13 @@ GemmKernelSource gemm_kernel_source(const GemmKernelKey& key);
 std::string wgmma_selection(int fp8_n, int bf16_n);
 
 // The grouped layout of a key, shared by the kernels with M-grouped modes (FP8 1D2D, BF16):
-//   set_grouped_layout     the mode; for the contiguous modes the padding rule and the psum alignment
+//   set_grouped_layout     the mode; for the contiguous modes the padding rule and the group alignment
 //                          (padding rows are found through the group alignment, which must be a multiple of
 //                          key.block_m, or of 128 for 256-row tiles: jit::Error naming `op` otherwise)
 //   scheduler_type         the device scheduler of the key (template arguments included): the grouped
 //                          mode's, or for a dense key `dense` (e.g. "GroupedOrderScheduler", the kernel's choice)
 //   grouped_symbol_suffix  "_contig" / "_masked" / "_kgrouped" / "_psum"; padding_symbol_suffix the padding
-//                          rule and psum alignment ("" for the other modes)
+//                          rule and group alignment ("" for the other modes)
 void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key);
 std::string scheduler_type(const GemmKernelKey& key, const char* dense);
 std::string grouped_symbol_suffix(const GemmKernelKey& key);

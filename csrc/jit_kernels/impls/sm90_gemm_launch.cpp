@@ -166,19 +166,20 @@ void set_grouped_layout(const char* op, const GemmProblem& p, GemmKernelKey& key
         throw jit::Error(std::string(op) + ": the group alignment (" + std::to_string(p.alignment) +
                          " rows) must be a multiple of BLOCK_M, or of 128 for BLOCK_M 256 (BLOCK_M " +
                          std::to_string(key.block_m) + ")");
-    key.padding = p.ensure_zero_padding ? 1 : 2;
-    if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum) key.psum_align = p.alignment;
+    // PaddingRows: kZero, or kUnspecified (DeepGEMM's SM90 rows), which looks groups up per alignment block.
+    key.padding = p.ensure_zero_padding ? 1 : 0;
+    if (p.mode == GemmGroupedMode::kMGroupedContiguousPsum || !p.ensure_zero_padding) key.group_align = p.alignment;
 }
 
 std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
     const std::string tile = fmt::format("{}u, {}u, {}u", key.block_m, key.block_n, key.group_n);
-    static const char* const kPadding[] = {"kUnspecified", "kZero", "kUntouched"};
+    static const char* const kPadding[] = {"kUnspecified", "kZero"};
     switch (GemmGroupedMode(key.mode)) {
         case GemmGroupedMode::kMGroupedContiguous:
         case GemmGroupedMode::kMGroupedContiguousPsum:
             return fmt::format("deep_gemm::ContiguousLayoutScheduler<{}, {}, deep_gemm::PaddingRows::{}, {}u>", tile,
                                key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false",
-                               kPadding[key.padding], key.psum_align != 0 ? key.psum_align : 128);
+                               kPadding[key.padding], key.group_align != 0 ? key.group_align : 128);
         case GemmGroupedMode::kMGroupedMasked: return fmt::format("deep_gemm::MaskedGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kKGroupedContiguous: return fmt::format("deep_gemm::KGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kBatchReduced:
@@ -194,8 +195,8 @@ std::string grouped_symbol_suffix(const GemmKernelKey& key) {
 }
 
 std::string padding_symbol_suffix(const GemmKernelKey& key) {
-    static const char* const kPadding[] = {"", "_zpad", "_keeppad"};
-    return key.psum_align != 0 ? fmt::format("{}_al{}", kPadding[key.padding], key.psum_align) : kPadding[key.padding];
+    static const char* const kPadding[] = {"", "_zpad"};
+    return key.group_align != 0 ? fmt::format("{}_al{}", kPadding[key.padding], key.group_align) : kPadding[key.padding];
 }
 
 std::string gemm_symbol(const std::string& prefix, const GemmKernelKey& key) {

@@ -86,15 +86,6 @@ struct Bf16DirectStoreEpilogue {
         }
     }
 
-    // store_rows() of one wave per warpgroup, with its two flags.
-    template <int kNumAccum>
-    __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 m, u32 n, bool lo_ok,
-                                               bool hi_ok) {
-        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...] and a flag per wave");
-        const bool lo[1] = {lo_ok}, hi[1] = {hi_ok};
-        store_rows(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, m, n, lo, hi);
-    }
-
     __device__ __forceinline__ void finish() {}
 };
 

@@ -58,7 +58,7 @@ struct Bf16TmaStoreEpilogue {
 
     // As store(), but writes only the rows below row_end whose flag is set (lo_ok[w]: this thread's first
     // accumulator row of wave w, hi_ok[w]: the row 8 below it), for bounds the tensor map does not know (masked
-    // groups, padding rows). A warpgroup whose rows are all to be written stores through TMA; otherwise its rows
+    // groups). A warpgroup whose rows are all to be written stores through TMA; otherwise its rows
     // are written from registers (a group's last tile only). Both paths run the staging and its barriers, so no
     // barrier sits in a branch the compiler cannot prove warp-uniform (it then took the whole tile loop for
     // divergent, and the wgmma descriptors out of uniform registers).
@@ -83,15 +83,6 @@ struct Bf16TmaStoreEpilogue {
             for (u32 w = 0; w < kWaves; ++w)
                 store_bf16_rows_direct<kBlockN>(acc[w], d, ldd, row_lo + w * 64, lo[w], hi[w], n0, n, lane);
         }
-    }
-
-    // store_rows() of one wave per warpgroup, with its two flags.
-    template <int kNumAccum>
-    __device__ __forceinline__ void store_rows(const float (&acc)[kNumAccum], u32 m0, u32 n0, u32 row_end, u32 n,
-                                               bool lo_ok, bool hi_ok) {
-        static_assert(kWaves == 1, "a warpgroup of several waves passes acc[wave][...] and a flag per wave");
-        const bool lo[1] = {lo_ok}, hi[1] = {hi_ok};
-        store_rows(reinterpret_cast<const float(&)[1][kNumAccum]>(acc), m0, n0, row_end, n, lo, hi);
     }
 
     // acc: this thread's wgmma-layout accumulators for rows [64*math_wg, +64) of the tile at (m0, n0)

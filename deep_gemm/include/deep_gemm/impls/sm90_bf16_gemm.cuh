@@ -264,21 +264,14 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
             for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
             release(prev);
 
-            if constexpr (Scheduler::kPaddingRows != PaddingRows::kUnspecified) {
-                // Padding rows of a contiguous layout: zeros (kZero) or not written (kUntouched).
+            if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
+                // Padding rows of a contiguous layout stored as zeros.
                 const u32 row_lo = scheduler.d_row0() + math_wg * 64 + (thread_in_wg / 32) * 16 + lane / 4;
                 const bool lo_ok = scheduler.row_valid(row_lo), hi_ok = scheduler.row_valid(row_lo + 8);
-                if constexpr (Scheduler::kPaddingRows == PaddingRows::kZero) {
 #pragma unroll
-                    for (u32 j = 0; j < kBlockN / 8; ++j) {
-                        if (!lo_ok) acc[4 * j + 0] = acc[4 * j + 1] = 0.0f;
-                        if (!hi_ok) acc[4 * j + 2] = acc[4 * j + 3] = 0.0f;
-                    }
-                }
-                if constexpr (Scheduler::kClipRows) {
-                    epilogue.store_rows(acc, scheduler.d_row0(), n_block * kBlockN, scheduler.d_row_end(), n, lo_ok,
-                                        hi_ok);
-                    continue;
+                for (u32 j = 0; j < kBlockN / 8; ++j) {
+                    if (!lo_ok) acc[4 * j + 0] = acc[4 * j + 1] = 0.0f;
+                    if (!hi_ok) acc[4 * j + 2] = acc[4 * j + 3] = 0.0f;
                 }
             }
             if constexpr (Scheduler::kDColumnGroups) {

@@ -382,7 +382,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
             if constexpr (Scheduler::kMayHaveEmptyK) {
                 if (scheduler.k_size(k) == 0) {
                     // All padding: no K loop (the producer loads nothing for this tile); zeros stored up to
-                    // d_row_end() (kZero: all rows, the other padding rules: none).
+                    // d_row_end() (kZero: all rows, kUnspecified: none).
                     float zeros[kWaves][kNumAccum];
 #pragma unroll
                     for (u32 w = 0; w < kWaves; ++w) {
@@ -436,12 +436,11 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 }
             }
 
-            // A warpgroup whose rows all lie at or past d_row_end() (kClipRows: a masked group's last M block, a
-            // psum group's last one with untouched padding) writes nothing: it only waits for and releases the
-            // tile's slots (its fin stays zero), leaving the tensor cores to the warpgroups with rows. Only with
-            // one 64-row wave per warpgroup: for two, the partial tiles' own instance of the K loop moved the full
-            // loop's counters out of uniform registers and cost full tiles 3.5-4.5% (docs/kernels/sm90_fp8_gemm_1d2d.md,
-            // "Idle warpgroups of masked tiles").
+            // A warpgroup whose rows all lie at or past d_row_end() (kClipRows: a masked group's last M block)
+            // writes nothing: it only waits for and releases the tile's slots (its fin stays zero), leaving the
+            // tensor cores to the warpgroups with rows. Only with one 64-row wave per warpgroup: for two, the
+            // partial tiles' own instance of the K loop moved the full loop's counters out of uniform registers
+            // and cost full tiles 3.5-4.5% (docs/kernels/sm90_fp8_gemm_1d2d.md, "Idle warpgroups of masked tiles").
             constexpr bool kSkipIdleWarpgroups =
                 Scheduler::kClipRows && kWaves == 1 && Layout::kNumMathWarpgroups > 1;
             if (kSkipIdleWarpgroups && d_row0 + math_wg * kRowsPerWarpgroup >= scheduler.d_row_end()) {

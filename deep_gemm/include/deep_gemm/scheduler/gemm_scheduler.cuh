@@ -47,13 +47,14 @@ __device__ __forceinline__ void grouped_order_tile(u32 t, u32 num_m_blocks, u32 
 }
 
 // Rows of a contiguous-layout tile that belong to no group (padding):
-//   kUnspecified  computed with the tile's group and stored (content unspecified); blocks that are all
-//                 padding are not written. Also what every non-contiguous scheduler declares (no padding rows).
-//   kZero         stored as zeros, all-padding blocks too.
-//   kUntouched    never written.
+//   kUnspecified  ensure_zero_padding=False: computed with the group of the alignment block they lie in and
+//                 stored (zero rows of A give zero rows of D; content otherwise unspecified); alignment
+//                 blocks that start in padding are not written. Also what every non-contiguous scheduler
+//                 declares (no padding rows).
+//   kZero         ensure_zero_padding=True: stored as zeros, all-padding blocks too.
 // (The contiguous schedulers visit all-padding blocks as tiles with no K blocks: k_size() == 0, and
 // d_row_end() == d_row0() where nothing is to be written.)
-enum class PaddingRows : u32 { kUnspecified = 0, kZero = 1, kUntouched = 2 };
+enum class PaddingRows : u32 { kUnspecified = 0, kZero = 1 };
 
 // The K range of every scheduler whose tiles all cover the whole problem K, and the row rules of the
 // ones whose tiles have no padding rows and whose row bound is the D tensor map's.

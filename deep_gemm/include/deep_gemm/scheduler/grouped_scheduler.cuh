@@ -2,21 +2,24 @@
 // any kernel written against that interface (the BF16 GEMM; the FP8 kernel later) runs all three modes.
 //
 // Contiguous: A / D are [sum_M, *] (rows of all groups concatenated), B is [G, N, K]; grouped_layout[row]
-//   is the row's group, or -1 for padding. Every group's rows start at a multiple of the alignment (128
-//   rows), a multiple of BLOCK_M up to 128, so such an M block never mixes two groups and a block whose first
-//   row is -1 is all padding; a 256-row block is looked up as two 128-row segments (below). What happens
-//   to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh): by default all-padding
-//   blocks are not written and the other padding rows are computed with the tile's group and stored (D
-//   content unspecified); kZero stores zeros in every padding row, kUntouched never writes them. All-padding
-//   blocks are tiles with no K blocks.
+//   is the row's group, or -1 for padding. Every group's rows start at a multiple of the alignment
+//   (kGroupAlign, set_mk_alignment_for_contiguous_layout: 128 rows by default), a multiple of BLOCK_M up to
+//   128, so such an M block never mixes two groups; a 256-row block is looked up as two 128-row segments
+//   (below). What happens to padding rows is the scheduler's kPadding (PaddingRows, gemm_scheduler.cuh):
+//   kUnspecified (ensure_zero_padding=False, DeepGEMM's SM90 behaviour, whose M blocks are the alignment):
+//   every segment takes the group of the first row of its alignment block, so padding rows in an
+//   alignment block that starts in a group are computed with that group's B and stored, also when BLOCK_M
+//   is smaller than the alignment, and segments of an alignment block that starts in padding are not
+//   written (a 256-row block computes such a segment with its other segment's group but does not store it);
+//   kZero stores zeros in every padding row. All-padding blocks are tiles with no K blocks.
 // Contiguous with the psum layout: the same A / D / B, but grouped_layout is int32 [G]: group g owns the rows
 //   [align(end[g-1]), end[g]) where end = grouped_layout, end[-1] = 0 and align() rounds up to the contiguous
-//   alignment (a multiple of 128); rows outside every group are padding. An M block (or segment) belongs to
-//   the first group whose end lies past its first row (binary search; ends are non-decreasing), and blocks past
-//   the last end are padding. A block can start in the padding before its group only when the alignment exceeds
-//   BLOCK_M; it is then computed with that group (padding rows' D content unspecified, as above), or, with
-//   kZero / kUntouched, recognised as padding: those modes need the alignment (kPsumAlign) to tell a
-//   group's first row, align(end[g-1]).
+//   alignment (kGroupAlign); rows outside every group are padding. A segment belongs to the first group
+//   whose end lies past the first row of its alignment block (kUnspecified) or past its own first row (kZero)
+//   (binary search; ends are non-decreasing), and blocks past the last end are padding. An alignment block
+//   always starts in its group's rows (its first row r has end[g-1] <= r, so align(end[g-1]) <= r); a
+//   smaller segment can start in the padding before its group, and kZero recognises it as padding (the
+//   alignment, kGroupAlign, gives the group's first row align(end[g-1])).
 // Masked: A is [G, max_m, K], D is [G * max_m, N], B is [G, N, K]; masked_m[g] (on the GPU: no host sync)
 //   rows of group g are valid. Tiles are enumerated group after group (ceil(masked_m[g] / BLOCK_M) M blocks
 //   each) and striped over the persistent grid; the row bound d_row_end() stops the epilogue at masked_m
@@ -32,24 +35,23 @@
 
 namespace deep_gemm {
 
-// Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row (blocks
-// with no group are tiles with no K blocks). A 256-row block is looked up as
+// Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row, or by its
+// alignment block's first row (kUnspecified) (blocks with no group are tiles with no K blocks). A 256-row block is looked up as
 // two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
 // lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
 // twice, once with each group's B, and each visit writes only its own segment (rows_written()).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout, PaddingRows kPadding = PaddingRows::kUnspecified,
-          u32 kPsumAlign = 128>
+          u32 kGroupAlign = 128>
 struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegmentRows = kBlockM < 128 ? kBlockM : 128;
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
     static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
-    static_assert(kPsumAlign % kSegmentRows == 0, "groups start at multiples of a segment");
-    // All-padding blocks are visited as tiles with no K blocks (kZero stores their zeros, the other rules
+    static_assert(kGroupAlign % kSegmentRows == 0, "groups start at multiples of a segment");
+    // All-padding blocks are visited as tiles with no K blocks (kZero stores their zeros, kUnspecified
     // nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data inside
     // next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
     static constexpr bool kMayHaveEmptyK = true;
     static constexpr PaddingRows kPaddingRows = kPadding;
-    static constexpr bool kClipRows = kPadding == PaddingRows::kUntouched;
     GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> dense;
     const i32* grouped_layout;
     u32 num_groups;
@@ -71,8 +73,11 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ ContiguousLayoutScheduler(u32 m, u32 n, const i32* layout, u32 groups)
         : dense(m, n), grouped_layout(layout), num_groups(groups) {}
 
-    // The group of the segment starting at `row` (has_group false: padding, or past the last group).
-    __device__ __forceinline__ Segment segment(u32 row) const {
+    // The group of the segment starting at `seg_row` (has_group false: padding, or past the last group).
+    __device__ __forceinline__ Segment segment(u32 seg_row) const {
+        // kUnspecified: the group of the alignment block's first row (DeepGEMM's M block), so a 64-row block
+        // of padding after a group's last rows is computed with that group like the rest of its block.
+        const u32 row = kPadding == PaddingRows::kUnspecified ? seg_row - seg_row % kGroupAlign : seg_row;
         Segment s{false, 0u, 0u, 0u};
         if constexpr (!kPsumLayout) {
             // A group id past the last group counts as padding too: group indices address B and its scales.
@@ -95,7 +100,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
                     // Group g's rows: [align(end[g-1]), end[g]); a segment before its first row is all padding
                     // (both are multiples of the segment).
                     const i32 prev_end = lo > 0 ? __ldg(grouped_layout + lo - 1) : 0;
-                    s.begin = prev_end > 0 ? align_up(static_cast<u32>(prev_end), kPsumAlign) : 0u;
+                    s.begin = prev_end > 0 ? align_up(static_cast<u32>(prev_end), kGroupAlign) : 0u;
                     s.end = static_cast<u32>(__ldg(grouped_layout + lo));
                     s.has_group = row >= s.begin;
                 }
@@ -114,6 +119,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
         constexpr u32 kAll = (1u << kSegments) - 1;
         if (!dense.next(m_block, n_block)) return false;
         const Segment first = segment(m_block * kBlockM);
+        u32 first_writes = kAll;
         if constexpr (kSegments > 1) {
             // (m is a multiple of 128, not of 256: the second segment of the last block may lie past m, and is
             // padding then, not looked up.)
@@ -131,13 +137,16 @@ struct ContiguousLayoutScheduler : WholeKRange {
                 }
                 return true;
             }
+            // kUnspecified writes no segment whose alignment block starts in padding (kZero: its zeros).
+            constexpr bool kWritePaddingSegment = kPadding == PaddingRows::kZero;
             if (!first.has_group && second.has_group) {
-                visit(second, kAll);
+                visit(second, kWritePaddingSegment ? kAll : 2u);
                 return true;
             }
+            if (!kWritePaddingSegment && !second.has_group) first_writes = 1u;
         }
         if (first.has_group) {
-            visit(first, kAll);
+            visit(first, first_writes);
             return true;
         }
         cur.group = 0;  // all padding: B is not read
