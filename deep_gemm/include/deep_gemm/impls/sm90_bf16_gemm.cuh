@@ -30,6 +30,7 @@
 
 #include "../common/pipeline.cuh"
 #include "../common/sm90_gemm_prologue.cuh"
+#include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
@@ -71,10 +72,6 @@ struct Sm90Bf16GemmLayout {
                   "128B-swizzled tiles must stay 1024-byte aligned");
 };
 
-// Same register split as the FP8 kernel.
-constexpr u32 kSm90Bf16ProducerRegs = 40;
-constexpr u32 kSm90Bf16MathRegs = 232;
-
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kAMnMajor, bool kBMnMajor, u32 kCompiledM,
           u32 kCompiledN, u32 kCompiledK, typename Scheduler, typename Epilogue, u32 kMulticast = 1>
 __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
@@ -102,8 +99,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     u8* smem_d = smem;
     u8* smem_a = smem + Layout::kOffA;
     u8* smem_b = smem + Layout::kOffB;
-    PipelineBarriers<kNumStages> pipe{reinterpret_cast<u64*>(smem + Layout::kOffBarriers),
-                                      reinterpret_cast<u64*>(smem + Layout::kOffBarriers) + kNumStages};
+    auto pipe = PipelineBarriers<kNumStages>::at(smem + Layout::kOffBarriers);
 
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
@@ -122,7 +118,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90Bf16ProducerRegs>();
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
         if (threadIdx.x == 0) {
             Scheduler scheduler(m, n, grouped, num_groups);
             PipelineState<kNumStages> st;
@@ -193,7 +189,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
         }
     } else {
         // ---------------- math ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90Bf16MathRegs>();
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
         const u32 math_wg = warpgroup - 1;
         const u32 lane = thread_in_wg % 32;
         auto release = [&](const PipelineState<kNumStages>& s) {
