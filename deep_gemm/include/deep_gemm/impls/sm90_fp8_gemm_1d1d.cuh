@@ -142,18 +142,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
 
             for (u32 kb = 0; kb < num_k_blocks; ++kb) {
                 pipe.consumer_wait(st);
-                const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
-                const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
-#pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
-                ptx::wgmma_fence();
-#pragma unroll
-                for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
-                    // +32 bytes of K per step = +2 in the (address >> 4) field.
-                    Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, kk != 0);
-                }
-                ptx::wgmma_commit_group();
+                ptx::wgmma_fp8_kmajor_k128<Wgmma>(
+                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
+                    smem_addr(smem_b + st.stage * Layout::kSmemB), acc);
 
                 // The slot's scales, read while the wgmmas run.
                 const float* sfa_slot = smem_sfa + st.stage * kBlockM;

@@ -232,18 +232,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
         // Issues the 4 wgmmas of wave `wave` of slot `st` into `a` and commits them.
         auto mma_wave = [&](float(&a)[kNumAccum], u32 wave) {
-            const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                smem_addr(smem_a + st.stage * Layout::kSmemA + (math_wg * kRowsPerWarpgroup + wave * 64) * kBlockK));
-            const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
-#pragma unroll
-            for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
-            ptx::wgmma_fence();
-#pragma unroll
-            for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
-                // +32 bytes of K per step = +2 in the (address >> 4) field.
-                Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
-            }
-            ptx::wgmma_commit_group();
+            ptx::wgmma_fp8_kmajor_k128<Wgmma>(
+                smem_addr(smem_a + st.stage * Layout::kSmemA + (math_wg * kRowsPerWarpgroup + wave * 64) * kBlockK),
+                smem_addr(smem_b + st.stage * Layout::kSmemB), a);
         };
 
         // One-wave K block (the pipelined loop): wait for the slot, issue its wgmmas into `a`, move on.
