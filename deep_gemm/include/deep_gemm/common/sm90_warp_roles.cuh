@@ -12,15 +12,13 @@ namespace deep_gemm {
 constexpr u32 kSm90ProducerRegs = 40;
 constexpr u32 kSm90MathRegs = 232;
 
-// The producer warpgroup of the FP8 GEMMs (sm90_fp8_gemm_1d2d.cuh, sm90_fp8_gemm_1d1d.cuh): gives registers
-// back when there is more than one math warpgroup to take them; one thread walks the scheduler's tiles
-// (extended constructor: m, n, grouped, num_groups) and calls
+// The producer warpgroup of the GEMMs (sm90_bf16_gemm.cuh, sm90_fp8_gemm_1d2d.cuh, sm90_fp8_gemm_1d1d.cuh):
+// gives registers back when there is more than one math warpgroup to take them; one thread walks the
+// scheduler's tiles (extended constructor: m, n, grouped, num_groups) and calls
 //     load_tile(scheduler, st, a_row0, n0, a_group, b_group)
 // for each, which loads the tile's K blocks into the pipeline slots from `st` on and advances `st` past
 // them; then that thread lets the next kernel launch (PDL). a_row0 / n0: the tile's first row of A (in its
 // group) and of B; a_group / b_group: the group coordinates of A's and B's tensor maps.
-// The BF16 GEMM keeps the same loop written out: with its K loop in the lambda, NVVM orders the address
-// arithmetic of its multicast MN-major B loads differently, and that kernel's SASS changes.
 template <typename Scheduler, u32 kNumStages, u32 kBlockN, u32 kNumMathWarpgroups, typename LoadTile>
 __device__ __forceinline__ void sm90_gemm_producer(u32 m, u32 n, const i32* grouped, u32 num_groups,
                                                    LoadTile&& load_tile) {

@@ -118,16 +118,9 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
-        if (threadIdx.x == 0) {
-            Scheduler scheduler(m, n, grouped, num_groups);
-            PipelineState<kNumStages> st;
-            u32 m_block, n_block;
-            while (scheduler.next(m_block, n_block)) {
-                const i32 a_row0 = static_cast<i32>(scheduler.a_row0());
-                const i32 n0 = static_cast<i32>(n_block * kBlockN);
-                const i32 ga = static_cast<i32>(scheduler.a_group());
-                const i32 gb = static_cast<i32>(scheduler.b_group());
+        sm90_gemm_producer<Scheduler, kNumStages, kBlockN, Layout::kNumMathWarpgroups>(
+            m, n, grouped, num_groups,
+            [&](const Scheduler& scheduler, PipelineState<kNumStages>& st, i32 a_row0, i32 n0, i32 ga, i32 gb) {
                 const u32 tile_k0 = scheduler.k_offset();
                 const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
@@ -135,8 +128,10 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
                     const i32 k0 = static_cast<i32>(tile_k0 + kb * kBlockK);
-                    u8* a_slot = smem_a + st.stage * Layout::kSmemA;
-                    u8* b_slot = smem_b + st.stage * Layout::kSmemB;
+                    // From smem itself: through the captured smem_a / smem_b, NVVM orders the address arithmetic
+                    // of the multicast MN-major B loads differently (other SASS).
+                    u8* a_slot = smem + Layout::kOffA + st.stage * Layout::kSmemA;
+                    u8* b_slot = smem + Layout::kOffB + st.stage * Layout::kSmemB;
                     if constexpr (Scheduler::kKWalksGroups) {
                         // Batch-reduced: K block kb is K block kb % (blocks per batch) of the unit's batch kb / (blocks
                         // per batch).
@@ -184,9 +179,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     }
                     st.advance();
                 }
-            }
-            ptx::grid_dependency_launch_dependents();
-        }
+            });
     } else {
         // ---------------- math ----------------
         if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
