@@ -1,5 +1,5 @@
 """Checks that kernel header changes leave existing kernels' machine code alone: plans a few shipped GEMM kernels
-(as the ops plan them for an H200, no GPU needed) and takes a few MQA-logits, paged MQA-logits, HC-prenorm and
+(as the ops plan them for an H200, no GPU needed; the multicast ones under a forced config) and takes a few MQA-logits, paged MQA-logits, HC-prenorm and
 SwiGLU-quant kernels from their compile hooks, builds each for sm_90a with the package's headers and with an OLD
 include tree, and compares the SASS text. Exit status 1 when any differs.
 
@@ -35,6 +35,15 @@ CALLS = [
     ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, False),
     ('fp8_gemm_nt_1d1d', 4096, 7168, 2048, 1, 0, True, True),
     ('k_grouped_fp8_gemm_nt_contiguous', 4096, 7168, 4 * 2048, 4, 0, False, False),
+]
+
+# Kernels the heuristics build only under a forced config (op, m, n, k, variable, value): the 2-CTA multicast
+# variants (BF16: B shared, K-major and MN-major B; FP8 1D2D: B shared, A shared).
+FORCED = [
+    ('bf16_gemm_nt', 4096, 7168, 2048, 'DG_BF16_GEMM_CONFIG', '128,256,3,1'),
+    ('bf16_gemm_nn', 4096, 7168, 2048, 'DG_BF16_GEMM_CONFIG', '128,256,3,1'),
+    ('fp8_gemm_nt', 4096, 7168, 2048, 'DG_FP8_GEMM_CONFIG', '128,128,5,0,1'),
+    ('fp8_gemm_nt', 4096, 7168, 2048, 'DG_FP8_GEMM_CONFIG', '128,128,5,0,2'),
 ]
 
 # The other kernels that share the PTX / common headers, built through their compile hooks (which return the
@@ -89,7 +98,9 @@ def main():
     old_sources = json.load(open(args.old_sources)) if args.old_sources else None
     dumped = {}
     differing = 0
-    for op, m, n, k, groups, expected_m, d_fp32, with_c in CALLS:
+    calls = [(call, None) for call in CALLS]
+    calls += [((op, m, n, k, 1, 0, False, False), (var, value)) for op, m, n, k, var, value in FORCED]
+    for (op, m, n, k, groups, expected_m, d_fp32, with_c), forced in calls:
         if wanted is not None and op not in wanted:
             continue
         kwargs = dict(num_groups=groups, expected_m=expected_m, d_fp32=d_fp32, with_c=with_c)
@@ -97,7 +108,18 @@ def main():
             op, kwargs['recipe'] = op[:-len('_1d1d')], [1, 1, 128]
         if op.startswith('k_grouped'):
             kwargs['ks'] = [k // groups] * groups
-        for name, symbol, code in _C._plan_gemm_call(op, m, n, k, **kwargs):
+        if forced:
+            var, previous = forced[0], os.environ.get(forced[0])
+            os.environ[var] = forced[1]
+            _C.reload_settings()
+        planned = _C._plan_gemm_call(op, m, n, k, **kwargs)
+        if forced:
+            if previous is None:
+                del os.environ[var]
+            else:
+                os.environ[var] = previous
+            _C.reload_settings()
+        for name, symbol, code in planned:
             if args.dump_sources:
                 dumped[symbol] = code
                 continue

@@ -38,16 +38,8 @@ struct Bf16GemmTraits {
     };
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;
     static const char* op_name(const GemmProblem& p);
-    static void check(const char* op, const GemmDesc& desc);
-    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
     static void set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& query);
-    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);
-    static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
-                                    const CompiledDims& dims);
-    static GemmKernelSource source(const GemmKernelKey& key);
-    static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                        int num_sms, gemm_launch::PreparedLaunch& prepared);
-    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared);
+    DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
 
 }  // namespace deep_gemm::kernels

@@ -18,16 +18,8 @@ struct Fp8Gemm1d1dTraits {
     using Config = heuristics::Sm90GemmConfig;
     static constexpr bool kSfbInTensorMap = true, kDInTensorMap = false;
     static const char* op_name(const GemmProblem& p) { return p.op; }
-    static void check(const char* op, const GemmDesc& desc);
-    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);
     static void set_override(const char*, const jit::Settings&, gemm_launch::ConfigQuery&) {}
-    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);
-    static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
-                                    const CompiledDims& dims);
-    static GemmKernelSource source(const GemmKernelKey& key);
-    static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
-                        int num_sms, gemm_launch::PreparedLaunch& prepared);
-    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared);
+    DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
 
 }  // namespace deep_gemm::kernels

@@ -9,7 +9,8 @@
 //   launch with the kernel's argument list
 //
 // A kernel plugs in with a small Traits struct (sm90_fp8_gemm_1d2d.hpp, sm90_fp8_gemm_1d1d.hpp,
-// sm90_bf16_gemm.hpp):
+// sm90_bf16_gemm.hpp; DG_SM90_GEMM_TRAITS_FUNCTIONS at the end of this file declares its functions but
+// op_name and set_override):
 //   using Config                                    heuristics::Sm90GemmConfig (or a struct holding one)
 //   static constexpr bool kSfbInTensorMap, kDInTensorMap   which of sfb / d the tensor maps hold (they key
 //                                                   the launch memo; plain-argument pointers do not)
@@ -178,3 +179,17 @@ void run_gemm(const GemmDesc& desc) {
 }
 
 }  // namespace deep_gemm::kernels::gemm_launch
+
+// The Traits functions (the list at the top of this file) that every kernel declares alike and defines in its
+// .cpp, declared once: a Traits struct names this after its `Config` and declares op_name and set_override
+// itself (some define them inline).
+#define DG_SM90_GEMM_TRAITS_FUNCTIONS                                                                              \
+    static void check(const char* op, const GemmDesc& desc);                                                       \
+    static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);               \
+    static Config choose(const char* op, const gemm_launch::ConfigQuery& query);                                   \
+    static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,       \
+                                    const CompiledDims& dims);                                                     \
+    static GemmKernelSource source(const GemmKernelKey& key);                                                      \
+    static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,      \
+                        int num_sms, gemm_launch::PreparedLaunch& prepared);                                       \
+    static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared)

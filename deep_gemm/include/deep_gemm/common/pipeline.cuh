@@ -32,6 +32,12 @@ struct PipelineBarriers {
     u64* full;   // [kNumStages]
     u64* empty;  // [kNumStages]
 
+    // The barriers of a ring laid out at `area`: the kNumStages full barriers, then the empty ones.
+    __device__ __forceinline__ static PipelineBarriers at(u8* area) {
+        u64* barriers = reinterpret_cast<u64*>(area);
+        return {barriers, barriers + kNumStages};
+    }
+
     // One thread initialises; the caller makes the CTA synchronise afterwards.
     __device__ __forceinline__ void init(u32 num_consumer_arrivals) const {
 #pragma unroll

@@ -30,6 +30,7 @@
 
 #include "../common/pipeline.cuh"
 #include "../common/sm90_gemm_prologue.cuh"
+#include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
@@ -71,10 +72,6 @@ struct Sm90Bf16GemmLayout {
                   "128B-swizzled tiles must stay 1024-byte aligned");
 };
 
-// Same register split as the FP8 kernel.
-constexpr u32 kSm90Bf16ProducerRegs = 40;
-constexpr u32 kSm90Bf16MathRegs = 232;
-
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kAMnMajor, bool kBMnMajor, u32 kCompiledM,
           u32 kCompiledN, u32 kCompiledK, typename Scheduler, typename Epilogue, u32 kMulticast = 1>
 __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
@@ -102,8 +99,7 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     u8* smem_d = smem;
     u8* smem_a = smem + Layout::kOffA;
     u8* smem_b = smem + Layout::kOffB;
-    PipelineBarriers<kNumStages> pipe{reinterpret_cast<u64*>(smem + Layout::kOffBarriers),
-                                      reinterpret_cast<u64*>(smem + Layout::kOffBarriers) + kNumStages};
+    auto pipe = PipelineBarriers<kNumStages>::at(smem + Layout::kOffBarriers);
 
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
@@ -122,16 +118,9 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90Bf16ProducerRegs>();
-        if (threadIdx.x == 0) {
-            Scheduler scheduler(m, n, grouped, num_groups);
-            PipelineState<kNumStages> st;
-            u32 m_block, n_block;
-            while (scheduler.next(m_block, n_block)) {
-                const i32 a_row0 = static_cast<i32>(scheduler.a_row0());
-                const i32 n0 = static_cast<i32>(n_block * kBlockN);
-                const i32 ga = static_cast<i32>(scheduler.a_group());
-                const i32 gb = static_cast<i32>(scheduler.b_group());
+        sm90_gemm_producer<Scheduler, kNumStages, kBlockN, Layout::kNumMathWarpgroups>(
+            m, n, grouped, num_groups,
+            [&](const Scheduler& scheduler, PipelineState<kNumStages>& st, i32 a_row0, i32 n0, i32 ga, i32 gb) {
                 const u32 tile_k0 = scheduler.k_offset();
                 const u32 num_k_blocks = ceil_div(scheduler.k_size(k), kBlockK);
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
@@ -139,8 +128,10 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
                     const i32 k0 = static_cast<i32>(tile_k0 + kb * kBlockK);
-                    u8* a_slot = smem_a + st.stage * Layout::kSmemA;
-                    u8* b_slot = smem_b + st.stage * Layout::kSmemB;
+                    // From smem itself: through the captured smem_a / smem_b, NVVM orders the address arithmetic
+                    // of the multicast MN-major B loads differently (other SASS).
+                    u8* a_slot = smem + Layout::kOffA + st.stage * Layout::kSmemA;
+                    u8* b_slot = smem + Layout::kOffB + st.stage * Layout::kSmemB;
                     if constexpr (Scheduler::kKWalksGroups) {
                         // Batch-reduced: K block kb is K block kb % (blocks per batch) of the unit's batch kb / (blocks
                         // per batch).
@@ -188,12 +179,10 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
                     }
                     st.advance();
                 }
-            }
-            ptx::grid_dependency_launch_dependents();
-        }
+            });
     } else {
         // ---------------- math ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90Bf16MathRegs>();
+        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
         const u32 math_wg = warpgroup - 1;
         const u32 lane = thread_in_wg % 32;
         auto release = [&](const PipelineState<kNumStages>& s) {

@@ -82,8 +82,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     u8* smem_b = smem + Layout::kOffB;
     float* smem_sfa = reinterpret_cast<float*>(smem + Layout::kOffSfa);
     u8* smem_sfb = smem + Layout::kOffSfb;
-    PipelineBarriers<kNumStages> pipe{reinterpret_cast<u64*>(smem + Layout::kOffBarriers),
-                                      reinterpret_cast<u64*>(smem + Layout::kOffBarriers) + kNumStages};
+    auto pipe = PipelineBarriers<kNumStages>::at(smem + Layout::kOffBarriers);
 
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
@@ -101,14 +100,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
-        if (threadIdx.x == 0) {
-            Scheduler scheduler(m, n);
-            PipelineState<kNumStages> st;
-            u32 m_block, n_block;
-            while (scheduler.next(m_block, n_block)) {
-                const i32 m0 = static_cast<i32>(m_block * kBlockM);
-                const i32 n0 = static_cast<i32>(n_block * kBlockN);
+        sm90_gemm_producer<Scheduler, kNumStages, kBlockN, Layout::kNumMathWarpgroups>(
+            m, n, nullptr, 0, [&](const Scheduler&, PipelineState<kNumStages>& st, i32 m0, i32 n0, i32, i32) {
                 for (u32 kb = 0; kb < num_k_blocks; ++kb) {
                     pipe.producer_acquire(st);
                     u64* full = &pipe.full[st.stage];
@@ -120,9 +113,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
                     ptx::tma_load_2d(smem_sfb + st.stage * Layout::kSmemSfb, tmap_sfb, full, n0, static_cast<i32>(kb));
                     st.advance();
                 }
-            }
-            ptx::grid_dependency_launch_dependents();
-        }
+            });
     } else {
         // ---------------- math ----------------
         if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<kSm90MathRegs>();
@@ -151,18 +142,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
 
             for (u32 kb = 0; kb < num_k_blocks; ++kb) {
                 pipe.consumer_wait(st);
-                const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK));
-                const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
-#pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
-                ptx::wgmma_fence();
-#pragma unroll
-                for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
-                    // +32 bytes of K per step = +2 in the (address >> 4) field.
-                    Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, kk != 0);
-                }
-                ptx::wgmma_commit_group();
+                ptx::wgmma_fp8_kmajor_k128<Wgmma>(
+                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
+                    smem_addr(smem_b + st.stage * Layout::kSmemB), acc);
 
                 // The slot's scales, read while the wgmmas run.
                 const float* sfa_slot = smem_sfa + st.stage * kBlockM;

@@ -131,8 +131,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     u8* smem_a = smem + Layout::kOffA;
     u8* smem_b = smem + Layout::kOffB;
     float* smem_sfa = reinterpret_cast<float*>(smem + Layout::kOffSfa);
-    PipelineBarriers<kNumStages> pipe{reinterpret_cast<u64*>(smem + Layout::kOffBarriers),
-                                      reinterpret_cast<u64*>(smem + Layout::kOffBarriers) + kNumStages};
+    auto pipe = PipelineBarriers<kNumStages>::at(smem + Layout::kOffBarriers);
 
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
@@ -148,16 +147,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
-        if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_dec<kSm90ProducerRegs>();
-        if (threadIdx.x == 0) {
-            Scheduler scheduler(m, n, grouped, num_groups);
-            PipelineState<kNumStages> st;
-            u32 m_block, n_block;
-            while (scheduler.next(m_block, n_block)) {
-                const i32 m0 = static_cast<i32>(scheduler.a_row0());
-                const i32 n0 = static_cast<i32>(n_block * kBlockN);
-                const i32 ga = static_cast<i32>(scheduler.a_group());
-                const i32 gb = static_cast<i32>(scheduler.b_group());
+        sm90_gemm_producer<Scheduler, kNumStages, kBlockN, Layout::kNumMathWarpgroups>(
+            m, n, grouped, num_groups,
+            [&](const Scheduler& scheduler, PipelineState<kNumStages>& st, i32 m0, i32 n0, i32 ga, i32 gb) {
                 // An all-padding tile (kZero) loads nothing.
                 u32 kb0 = 0;
                 u32 tile_k_blocks = Scheduler::kMayHaveEmptyK ? ceil_div(scheduler.k_size(k), kBlockK) : num_k_blocks;
@@ -189,9 +181,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     ptx::tma_load_3d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb0 + kb), ga);
                     st.advance();
                 }
-            }
-            ptx::grid_dependency_launch_dependents();
-        }
+            });
     } else {
         // ---------------- math ----------------
         if constexpr (Layout::kNumMathWarpgroups > 1) ptx::setmaxnreg_inc<Layout::kMathRegs>();
@@ -242,18 +232,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
 
         // Issues the 4 wgmmas of wave `wave` of slot `st` into `a` and commits them.
         auto mma_wave = [&](float(&a)[kNumAccum], u32 wave) {
-            const u64 desc_a = ptx::make_smem_desc_kmajor_sw128(
-                smem_addr(smem_a + st.stage * Layout::kSmemA + (math_wg * kRowsPerWarpgroup + wave * 64) * kBlockK));
-            const u64 desc_b = ptx::make_smem_desc_kmajor_sw128(smem_addr(smem_b + st.stage * Layout::kSmemB));
-#pragma unroll
-            for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
-            ptx::wgmma_fence();
-#pragma unroll
-            for (u32 kk = 0; kk < kBlockK / 32; ++kk) {
-                // +32 bytes of K per step = +2 in the (address >> 4) field.
-                Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, a, kk != 0);
-            }
-            ptx::wgmma_commit_group();
+            ptx::wgmma_fp8_kmajor_k128<Wgmma>(
+                smem_addr(smem_a + st.stage * Layout::kSmemA + (math_wg * kRowsPerWarpgroup + wave * 64) * kBlockK),
+                smem_addr(smem_b + st.stage * Layout::kSmemB), a);
         };
 
         // One-wave K block (the pipelined loop): wait for the slot, issue its wgmmas into `a`, move on.

@@ -70,4 +70,22 @@ __device__ __forceinline__ void fence_operand(float& reg) {
     asm volatile("" : "+f"(reg)::"memory");
 }
 
+// One 128-K block of the FP8 GEMMs: four k32 wgmmas (Wgmma: a WgmmaFp8 of wgmma_atoms.cuh) from K-major
+// 128-byte-swizzled tiles at shared-memory addresses a_tile / b_tile into `acc` (the first overwrites it),
+// committed as one group.
+template <typename Wgmma, u32 kNumAccum>
+__device__ __forceinline__ void wgmma_fp8_kmajor_k128(u32 a_tile, u32 b_tile, float (&acc)[kNumAccum]) {
+    const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
+    const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
+#pragma unroll
+    for (u32 i = 0; i < kNumAccum; ++i) fence_operand(acc[i]);
+    wgmma_fence();
+#pragma unroll
+    for (u32 kk = 0; kk < 128 / 32; ++kk) {
+        // +32 bytes of K per step = +2 in the (address >> 4) field.
+        Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, kk != 0);
+    }
+    wgmma_commit_group();
+}
+
 }  // namespace deep_gemm::ptx

@@ -74,23 +74,36 @@ struct WholeKRange {
     static constexpr bool kDColumnGroups = false;  // tiles store at d_col0() + n0, bounded by d_col_end(n)
 };
 
+// The tile coordinates of the dense schedulers: no groups; A's and D's first row is the tile's (cur_m0, set
+// by next()), D's row bound is M.
+struct DenseTileRows : WholeKRange {
+    u32 rows;  // M (for d_row_end)
+    u32 cur_m0 = 0;
+
+    __device__ __forceinline__ explicit DenseTileRows(u32 m) : rows(m) {}
+
+    __device__ __forceinline__ u32 a_group() const { return 0; }
+    __device__ __forceinline__ u32 b_group() const { return 0; }
+    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
+    __device__ __forceinline__ u32 d_row_end() const { return rows; }
+};
+
 // Dense GEMM: tiles are striped over the persistent grid (tile t -> CTA t % gridDim.x), in grouped order.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct GroupedOrderScheduler : WholeKRange {
+struct GroupedOrderScheduler : DenseTileRows {
     static_assert(kGroupN >= 1, "group size");
     u32 num_m_blocks;
     u32 num_n_blocks;
     u32 num_tiles;
     u32 next_tile;
-    u32 rows;     // M (for d_row_end)
-    u32 cur_m0 = 0;
 
     __device__ __forceinline__ GroupedOrderScheduler(u32 m, u32 n)
-        : num_m_blocks(ceil_div(m, kBlockM)),
+        : DenseTileRows(m),
+          num_m_blocks(ceil_div(m, kBlockM)),
           num_n_blocks(ceil_div(n, kBlockN)),
           num_tiles(ceil_div(m, kBlockM) * ceil_div(n, kBlockN)),
-          next_tile(blockIdx.x),
-          rows(m) {}
+          next_tile(blockIdx.x) {}
 
     // Extended-interface constructor: dense problems have no group information.
     __device__ __forceinline__ GroupedOrderScheduler(u32 m, u32 n, const i32*, u32) : GroupedOrderScheduler(m, n) {}
@@ -103,12 +116,6 @@ struct GroupedOrderScheduler : WholeKRange {
         cur_m0 = m_block * kBlockM;
         return true;
     }
-
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return 0; }
-    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
 // Dense GEMM with split-K: unit u = tile * kSplits + split is striped over the persistent grid like the
@@ -149,87 +156,52 @@ struct SplitKScheduler : GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> {
     }
 };
 
-// Dense GEMM on 2-CTA clusters sharing B (TMA multicast): cluster c = blockIdx.x / 2 walks pairs of M
-// blocks (2p, 2p + 1) x one N block in grouped order; CTA rank r of the cluster takes M block 2p + r. When
-// the number of M blocks is odd, the last pair's second tile lies past M: that CTA still loads (zero-filled
-// A, its half of B for the peer) and computes, and the epilogue stores nothing (d_row0 >= d_row_end).
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ClusterPairScheduler : WholeKRange {
+// Dense GEMM on 2-CTA clusters: cluster c = blockIdx.x / 2 walks pairs of blocks along one dimension x
+// one block of the other in grouped order (groups of kGroupN N blocks, or with kPairsN of kGroupN N-block
+// pairs); CTA rank r of the cluster takes block 2p + r of the pair p. When the number of blocks along the
+// paired dimension is odd, the last pair's second tile lies past M (past N): that CTA still loads (a
+// zero-filled operand tile, and its half of the shared operand for the peer) and computes.
+//   kPairsN false (ClusterPairScheduler): pairs of M blocks sharing B; the epilogue stores nothing for the
+//                 tile past M (d_row0 >= d_row_end).
+//   kPairsN true (ClusterPairNScheduler): pairs of N blocks sharing A; the stores of the tile past N are
+//                 clipped away (the kernel must clamp anything it indexes by n_block).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPairsN>
+struct ClusterPairOrderScheduler : DenseTileRows {
     static_assert(kGroupN >= 1, "group size");
-    u32 num_pairs_m;
-    u32 num_n_blocks;
-    u32 num_tiles;  // pair tiles
+    u32 num_m_units;  // M blocks, or pairs of them
+    u32 num_n_units;  // N blocks, or pairs of them
+    u32 num_tiles;    // pair tiles
     u32 next_tile;
     u32 rank;
-    u32 rows;
-    u32 cur_m0 = 0;
 
-    __device__ __forceinline__ ClusterPairScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
-        : num_pairs_m(ceil_div(ceil_div(m, kBlockM), 2u)),
-          num_n_blocks(ceil_div(n, kBlockN)),
-          num_tiles(ceil_div(ceil_div(m, kBlockM), 2u) * ceil_div(n, kBlockN)),
+    __device__ __forceinline__ ClusterPairOrderScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
+        : DenseTileRows(m),
+          num_m_units(kPairsN ? ceil_div(m, kBlockM) : ceil_div(ceil_div(m, kBlockM), 2u)),
+          num_n_units(kPairsN ? ceil_div(ceil_div(n, kBlockN), 2u) : ceil_div(n, kBlockN)),
+          num_tiles(num_m_units * num_n_units),
           next_tile(blockIdx.x / 2),
-          rank(blockIdx.x % 2),
-          rows(m) {}
+          rank(blockIdx.x % 2) {}
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         if (next_tile >= num_tiles) return false;
         const u32 t = next_tile;
         next_tile += gridDim.x / 2;
         u32 pair;
-        grouped_order_tile<kGroupN>(t, num_pairs_m, num_n_blocks, pair, n_block);
-        m_block = pair * 2 + rank;
+        if constexpr (kPairsN) {
+            grouped_order_tile<kGroupN>(t, num_m_units, num_n_units, m_block, pair);
+            n_block = pair * 2 + rank;
+        } else {
+            grouped_order_tile<kGroupN>(t, num_m_units, num_n_units, pair, n_block);
+            m_block = pair * 2 + rank;
+        }
         cur_m0 = m_block * kBlockM;
         return true;
     }
-
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return 0; }
-    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return rows; }
 };
 
-// Dense GEMM on 2-CTA clusters sharing A (TMA multicast of the A tile): cluster c = blockIdx.x / 2 walks
-// pairs of N blocks (2p, 2p + 1) x one M block in grouped order (groups of kGroupN pairs); CTA rank r takes
-// N block 2p + r. When the number of N blocks is odd, the last pair's second tile lies past N: that CTA
-// still loads (zero-filled B, its half of A for the peer) and computes, and its stores are clipped away
-// (the kernel must clamp anything it indexes by n_block).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ClusterPairNScheduler : WholeKRange {
-    static_assert(kGroupN >= 1, "group size");
-    u32 num_m_blocks;
-    u32 num_pairs_n;
-    u32 num_tiles;  // pair tiles
-    u32 next_tile;
-    u32 rank;
-    u32 rows;
-    u32 cur_m0 = 0;
-
-    __device__ __forceinline__ ClusterPairNScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
-        : num_m_blocks(ceil_div(m, kBlockM)),
-          num_pairs_n(ceil_div(ceil_div(n, kBlockN), 2u)),
-          num_tiles(ceil_div(m, kBlockM) * ceil_div(ceil_div(n, kBlockN), 2u)),
-          next_tile(blockIdx.x / 2),
-          rank(blockIdx.x % 2),
-          rows(m) {}
-
-    __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
-        if (next_tile >= num_tiles) return false;
-        const u32 t = next_tile;
-        next_tile += gridDim.x / 2;
-        u32 pair;
-        grouped_order_tile<kGroupN>(t, num_m_blocks, num_pairs_n, m_block, pair);
-        n_block = pair * 2 + rank;
-        cur_m0 = m_block * kBlockM;
-        return true;
-    }
-
-    __device__ __forceinline__ u32 a_group() const { return 0; }
-    __device__ __forceinline__ u32 b_group() const { return 0; }
-    __device__ __forceinline__ u32 a_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row0() const { return cur_m0; }
-    __device__ __forceinline__ u32 d_row_end() const { return rows; }
-};
+using ClusterPairScheduler = ClusterPairOrderScheduler<kBlockM, kBlockN, kGroupN, false>;
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+using ClusterPairNScheduler = ClusterPairOrderScheduler<kBlockM, kBlockN, kGroupN, true>;
 
 }  // namespace deep_gemm
