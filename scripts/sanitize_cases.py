@@ -219,6 +219,14 @@ def check_m_grouped_fp8_gemm_contiguous_256() -> None:
         m_grouped_fp8_contiguous_case()
 
 
+def check_m_grouped_fp8_gemm_contiguous_multicast() -> None:
+    # 2-CTA clusters sharing A (N = 200: two 128-column blocks, one pair; and 256-row tiles with a block of two
+    # groups, visited twice by both CTAs of the pair).
+    for value in ("128,128,0,0,2", "256,128,0,0,2"):
+        with forced_config("DG_FP8_GEMM_CONFIG", value):
+            m_grouped_fp8_contiguous_case()
+
+
 def m_grouped_fp8_contiguous_case() -> None:
     # Groups of 130, 0, 5 and 100 rows (aligned to 128) plus 40 padding rows past the last group, both
     # grouped_layout forms; padding rows (A holds random data there) must come out as zeros, or, with

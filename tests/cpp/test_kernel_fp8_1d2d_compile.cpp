@@ -361,6 +361,26 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
     for (size_t i = 2; i < keys.size(); ++i) build_and_check(keys[i]);
 }
 
+// Contiguous on 2-CTA clusters sharing A (multicast 2: pairs of N blocks of one M block, so of one group), as
+// DG_FP8_GEMM_CONFIG forces them: the heuristics' index-layout pick with zero padding (NVCC), and psum with
+// unspecified padding on 256-row tiles (two segments, second visits) with NVRTC. The source names the pair
+// order; the SASS has the multicast A load besides build_and_check's checks.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastA) {
+    const auto keys = grouped_fp8_keys();
+    for (const auto& [base, nvrtc] : {std::pair{keys[6], "0"}, std::pair{keys[1], "1"}}) {
+        ScopedEnv compiler("DG_JIT_USE_NVRTC", nvrtc);
+        GemmKernelKey key = base;
+        key.multicast = 2;
+        const auto src = deep_gemm::kernels::gemm_kernel_source(key);
+        EXPECT_NE(src.code.find(", 128u, true>"), std::string::npos) << "no N-pair order in " << src.code;
+        EXPECT_NE(src.symbol.find("_mca_"), std::string::npos) << src.symbol;
+        build_and_check(key);
+        build_and_check_sass(src, [](const std::string& sass) {
+            EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
+        });
+    }
+}
+
 // The contiguous schedulers look groups up per 128-row segment: 192-row tiles (three 64-row warpgroups) do not
 // fit, and the scheduler refuses to instantiate them (the host rejects them before that:
 // GemmLaunch.GroupedLayoutNeedsWholeSegments).

@@ -236,7 +236,8 @@ def forced_config(monkeypatch):
 
 
 # Grouped kernels that the config model may not pick: 64-row tiles with straddling B scales (pipelined), a
-# 128x192 tile (not pipelined), and the previous rules' choice. Multicast fields are dropped for grouped ops.
+# 128x192 tile (not pipelined; the contiguous calls on 2-CTA clusters sharing A, 11 N blocks: the last pair's
+# second tile lies past N), and the previous rules' choice. The masked op drops the multicast field.
 @pytest.mark.parametrize('value', ['64,112,0,1,0', '128,192,0,0,2', 'rules'])
 def test_forced_configs(forced_config, value):
     forced_config(value)
@@ -260,6 +261,21 @@ def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
     forced_config('256,128,0,0,0')
     _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)
     _run_contiguous(_group_sizes(32, 11), 1024, 1024, psum, zero_padding, tail=64)
+    _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
+    if not zero_padding:
+        _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, False, zero_a_padding=True)
+
+
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
+@pytest.mark.parametrize('value', ['256,128,0,0,2', '64,112,0,1,2', '128,128,0,0,2'])
+def test_contiguous_multicast_on_a(forced_config, psum, zero_padding, value):
+    """2-CTA clusters sharing A (multicast 2): the pair computes adjacent N blocks of one M block, so both see
+    the same group, the same all-padding blocks and (256-row tiles) the same second visits of a block holding two
+    groups; an odd number of N blocks leaves the last pair a tile past N, which must write nothing."""
+    forced_config(value)
+    _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)  # 576 / 128: 5 N blocks
+    _run_contiguous(_group_sizes(16, 13), 1088, 1024, psum, zero_padding, tail=64)
     _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
     if not zero_padding:
         _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, False, zero_a_padding=True)

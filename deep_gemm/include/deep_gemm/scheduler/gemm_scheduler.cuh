@@ -116,6 +116,8 @@ struct GroupedOrderScheduler : DenseTileRows {
         cur_m0 = m_block * kBlockM;
         return true;
     }
+    // The next next() gives the same tile again (the contiguous scheduler's second visit of a block).
+    __device__ __forceinline__ void repeat_last() { next_tile -= gridDim.x; }
 };
 
 // Dense GEMM with split-K: unit u = tile * kSplits + split is striped over the persistent grid like the
@@ -197,6 +199,8 @@ struct ClusterPairOrderScheduler : DenseTileRows {
         cur_m0 = m_block * kBlockM;
         return true;
     }
+    // The next next() gives the same pair tile again (both CTAs of the cluster step back alike).
+    __device__ __forceinline__ void repeat_last() { next_tile -= gridDim.x / 2; }
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
