@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import deep_gemm
+from compile_check import traced_targets
 
 FP8, BF16, F32 = torch.float8_e4m3fn, torch.bfloat16, torch.float32
 NEEDS_K_MAJOR = r"when it is float8_e4m3fn: cuBLASLt's FP8 path needs both operands K-major"
@@ -149,21 +150,11 @@ def test_opcheck_meta():
 def test_compile_fullgraph_traces(dynamic):
     """torch.compile(fullgraph=True) records the op with FP8 operands (the fake implementation accepts them); on CPU
     tensors the op then says it needs CUDA."""
-    torch._dynamo.reset()
-    graphs = []
-
-    def recording_backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
-
     def f(a, b, d):
         deep_gemm.cublaslt_gemm_nt(a, b, d, d)
         return d
 
     a, b = kmajor(64, 96, 128, 'cpu')
-    compiled = torch.compile(f, backend=recording_backend, fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match='cublaslt_gemm_nt: requires CUDA tensors'):
-        compiled(a, b, torch.zeros(64, 96, dtype=F32))
-    assert len(graphs) == 1
-    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == 'call_function']
+    targets = traced_targets(f, (a, b, torch.zeros(64, 96, dtype=F32)), 'cublaslt_gemm_nt: requires CUDA tensors',
+                             dynamic)
     assert any('deep_gemm.cublaslt_gemm_nt' in target for target in targets), targets

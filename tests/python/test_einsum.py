@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import deep_gemm
+from compile_check import traced_targets
 
 import einsum_reference as ref
 
@@ -263,13 +264,6 @@ def test_dispatcher_errors_match_fast_path():
 def test_compile_fullgraph_traces(form, dynamic):
     """torch.compile(fullgraph=True) records the op (no graph break); on CPU tensors it then reaches the op's
     CPU kernel, which says it needs CUDA."""
-    torch._dynamo.reset()
-    graphs = []
-
-    def recording_backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
-
     if form == 'fp8':
         (x, sx), (y, sy), z = fp8_heads('cpu')
         args, name = (x, sx, y, sy, z), 'fp8_einsum'
@@ -284,9 +278,5 @@ def test_compile_fullgraph_traces(form, dynamic):
             deep_gemm.einsum(form, a, b, d)
             return d
 
-    compiled = torch.compile(f, backend=recording_backend, fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match=f'{name}: requires CUDA tensors'):
-        compiled(*args)
-    assert len(graphs) == 1
-    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == 'call_function']
+    targets = traced_targets(f, args, f'{name}: requires CUDA tensors', dynamic)
     assert any(f'deep_gemm.{name}' in t for t in targets), targets

@@ -152,16 +152,6 @@ _FORCED = ['128,128,0,1,1', '128,192,0,0,2', '64,96,0,1,2', '128,112,3,1,0', '12
 _FORCED_SHAPES = [(1000, 2112, 1536), (4160, 4144, 384), (129, 7168, 128), (257, 576, 8320)]
 
 
-@pytest.fixture
-def forced_config(monkeypatch):
-    def force(value):
-        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
-        deep_gemm.reload_settings()
-    yield force
-    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
-    deep_gemm.reload_settings()
-
-
 @pytest.mark.parametrize('config', _FORCED)
 @pytest.mark.parametrize('m,n,k', _FORCED_SHAPES, ids=[f'{m}x{n}x{k}' for m, n, k in _FORCED_SHAPES])
 def test_fp8_gemm_nt_forced_config(forced_config, config, m, n, k):

@@ -7,6 +7,7 @@ import torch
 
 import deep_gemm
 from deep_gemm import _C
+from compile_check import traced_targets
 from skip_head_mid_reference import head_split_columns, skip_head_mid_reference
 
 FP8, F32, BF16 = torch.float8_e4m3fn, torch.float32, torch.bfloat16
@@ -73,23 +74,13 @@ def test_validation(device):
 
 
 def test_compile_fullgraph_traces():
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
-
     a, b, d, hs = _args('cpu')
 
     def f(a0, sfa, b0, sfb, d):
         deep_gemm.fp8_gemm_nt_skip_head_mid((a0, sfa), (b0, sfb), d, hs)
         return d
 
-    compiled = torch.compile(f, backend=backend, fullgraph=True)
-    with pytest.raises(RuntimeError, match=f'{OP}: requires CUDA tensors'):
-        compiled(a[0], a[1], b[0], b[1], d)
-    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == 'call_function']
+    targets = traced_targets(f, (a[0], a[1], b[0], b[1], d), f'{OP}: requires CUDA tensors')
     assert any(f'deep_gemm.{OP}' in t for t in targets), targets
     schema = str(getattr(torch.ops.deep_gemm, OP).default._schema)
     assert 'int[] head_splits' in schema and 'Tensor(a!) d' in schema

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import deep_gemm
+from compile_check import traced_targets
 from hc_prenorm_reference import BLOCK_K, hc_prenorm_reference, split_ranges, tf32_round, tf32_truncate
 
 op = deep_gemm.tf32_hc_prenorm_gemm
@@ -306,22 +307,11 @@ def test_fake_tensor_mode_runs_validation():
 def test_compile_fullgraph_traces(dynamic, splits):
     """torch.compile(fullgraph=True) records the op (no graph break); on CPU tensors it then reaches the
     op's CPU kernel, which says it needs CUDA."""
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
-
     def f(a, b, d, s):
         op(a, b, d, s, num_splits=splits)
         return d.sum() + s.sum()
 
-    compiled = torch.compile(f, backend=backend, fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match=f'{OP}: requires CUDA tensors'):
-        compiled(*_args(m=37, splits=splits))
-    assert len(graphs) == 1
-    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == 'call_function']
+    targets = traced_targets(f, _args(m=37, splits=splits), f'{OP}: requires CUDA tensors', dynamic)
     assert any(f'deep_gemm.{OP}' in t for t in targets), targets
 
 

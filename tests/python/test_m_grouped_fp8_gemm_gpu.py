@@ -225,16 +225,6 @@ def test_masked_cuda_graph():
         _check_masked(d, a_deq, b_deq, values, max_m, f'masked graph replay {values}')
 
 
-@pytest.fixture
-def forced_config(monkeypatch):
-    def force(value):
-        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
-        deep_gemm.reload_settings()
-    yield force
-    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
-    deep_gemm.reload_settings()
-
-
 # Grouped kernels that the config model may not pick: 64-row tiles with straddling B scales (pipelined), a
 # 128x192 tile (not pipelined; the contiguous calls on 2-CTA clusters sharing A, 11 N blocks: the last pair's
 # second tile lies past N), and the previous rules' choice. The masked op drops the multicast field.

@@ -4,20 +4,9 @@ layouts, whose CTA pairs compute one M block and so one group; multicast 1 (pair
 may hold two groups) is dropped there, and the masked GEMM pairs no CTAs at all."""
 import pytest
 
-import deep_gemm
 from deep_gemm import _C
 
 M, N, K, G = 8 * 4352, 6144, 7168, 8
-
-
-@pytest.fixture
-def forced(monkeypatch):
-    def set_(value):
-        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
-        deep_gemm.reload_settings()
-    yield set_
-    monkeypatch.undo()
-    deep_gemm.reload_settings()
 
 
 def plan(op, **kw):
@@ -27,8 +16,8 @@ def plan(op, **kw):
 
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-def test_contiguous_honours_multicast_on_a(forced, psum, zero_padding):
-    forced('128,192,4,0,2')
+def test_contiguous_honours_multicast_on_a(forced_config, psum, zero_padding):
+    forced_config('128,192,4,0,2')
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous', use_psum_layout=psum, ensure_zero_padding=zero_padding)
     assert '_bm128_bn192_s4_' in symbol and '_mca_' in symbol, symbol
     assert ', 128u, true>' in code  # the N-pair order, in the scheduler's type
@@ -36,14 +25,14 @@ def test_contiguous_honours_multicast_on_a(forced, psum, zero_padding):
 
 
 @pytest.mark.parametrize('value', ['128,192,4,0,1', '128,192,4,0,0'])
-def test_contiguous_drops_multicast_on_b(forced, value):
-    forced(value)
+def test_contiguous_drops_multicast_on_b(forced_config, value):
+    forced_config(value)
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous')
     assert '_mc' not in symbol and ', 128u>' in code, symbol
     assert '1, false>(' in code
 
 
-def test_masked_pairs_no_ctas(forced):
-    forced('128,192,4,0,2')
+def test_masked_pairs_no_ctas(forced_config):
+    forced_config('128,192,4,0,2')
     [(_, symbol, code)] = _C._plan_gemm_call('m_grouped_fp8_gemm_nt_masked', 256, N, K, num_groups=G, expected_m=200)
     assert '_mc' not in symbol and '1, false>(' in code, symbol

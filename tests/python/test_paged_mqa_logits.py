@@ -10,6 +10,7 @@ import torch
 
 import deep_gemm
 from deep_gemm import _paged_mqa
+from compile_check import traced_targets
 import paged_mqa_reference as ref
 
 META = deep_gemm.get_paged_mqa_logits_metadata
@@ -352,24 +353,14 @@ def test_fake_tensor_mode():
 
 @pytest.mark.parametrize('dynamic', [False, True])
 def test_compile_fullgraph(dynamic):
-    torch._dynamo.reset()
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
-
     def f(q, kv_cache, weights, context_lens, block_table):
         meta = deep_gemm.get_paged_mqa_logits_metadata(context_lens, 64, 8)
         return deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, context_lens, block_table, meta, 192,
                                                   logits_dtype=torch.bfloat16)
 
     a = valid_args()
-    compiled = torch.compile(f, backend=backend, fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match='fp8_paged_mqa_logits: requires CUDA tensors'):
-        compiled(a['q'], a['kv_cache'], a['weights'], a['context_lens'], a['block_table'])
-    assert len(graphs) == 1
-    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == 'call_function']
+    targets = traced_targets(f, (a['q'], a['kv_cache'], a['weights'], a['context_lens'], a['block_table']),
+                             'fp8_paged_mqa_logits: requires CUDA tensors', dynamic)
     assert any('deep_gemm.fp8_paged_mqa_logits' in t for t in targets), targets
     assert any('deep_gemm.get_paged_mqa_logits_metadata' in t for t in targets), targets
 

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import deep_gemm
+from compile_check import traced_targets
 from op_cases import CASES, CASES_BY_NAME
 
 ids = [c.name for c in CASES]
@@ -57,24 +58,14 @@ def test_fake_tensor_mode_runs_validation():
 def test_compile_fullgraph_traces(name, dynamic):
     """torch.compile(fullgraph=True) records the op in the graph (no graph break); running it on CPU tensors
     then reaches the op's CPU kernel, which says it needs CUDA."""
-    torch._dynamo.reset()
     case = CASES_BY_NAME[name]
     args, kwargs, _ = case.build('cpu')
-    graphs = []
-
-    def recording_backend(gm, example_inputs):
-        graphs.append(gm)
-        return torch._dynamo.lookup_backend('aot_eager')(gm, example_inputs)
 
     def f(*a):
         case.fn(*a, **kwargs)
         return a[2]  # d
 
-    compiled = torch.compile(f, backend=recording_backend, fullgraph=True, dynamic=dynamic)
-    with pytest.raises(RuntimeError, match=f'{name}: requires CUDA tensors'):
-        compiled(*args)
-    assert len(graphs) == 1
-    targets = [str(node.target) for node in graphs[0].graph.nodes if node.op == 'call_function']
+    targets = traced_targets(f, args, f'{name}: requires CUDA tensors', dynamic)
     assert any(f'deep_gemm.{name}' in target for target in targets), targets
 
 

@@ -1,0 +1,15 @@
+"""Fixtures shared by the test files."""
+import pytest
+
+
+@pytest.fixture
+def forced_config(monkeypatch):
+    """forced_config(value): DG_FP8_GEMM_CONFIG for this test only (deep_gemm's settings reloaded both ways)."""
+    import deep_gemm  # here, not at collection: some tests set the environment before their first import
+
+    def force(value):
+        monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
+        deep_gemm.reload_settings()
+    yield force
+    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
+    deep_gemm.reload_settings()
