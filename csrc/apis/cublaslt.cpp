@@ -336,24 +336,18 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
                                         first->name, device_name(*first->tensor)));
 }
 
-// "[64, 128]" / "(128, 1)" for the user's tensor; "?" for a symbolic size or stride.
-std::string ints_str(c10::SymIntArrayRef xs) {
-    std::string s;
-    for (const c10::SymInt& x : xs) s += (s.empty() ? "" : ", ") + (x.maybe_as_int() ? std::to_string(*x.maybe_as_int()) : std::string("?"));
-    return s;
-}
-
 // Unscaled float8_e4m3fn a and b (the cublaslt_gemm_* ops only). cuBLASLt's FP8 kernels take only the "TN" form
 // (column-major A' transposed, B' not): both of our operands K-major. Checked before the BF16 rules, whose
 // messages would offer an MN-major layout.
 void check_fp8_k_major(const Checker& check, const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b) {
     for (const auto& [t, name, trans] : {std::tuple{&a, "a", spec.trans_a}, std::tuple{&b, "b", spec.trans_b}}) {
         if (t->layout() != at::kStrided or t->dim() != 2) continue;  // the BF16 rules say what is wrong
-        if (not check.has_unit_stride(make_view(*t, name, trans), 1))
-            check.value_error(fmt::format("{} must be K-major in memory (stride 1 along K) when it is float8_e4m3fn: cuBLASLt's FP8 path "
-                                          "needs both operands K-major (a row-major [M, K] a and [N, K] b, as cublaslt_gemm_nt takes "
-                                          "them); got shape [{}] with strides ({})",
-                                          name, ints_str(t->sym_sizes()), ints_str(t->sym_strides())));
+        if (check.has_unit_stride(make_view(*t, name, trans), 1)) continue;
+        const View as_given = make_view(*t, name);  // the tensor as passed, not the op's transposed view
+        check.value_error(fmt::format("{} must be K-major in memory (stride 1 along K) when it is float8_e4m3fn: cuBLASLt's FP8 path "
+                                      "needs both operands K-major (a row-major [M, K] a and [N, K] b, as cublaslt_gemm_nt takes "
+                                      "them); got shape {} with strides {}",
+                                      name, as_given.shape_str(), as_given.stride_str()));
     }
 }
 

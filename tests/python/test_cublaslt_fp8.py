@@ -106,7 +106,7 @@ def test_non_k_major_message():
         deep_gemm.cublaslt_gemm_nn(a, torch.empty(128, 96, dtype=FP8, device='meta'), torch.empty(64, 96, dtype=BF16, device='meta'))
     assert str(info.value) == ("cublaslt_gemm_nn: b must be K-major in memory (stride 1 along K) when it is float8_e4m3fn: cuBLASLt's "
                                "FP8 path needs both operands K-major (a row-major [M, K] a and [N, K] b, as cublaslt_gemm_nt takes "
-                               "them); got shape [128, 96] with strides (96, 1)")
+                               "them); got shape [128, 96] with strides [96, 1]")
 
 
 @pytest.mark.parametrize('device', ['meta', 'cpu'])
