@@ -1,4 +1,5 @@
-"""The padding rows of an M-grouped contiguous GEMM called with ensure_zero_padding=False, for the GPU tests.
+"""The rows of an M-grouped contiguous GEMM for the GPU tests: the layout of given group sizes, and the padding rows'
+checks (zeros with ensure_zero_padding=True; with False the rule below).
 
 The contract (DeepGEMM's SM90 behaviour, whose M blocks are the contiguous alignment): a padding row inside an
 alignment block that starts in a group's rows is computed with that group's B and stored, so a zero row of A gives
@@ -47,3 +48,33 @@ def assert_unspecified_padding(d: torch.Tensor, row_group: torch.Tensor, segment
                                what: str) -> None:
     problems = unspecified_padding_problems(d, row_group, segment, a_padding_zero)
     assert not problems, f'{what}: ensure_zero_padding=False padding rows: ' + '; '.join(problems)
+
+
+def contiguous_rows(group_ms, align: int, psum: bool = False, tail: int = 0, device: str = 'cuda'):
+    """(grouped_layout, row group ids [M] with -1 for padding, M) of groups of `group_ms` rows, each starting at
+    a multiple of `align`, plus `tail` padding rows past the last aligned end. grouped_layout is the row group ids
+    (index layout) or the group ends int32 [G] (psum)."""
+    starts, ends, end = [], [], 0
+    for gm in group_ms:
+        start = (end + align - 1) // align * align
+        starts.append(start)
+        end = start + gm
+        ends.append(end)
+    m_sum = (end + align - 1) // align * align + tail
+    row_group = torch.full((m_sum,), -1, dtype=torch.int32)
+    for gi, (start, stop) in enumerate(zip(starts, ends)):
+        row_group[start:stop] = gi
+    layout = torch.tensor(ends, dtype=torch.int32) if psum else row_group
+    return layout.to(device), row_group.to(device), m_sum
+
+
+def assert_padding_rows(d: torch.Tensor, row_group: torch.Tensor, align: int, zero_padding: bool,
+                        a_padding_zero: bool, what: str) -> None:
+    """d's padding rows (row_group -1; d poisoned with NaN before the call): exactly zero with
+    ensure_zero_padding=True (`zero_padding`), the rule above (per alignment block) with False."""
+    if zero_padding:
+        padding = d[row_group.to(d.device) < 0]
+        assert torch.equal(padding.float(), torch.zeros_like(padding, dtype=torch.float32)), \
+            f'{what}: padding rows are not all zero'
+    else:
+        assert_unspecified_padding(d, row_group, align, a_padding_zero, what)

@@ -13,15 +13,8 @@ if not _HAS_HOPPER:
 
 import deep_gemm  # noqa: E402
 from gemm_checks import assert_gemm_close, assert_groups_close  # noqa: E402
+from padding_rows import contiguous_rows  # noqa: E402
 from deep_gemm.utils import dequantize_per_block, dequantize_per_token, per_block_cast_to_fp8, per_token_cast_to_fp8  # noqa: E402
-
-
-def _layout(group_ms, align):
-    rows = []
-    for g, gm in enumerate(group_ms):
-        padded = (gm + align - 1) // align * align
-        rows += [g] * gm + [-1] * (padded - gm)
-    return torch.tensor(rows, device='cuda', dtype=torch.int32)
 
 
 def _check_rows(d, ref, layout, tol, what):
@@ -33,8 +26,8 @@ def _check_rows(d, ref, layout, tol, what):
 @pytest.mark.parametrize('n_major', [True, False])
 @pytest.mark.parametrize('group_ms,n,k', [([100, 1, 300, 0, 129], 2112, 512), ([256, 77], 576, 1536)])
 def test_m_grouped_bf16_gemm_nn_contiguous(group_ms, n, k, n_major):
-    layout = _layout(group_ms, deep_gemm.get_mk_alignment_for_contiguous_layout())
-    m_sum, groups = layout.numel(), len(group_ms)
+    layout, _, m_sum = contiguous_rows(group_ms, deep_gemm.get_mk_alignment_for_contiguous_layout())
+    groups = len(group_ms)
     g = torch.Generator(device='cuda').manual_seed(n + k + n_major)
     a = torch.randn(m_sum, k, device='cuda', generator=g).bfloat16()
     b_kn = torch.randn(groups, k, n, device='cuda', generator=g).bfloat16()  # logical [G, K, N]
@@ -50,8 +43,8 @@ def test_m_grouped_bf16_gemm_nn_contiguous(group_ms, n, k, n_major):
 
 def test_m_grouped_fp8_gemm_nn_contiguous():
     group_ms, n, k = [130, 0, 77, 256], 1040, 768
-    layout = _layout(group_ms, deep_gemm.get_mk_alignment_for_contiguous_layout())
-    m_sum, groups = layout.numel(), len(group_ms)
+    layout, _, m_sum = contiguous_rows(group_ms, deep_gemm.get_mk_alignment_for_contiguous_layout())
+    groups = len(group_ms)
     g = torch.Generator(device='cuda').manual_seed(11)
     a = torch.randn(m_sum, k, device='cuda', generator=g)
     w = torch.randn(groups, n, k, device='cuda', generator=g)  # stored [G, N, K]; the op gets its [G, K, N] view

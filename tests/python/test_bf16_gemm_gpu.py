@@ -17,7 +17,7 @@ if not _HAS_HOPPER:
 
 import deep_gemm  # noqa: E402
 from deep_gemm.testing import calc_diff  # noqa: E402
-from padding_rows import assert_unspecified_padding  # noqa: E402
+from padding_rows import assert_padding_rows, contiguous_rows  # noqa: E402
 
 _TOL = 1e-5
 _LAYOUTS = ('nt', 'nn', 'tn', 'tt')
@@ -153,27 +153,6 @@ _PADDING_CASES = {'zero': (True, False), 'unspecified-a-pad-zero': (False, True)
                   'unspecified-a-pad-random': (False, False)}
 
 
-def _check_padding(d, row_group, align, zero_padding, zero_a_padding, what):
-    """Padding rows (row_group -1; d poisoned with NaN first): zeros with ensure_zero_padding=True; with False
-    DeepGEMM's SM90 rows, checked per alignment block (padding_rows.py: exactly zero in a block holding group
-    rows when A's padding rows are zero, finite when they are random)."""
-    if zero_padding:
-        padding_rows = d[row_group < 0]
-        assert torch.equal(padding_rows.float(), torch.zeros_like(padding_rows, dtype=torch.float32)), \
-            f'{what}: padding rows are not all zero'
-    else:
-        assert_unspecified_padding(d, row_group, align, zero_a_padding, what)
-
-
-def _contiguous_layout(group_ms, align=128):
-    """grouped_layout int32 [sum aligned M]: group id per row, -1 for the padding rows."""
-    rows = []
-    for gi, gm in enumerate(group_ms):
-        padded = (gm + align - 1) // align * align
-        rows += [gi] * gm + [-1] * (padded - gm)
-    return torch.tensor(rows, device='cuda', dtype=torch.int32)
-
-
 @pytest.mark.parametrize('group_ms,n,k', [
     ([128, 256, 384, 128], 4096, 7168),
     ([100, 1, 300, 0, 129], 2112, 512),
@@ -185,8 +164,8 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, padding):
     zero_padding, zero_a_padding = _PADDING_CASES[padding]
     align = deep_gemm.get_mk_alignment_for_contiguous_layout() if hasattr(
         deep_gemm, 'get_mk_alignment_for_contiguous_layout') else 128
-    layout = _contiguous_layout(group_ms, align)
-    num_groups, m_sum = len(group_ms), layout.numel()
+    layout, _, m_sum = contiguous_rows(group_ms, align)
+    num_groups = len(group_ms)
     g = _gen(sum(group_ms) + n + k)
     a = _randn((m_sum, k), g)
     if zero_a_padding:
@@ -196,7 +175,7 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, padding):
     deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, ensure_zero_padding=zero_padding)
     torch.cuda.synchronize()
     valid = layout >= 0
-    _check_padding(d, layout, align, zero_padding, zero_a_padding, f'contiguous {group_ms} {padding}')
+    assert_padding_rows(d, layout, align, zero_padding, zero_a_padding, f'contiguous {group_ms} {padding}')
     ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
     for gi in range(num_groups):
         rows = layout == gi
@@ -215,22 +194,12 @@ def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, padding):
 def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, padding):
     """use_psum_layout=True: grouped_layout = group ends; group g starts at end[g-1] rounded up to the
     contiguous alignment. Rows of every group are checked against the reference; the other (padding) rows
-    are zeros with ensure_zero_padding=True and follow DeepGEMM's SM90 rows with False (_check_padding)."""
+    are zeros with ensure_zero_padding=True and follow DeepGEMM's SM90 rows with False (padding_rows.assert_padding_rows)."""
     zero_padding, zero_a_padding = _PADDING_CASES[padding]
     old_align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     deep_gemm._C._set_mk_alignment_value(align)
     try:
-        starts, ends, end = [], [], 0
-        for gm in group_ms:
-            start = (end + align - 1) // align * align
-            starts.append(start)
-            end = start + gm
-            ends.append(end)
-        m_sum = (end + align - 1) // align * align + tail
-        layout = torch.tensor(ends, device='cuda', dtype=torch.int32)
-        row_group = torch.full((m_sum,), -1, dtype=torch.int32, device='cuda')
-        for gi, (start, stop) in enumerate(zip(starts, ends)):
-            row_group[start:stop] = gi
+        layout, row_group, m_sum = contiguous_rows(group_ms, align, psum=True, tail=tail)
         g = _gen(sum(group_ms) + n + k + align)
         a = _randn((m_sum, k), g)
         if zero_a_padding:
@@ -240,13 +209,13 @@ def test_m_grouped_bf16_gemm_nt_contiguous_psum(group_ms, n, k, align, tail, pad
         deep_gemm.m_grouped_bf16_gemm_nt_contiguous(a, b, d, layout, use_psum_layout=True,
                                                     ensure_zero_padding=zero_padding)
         torch.cuda.synchronize()
-        valid = torch.zeros(m_sum, dtype=torch.bool, device='cuda')
+        valid = row_group >= 0
         ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float64)
-        for gi, (start, stop) in enumerate(zip(starts, ends)):
-            valid[start:stop] = True
-            ref[start:stop] = a[start:stop].double() @ b[gi].double().t()
-        _check_padding(d, row_group, align, zero_padding, zero_a_padding,
-                       f'contiguous psum {group_ms} align={align} {padding}')
+        for gi in range(len(group_ms)):
+            rows = row_group == gi
+            ref[rows] = a[rows].double() @ b[gi].double().t()
+        assert_padding_rows(d, row_group, align, zero_padding, zero_a_padding,
+                            f'contiguous psum {group_ms} align={align} {padding}')
         d_valid = torch.where(valid.unsqueeze(1), d.float(), torch.zeros_like(d, dtype=torch.float32))
         _diff_ok(d_valid, ref, f'contiguous psum {group_ms} n={n} k={k} align={align}')
     finally:

@@ -23,7 +23,7 @@ if not _HAS_HOPPER:
 
 import deep_gemm  # noqa: E402
 from gemm_checks import assert_gemm_close, assert_groups_close  # noqa: E402
-from padding_rows import assert_unspecified_padding  # noqa: E402
+from padding_rows import assert_padding_rows, contiguous_rows  # noqa: E402
 from deep_gemm.utils import (dequantize_per_block, dequantize_per_token, per_block_cast_to_fp8,  # noqa: E402
                              per_token_cast_to_fp8)
 
@@ -64,26 +64,10 @@ def _group_sizes(num_groups, seed):
     return sizes
 
 
-def _contiguous_rows(group_ms, align, psum, tail):
-    """(grouped_layout, row group ids [M] with -1 for padding, M) for the group sizes."""
-    starts, ends, end = [], [], 0
-    for gm in group_ms:
-        start = (end + align - 1) // align * align
-        starts.append(start)
-        end = start + gm
-        ends.append(end)
-    m_sum = (end + align - 1) // align * align + tail
-    row_group = torch.full((m_sum,), -1, dtype=torch.int32)
-    for gi, (start, stop) in enumerate(zip(starts, ends)):
-        row_group[start:stop] = gi
-    layout = torch.tensor(ends, dtype=torch.int32) if psum else row_group
-    return layout.cuda(), row_group.cuda(), m_sum
-
-
 def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0, zero_a_padding=False):
     """zero_padding: ensure_zero_padding (None: the default); zero_a_padding: A's padding rows zero."""
     align = deep_gemm.get_mk_alignment_for_contiguous_layout()
-    layout, row_group, m_sum = _contiguous_rows(group_ms, align, psum, tail)
+    layout, row_group, m_sum = contiguous_rows(group_ms, align, psum, tail)
     g = _gen(seed + sum(group_ms) + n + k)
     a_bf16 = _randn((m_sum, k), g)
     if zero_a_padding:
@@ -99,19 +83,13 @@ def _run_contiguous(group_ms, n, k, psum, zero_padding, tail=0, seed=0, zero_a_p
 
     what = (f'contiguous{" psum" if psum else ""} G={len(group_ms)} {group_ms} n={n} k={k} '
             f'zero_padding={zero_padding} zero_a_padding={zero_a_padding}')
-    valid = row_group >= 0
     ref = torch.zeros((m_sum, n), device='cuda', dtype=torch.float32)
     for gi in range(len(group_ms)):
         rows = row_group == gi
         if rows.any():
             ref[rows] = a_deq[rows] @ b_deq[gi].t()
     assert_groups_close(d, ref, row_group, what)  # group by group: a 1-row group with the wrong expert fails
-    if zero_padding is False:
-        assert_unspecified_padding(d, row_group, align, zero_a_padding, what)
-    else:
-        padding = d[~valid]
-        assert torch.equal(padding.float(), torch.zeros_like(padding, dtype=torch.float32)), \
-            f'{what}: padding rows are not all zero'
+    assert_padding_rows(d, row_group, align, zero_padding is not False, zero_a_padding, what)
 
 
 _CONTIGUOUS_CASES = [
@@ -303,7 +281,7 @@ def test_forced_192_row_tiles_rejected_for_contiguous(forced_config):
     """192-row tiles (three 64-row warpgroups) do not fit the contiguous layouts' 128-row segments: a contiguous
     call with them forced raises before any launch."""
     forced_config('192,128,0,0,0')
-    layout, _, m_sum = _contiguous_rows([130, 5], 128, False, 0)
+    layout, _, m_sum = contiguous_rows([130, 5], 128, False, 0)
     g = _gen(5)
     a_fp8, sfa, _ = _quant_a(_randn((m_sum, 256), g))
     b_fp8, sfb, _ = _quant_b(_randn((2, 256, 256), g))

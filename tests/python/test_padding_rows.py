@@ -8,17 +8,16 @@ other rules.
 """
 import torch
 
-from padding_rows import unspecified_padding_problems
+import pytest
+
+from padding_rows import assert_padding_rows, contiguous_rows, unspecified_padding_problems
 
 N, K = 8, 16
 
 
 def _layout(group_ms, align, tail):
     """Row group ids [M] (-1 padding): each group starts at a multiple of align."""
-    rows = []
-    for gi, gm in enumerate(group_ms):
-        rows += [gi] * gm + [-1] * ((gm + align - 1) // align * align - gm)
-    return torch.tensor(rows + [-1] * tail, dtype=torch.int64)
+    return contiguous_rows(group_ms, align, tail=tail, device='cpu')[1].long()
 
 
 def _model_output(row_group, a, b, block_m, align, per_alignment_block=True, write_padding=True):
@@ -110,3 +109,24 @@ def test_hand_made_outputs():
     bad[8:16] = 3.0  # a segment without group rows written with non-zero values: fine only for random A padding
     assert len(unspecified_padding_problems(bad, row_group, 8, True)) == 1
     assert unspecified_padding_problems(bad, row_group, 8, False) == []
+
+
+def test_contiguous_rows_of_both_layouts():
+    layout, row_group, m = contiguous_rows([3, 0, 5], 4, tail=2, device='cpu')
+    assert m == 14 and layout.dtype == torch.int32
+    assert row_group.tolist() == [0, 0, 0, -1, 2, 2, 2, 2, 2, -1, -1, -1, -1, -1] and torch.equal(layout, row_group)
+    ends, psum_rows, _ = contiguous_rows([3, 0, 5], 4, psum=True, tail=2, device='cpu')
+    assert ends.tolist() == [3, 4, 9] and torch.equal(psum_rows, row_group)
+
+
+def test_assert_padding_rows_by_mode():
+    row_group = torch.tensor([0] * 3 + [-1] * 5)
+    d = torch.zeros(8, 4)
+    d[:3] = 1.0
+    assert_padding_rows(d, row_group, 8, True, False, 'zeros')
+    assert_padding_rows(d, row_group, 8, False, True, 'unspecified')
+    d[6, 1] = 0.5  # a padding row not zero: wrong in both modes with zero padding rows of A
+    with pytest.raises(AssertionError, match='padding rows are not all zero'):
+        assert_padding_rows(d, row_group, 8, True, False, 'zeros')
+    with pytest.raises(AssertionError, match='ensure_zero_padding=False padding rows'):
+        assert_padding_rows(d, row_group, 8, False, True, 'unspecified')
