@@ -231,37 +231,27 @@ def m_grouped_fp8_contiguous_case() -> None:
     # Groups of 130, 0, 5 and 100 rows (aligned to 128) plus 40 padding rows past the last group, both
     # grouped_layout forms; padding rows (A holds random data there) must come out as zeros, or, with
     # ensure_zero_padding=False (DeepGEMM's SM90 rows), be computed in every 128-row block holding group rows.
+    _tests_dir()
+    from padding_rows import assert_padding_rows, contiguous_rows
+
     group_ms, n, k = [130, 0, 5, 100], 200, 320
-    starts, ends, end = [], [], 0
-    for gm in group_ms:
-        starts.append((end + 127) // 128 * 128)
-        end = starts[-1] + gm
-        ends.append(end)
-    m = (end + 127) // 128 * 128 + 40
-    rows = torch.full((m,), -1, dtype=torch.int32)
-    for g, (start, stop) in enumerate(zip(starts, ends)):
-        rows[start:stop] = g
+    ends, rows, m = contiguous_rows(group_ms, 128, psum=True, tail=40, device="cpu")
     a = torch.randn(m, k, dtype=torch.bfloat16)
     b = torch.randn(len(group_ms), n, k, dtype=torch.bfloat16)
     a8, b8 = fp8_grouped_operands(a, b)
     for psum in (False, True):
-        layout = torch.tensor(ends, dtype=torch.int32).cuda() if psum else rows.cuda()
+        layout = (ends if psum else rows).cuda()
         for zero in (True, False):
             d = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             deep_gemm.m_grouped_fp8_gemm_nt_contiguous(a8, b8, d, layout, use_psum_layout=psum, ensure_zero_padding=zero)
             torch.cuda.synchronize()
             out = d.cpu()
-            for g, (start, stop) in enumerate(zip(starts, ends)):
-                if stop > start:
-                    diff = calc_diff(out[start:stop], a[start:stop].float() @ b[g].float().t())
-                    assert diff < 1e-3 and not out[start:stop].isnan().any(), f"contiguous group {g} wrong: diff={diff}"
-            pad = out[rows < 0]
-            if zero is False:
-                blocks = torch.arange(m) // 128
-                in_group_block = torch.isin(blocks, blocks[rows >= 0])
-                assert not out[in_group_block].isnan().any(), f"padding rows of a group's block not written (psum={psum})"
-            else:
-                assert (pad == 0).all(), f"padding rows not zero (psum={psum})"
+            for g in range(len(group_ms)):
+                mine = rows == g
+                if mine.any():
+                    diff = calc_diff(out[mine], a[mine].float() @ b[g].float().t())
+                    assert diff < 1e-3 and not out[mine].isnan().any(), f"contiguous group {g} wrong: diff={diff}"
+            assert_padding_rows(out, rows, 128, zero, False, f"contiguous psum={psum}")
     # A malformed index layout (a group id past the last group) must not make the kernel read past B or its
     # scales: those rows count as padding.
     bad = rows.clone()
