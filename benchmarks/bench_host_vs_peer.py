@@ -7,7 +7,7 @@ the calls only enqueue), with A's scales given row-major (the op converts them) 
     python3 benchmarks/bench_host_vs_peer.py --peer-path /tmp/deepgemm-peer/DeepGEMM-v2.6.1 [--rounds 2]
 
 Both packages are named ``deep_gemm``, so every measurement is a child process (PYTHONPATH picks the side), in
-turns: ours, peer, ours, peer. Inputs are built with torch from a fixed seed (bench_vs_peer.py's casts), the same
+turns: ours, peer, ours, peer. Inputs are built with torch from a fixed seed by bench_vs_peer.py's casts, the same
 on both sides. Prints one table of medians over the rounds.
 """
 import argparse
@@ -26,17 +26,13 @@ CHILD = r'''
 import json, sys, time, torch, deep_gemm
 sys.path.insert(0, sys.argv[2])
 from _timing import host_time_per_call
+from bench_vs_peer import per_block_fp8, per_row_fp8
 shapes, host_shape = json.loads(sys.argv[1]), tuple(json.loads(sys.argv[3]))
 torch.manual_seed(0)
 
 def operands(m, n, k):
-    a = torch.randn(m, k, device='cuda', dtype=torch.bfloat16).float().view(m, k // 128, 128)
-    sfa = a.abs().amax(-1).clamp(min=1e-4) / 448.0
-    a8 = (a / sfa.unsqueeze(-1)).to(torch.float8_e4m3fn).view(m, k)
-    b = torch.randn(n, k, device='cuda', dtype=torch.bfloat16).float().view(n // 128, 128, k // 128, 128)
-    sfb = b.abs().amax(dim=(1, 3)).clamp(min=1e-4) / 448.0
-    b8 = (b / sfb[:, None, :, None]).to(torch.float8_e4m3fn).view(n, k)
-    return (a8, sfa), (b8, sfb), torch.empty(m, n, device='cuda', dtype=torch.bfloat16)
+    randn = lambda *shape: torch.randn(*shape, device='cuda', dtype=torch.bfloat16)
+    return per_row_fp8(randn(m, k)), per_block_fp8(randn(n, k)), torch.empty(m, n, device='cuda', dtype=torch.bfloat16)
 
 inputs = {s: operands(*s) for s in shapes}
 torch.cuda.synchronize()

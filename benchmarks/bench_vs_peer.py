@@ -119,24 +119,31 @@ def group_rows(groups: int, mean: int, align: int, seed: int) -> list:
 
 # ---- the child: builds one family's inputs and times the installed deep_gemm --------------------------
 
+# The FP8 casts of the inputs, written with torch (not with either library's helpers, so both sides get the same
+# data; bench_host_vs_peer.py uses them too). torch is imported by the children only.
+
+def per_row_fp8(x):      # [.., K] -> e4m3 and FP32 scales per row per 128 of K
+    import torch
+    *lead, k = x.shape
+    xv = x.float().view(*lead, k // 128, 128)
+    sf = xv.abs().amax(-1).clamp(min=1e-4) / 448.0
+    return (xv / sf.unsqueeze(-1)).to(torch.float8_e4m3fn).view(*lead, k), sf
+
+
+def per_block_fp8(x):    # [.., N, K] -> e4m3 and FP32 scales per 128x128 block (the last block of N may be partial)
+    import torch
+    *lead, n, k = x.shape
+    padded = -(-n // 128) * 128
+    xv = torch.nn.functional.pad(x.float(), (0, 0, 0, padded - n)).view(*lead, padded // 128, 128, k // 128, 128)
+    sf = xv.abs().amax(dim=(-3, -1)).clamp(min=1e-4) / 448.0
+    codes = (xv / sf[..., None, :, None]).to(torch.float8_e4m3fn).view(*lead, padded, k)
+    return codes[..., :n, :].contiguous(), sf
+
+
 def _child(families, runs, with_baseline, only=None):
     import torch
     import deep_gemm
     from _timing import time_interleaved
-
-    def per_row_fp8(x):      # [.., K] -> e4m3 and FP32 scales per row per 128 of K
-        *lead, k = x.shape
-        xv = x.float().view(*lead, k // 128, 128)
-        sf = xv.abs().amax(-1).clamp(min=1e-4) / 448.0
-        return (xv / sf.unsqueeze(-1)).to(torch.float8_e4m3fn).view(*lead, k), sf
-
-    def per_block_fp8(x):    # [.., N, K] -> e4m3 and FP32 scales per 128x128 block (the last block of N may be partial)
-        *lead, n, k = x.shape
-        padded = -(-n // 128) * 128
-        xv = torch.nn.functional.pad(x.float(), (0, 0, 0, padded - n)).view(*lead, padded // 128, 128, k // 128, 128)
-        sf = xv.abs().amax(dim=(-3, -1)).clamp(min=1e-4) / 448.0
-        codes = (xv / sf[..., None, :, None]).to(torch.float8_e4m3fn).view(*lead, padded, k)
-        return codes[..., :n, :].contiguous(), sf
 
     def randn(*shape):
         return torch.randn(*shape, device='cuda', dtype=torch.bfloat16)

@@ -102,3 +102,17 @@ def test_host_vs_peer_table_takes_medians_and_shows_errors():
     lines = hv.table(rows).splitlines()
     assert lines[2] == '| ours, cold cache | ' + ' | '.join(['2.0'] * len(keys)) + ' |'
     assert lines[3].count('error: peer crashed') == len(keys)
+
+
+def test_fp8_casts_round_trip():
+    # The casts both sides (and bench_host_vs_peer.py) build their inputs with, on CPU: the scaled codes give
+    # the input back to e4m3's precision; N need not be a multiple of 128.
+    import torch
+    x = torch.randn(3, 200, 256, dtype=torch.bfloat16)
+    codes, sf = vs.per_row_fp8(x)
+    back = codes.float().view(3, 200, 2, 128) * sf.unsqueeze(-1)
+    assert sf.shape == (3, 200, 2) and (back.view_as(x) - x.float()).abs().max() <= 0.07 * x.float().abs().max()
+    codes, sf = vs.per_block_fp8(x)
+    assert codes.shape == (3, 200, 256) and sf.shape == (3, 2, 2)
+    scale = sf.repeat_interleave(128, 1)[:, :200].repeat_interleave(128, 2)
+    assert (codes.float() * scale - x.float()).abs().max() <= 0.07 * x.float().abs().max()
