@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "jit/jit.hpp"
@@ -256,19 +257,17 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
     const auto keys = grouped_fp8_keys();
     dg_test::expect_distinct_sources(keys, deep_gemm::kernels::gemm_kernel_source,
                                      "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh");
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("PaddingRows::kZero"), std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[0]).code.find("ContiguousLayoutScheduler<256u"),
-              std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[1]).code.find("true, deep_gemm::PaddingRows::kUnspecified, 128u>"),
-              std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("PaddingRows::kUnspecified, 128u>"),
-              std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[2]).code.find("ContiguousLayoutScheduler<64u"),
-              std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[3]).code.find("MaskedGroupedScheduler<64u"),
-              std::string::npos);
-    EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[4]).code.find("MaskedGroupedScheduler<256u"),
-              std::string::npos);
+    const std::pair<size_t, const char*> expected[] = {
+        {0, "PaddingRows::kZero"},
+        {0, "ContiguousLayoutScheduler<256u"},
+        {1, "true, deep_gemm::PaddingRows::kUnspecified, 128u>"},
+        {2, "PaddingRows::kUnspecified, 128u>"},
+        {2, "ContiguousLayoutScheduler<64u"},
+        {3, "MaskedGroupedScheduler<64u"},
+        {4, "MaskedGroupedScheduler<256u"},
+    };
+    for (const auto& [i, text] : expected)
+        EXPECT_NE(deep_gemm::kernels::gemm_kernel_source(keys[i]).code.find(text), std::string::npos) << "key " << i << ": " << text;
 }
 
 // With too little shared memory for any tile, the model returns a stage count below the minimum (the op then
