@@ -27,7 +27,8 @@ import json, sys, time, torch, deep_gemm
 sys.path.insert(0, sys.argv[2])
 from _timing import host_time_per_call
 from bench_vs_peer import per_block_fp8, per_row_fp8
-shapes, host_shape = json.loads(sys.argv[1]), tuple(json.loads(sys.argv[3]))
+from bench_host_vs_peer import child_shapes
+shapes, host_shape = child_shapes(sys.argv[1], sys.argv[3])
 torch.manual_seed(0)
 
 def operands(m, n, k):
@@ -51,6 +52,11 @@ for name, fa in (('host us, sfa row-major', a), ('host us, sfa TMA layout', alig
     out[name] = host_time_per_call(fn, 200, 15, 200_000_000)
 print(json.dumps(out))
 '''
+
+
+def child_shapes(shapes_json: str, host_shape_json: str):
+    """The child's shapes from its JSON arguments, as tuples (they key the child's input dict)."""
+    return [tuple(s) for s in json.loads(shapes_json)], tuple(json.loads(host_shape_json))
 
 
 def child(side: str, peer_path: str, cache: str) -> dict:
