@@ -200,7 +200,7 @@ if has profile_grouped; then
     while IFS= read -r c; do
         [ -n "$c" ] || continue
         for side in ours peer; do
-            log="$OUT/ncu_grouped_${i}_$side.log"
+            log="$OUT/ncu_grouped_${PROFILE_FAMILY:-fp8_contiguous}_${i}_$side.log"
             echo "== $side: $c" >"$log"
             env PYTHONPATH="$([ $side = peer ] && echo "$PEER_SRC" || echo "$PWD")" DG_JIT_CACHE_DIR="/tmp/dg_vs_peer/$side" \
                 timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none -k regex:sm90_fp8_gemm --launch-skip 4 --launch-count 1 \
