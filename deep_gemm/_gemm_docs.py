@@ -79,7 +79,7 @@ DOCS = {
       ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
       raises ``NotImplementedError`` on SM90.
     - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
-      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
+      1D1D kernel launch for up to 32 groups); ``grouped_layout`` must hold the same values.
     """,
 
     'fp8_gemm_nt_skip_head_mid': """:func:`fp8_gemm_nt` whose output skips the middle columns of each head.

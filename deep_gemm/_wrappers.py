@@ -212,7 +212,7 @@ def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks
       ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
       raises ``NotImplementedError`` on SM90.
     - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
-      1D1D kernel launch per non-empty group); ``grouped_layout`` must hold the same values.
+      1D1D kernel launch for up to 32 groups); ``grouped_layout`` must hold the same values.
     """
     if _tracing():
         return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks_cpu), grouped_layout, c, list(recipe),

@@ -345,7 +345,15 @@ def check_fp8_1d1d_gemm() -> None:
 
 
 def check_k_grouped_fp8_gemm() -> None:
-    ks, m, n = [256, 0, 128], 70, 100  # an empty group; M, N multiples of no block size (and not of 4)
+    _k_grouped_fp8_case([256, 0, 128], 70, 100)  # an empty group; M, N multiples of no block size (and not of 4)
+
+
+def check_k_grouped_fp8_gemm_two_launches() -> None:
+    # 35 groups: two launches (32 groups' tensor maps each), the second one's scales past the first's K.
+    _k_grouped_fp8_case([128 * (g % 3) for g in range(35)], 40, 24)
+
+
+def _k_grouped_fp8_case(ks, m, n) -> None:
     a_parts, b_parts, sfa_parts, sfb_parts = [], [], [], []
     c = torch.randn(len(ks), m, n)
     ref = c.clone()

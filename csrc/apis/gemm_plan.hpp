@@ -76,7 +76,7 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
             return {kernels::plan_gemm(p, limits)};
         case kernels::GemmKernel::kFp8_1d1d: break;
     }
-    // FP8 1D1D: dense, or K-grouped (one dense launch per non-empty group, kernels::plan_k_grouped_fp8_gemm).
+    // FP8 1D1D: dense, or K-grouped (one kernel for all groups, kernels::plan_k_grouped_fp8_gemm).
     if (spec->grouping != Grouping::kKContiguous) return {kernels::plan_gemm(p, limits)};
     std::vector<int> ks = call.ks;
     if (ks.empty()) ks.assign(size_t(std::max(call.num_groups, 1)), call.k / std::max(call.num_groups, 1));

@@ -214,8 +214,9 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
 // [N, K_g] K-major, stored back to back in a and b; sfa [M, sum(K_g)/128] and sfb [N, sum(K_g)/128] (DeepGEMM's form)
-// or their transposes. The kernels run the groups (kernels::run_k_grouped_fp8_gemm); this makes the scales
-// TMA-readable and gives the empty groups d[g] = c[g] or zeros.
+// or their transposes. The kernel runs the groups, empty ones included (d[g] = c[g] or zeros;
+// kernels::run_k_grouped_fp8_gemm); this makes the scales TMA-readable. (Every group empty, sum K == 0, is
+// handle_empty's: nothing launches.)
 void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const int64_t m = p.m, n = p.n;
     // Scales: a group's rows start at its K prefix / 128; TMA needs 16-byte rows, so pad M and N to 4.
@@ -233,16 +234,6 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
     const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);
 
-    for (int64_t g = 0; g < p.groups; ++g) {
-        if (call.ks[static_cast<size_t>(g)] != 0) continue;
-        // d[g] = c[g] (nothing to do when c is d) or zeros.
-        at::Tensor dg = call.d->select(0, g);
-        if (not p.has_c) {
-            dg.zero_();
-        } else if (not p.c_is_d) {
-            dg.copy_(call.c->select(0, g));
-        }
-    }
 
     kernels::GemmDesc desc = call_desc(spec, p, call, device);  // K-grouped, num_groups G
     kernels::GemmOperands& o = desc.operands;

@@ -137,20 +137,22 @@ TEST(GemmLaunch, PlanFp8_1d1dMatchesTheHeuristicKey) {
     key.n = 7168, key.k = 2048, key.with_c = true;
     expect_plan(call, key);
 
-    // K-grouped: one dense launch per non-empty group, K at run time (default compiled_dims "mn").
+    // K-grouped: one kernel for all groups, K at run time (default compiled_dims "mn"), its config chosen as for
+    // G * M rows at the groups' mean K rounded up to 128 (8704 / 3 -> 2944).
     GemmCallShape kg = call_of("k_grouped_fp8_gemm_nt_contiguous", 256, 7168, 0);
     kg.num_groups = 3;
     kg.ks = {512, 0, 8192};
-    std::set<std::string> want;
-    for (int group_k : {512, 8192}) {
-        key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d1d,
-                                 h::choose_sm90_fp8_1d1d_config(256, 7168, group_k, kH200Sms, kH200SmemOptin));
-        key.m = 256, key.n = 7168;
-        want.insert(k::gemm_kernel_source(key).symbol);
-    }
-    std::set<std::string> got;
-    for (const auto& src : plan_gemm_call(kg)) got.insert(src.symbol);
-    EXPECT_EQ(got, want);
+    key = k::gemm_kernel_key(k::GemmKernel::kFp8_1d1d,
+                             h::choose_sm90_fp8_1d1d_config(3 * 256, 7168, 2944, kH200Sms, kH200SmemOptin));
+    key.mode = uint8_t(k::GemmGroupedMode::kKGroupedContiguous);
+    key.m = 256, key.n = 7168;
+    const auto planned = plan_gemm_call(kg);
+    ASSERT_EQ(planned.size(), 1u);
+    EXPECT_EQ(planned[0].symbol, k::gemm_kernel_source(key).symbol);
+    EXPECT_NE(planned[0].symbol.find("_kgrouped"), std::string::npos);
+    // No group with K: nothing launches, nothing to plan.
+    kg.ks = {0, 0, 0};
+    EXPECT_TRUE(plan_gemm_call(kg).empty());
 }
 
 TEST(GemmLaunch, PlanBf16MatchesTheHeuristicKey) {

@@ -1,7 +1,8 @@
 // Compile-only checks of the SM90 FP8 1D1D kernel (no GPU needed): the heuristics' configs are valid for the
-// H200, and a few instances (both warpgroup counts, with and without C, a narrow and the widest tile) build
+// H200, and a few instances (both warpgroup counts, with and without C, a narrow and the widest tile, the
+// K-grouped entry point) build
 // for sm_90a with FP8 wgmma (QGMMA), TMA loads, global stores, no TMA store and no local memory. Kept to
-// three NVCC builds and one NVRTC build for CI time.
+// four NVCC builds and one NVRTC build for CI time.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -60,13 +61,19 @@ class KernelCompile1d1d : public dg_test::KernelCompileTest {
 protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
-    void build_and_check(int block_m, int block_n, bool with_c) {
+    void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
-        build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [](const std::string& sass) {
+        if (k_grouped) key.mode = uint8_t(deep_gemm::kernels::GemmGroupedMode::kKGroupedContiguous), key.k = 0;
+        const auto source = deep_gemm::kernels::gemm_kernel_source(key);
+        if (k_grouped) {  // the K-grouped entry point, with the groups' maps in its parameters
+            EXPECT_NE(source.code.find("sm90_fp8_gemm_1d1d_k_grouped_impl"), std::string::npos);
+            EXPECT_NE(source.symbol.find("_kgrouped"), std::string::npos);
+        }
+        build_and_check_sass(source, [](const std::string& sass) {
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_uniform_wgmma_descriptors(sass, "QGMMA");
@@ -86,6 +93,12 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvcc) {
 TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvrtc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     build_and_check(128, 128, true);
+}
+
+// K-grouped: one launch for all groups, each group's tensor maps read from the kernel parameters (8.3 KB of them).
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dKGroupedNvcc) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
+    build_and_check(128, 128, true, true);
 }
 
 }  // namespace

@@ -48,6 +48,11 @@ TEST(GemmKernelParams, EntryPointDeclarationsArePinned) {
               squeeze(tmap + "tmap_a, " + tmap + "tmap_b, " + tmap + "tmap_sfa, " + tmap +
                       "tmap_sfb, float* d, const float* c, unsigned int ldd, unsigned int ldc, unsigned int m, "
                       "unsigned int n, unsigned int k"));
+    // (Host compilers read DG_GRID_CONSTANT(T) as T; NVCC and NVRTC as `const __grid_constant__ T`.)
+    EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D1D_K_GROUPED_PARAMS))),
+              squeeze(tmap + "tmap_sfa, " + tmap +
+                      "tmap_sfb, deep_gemm::Sm90Fp8KGroupedMaps groups, float* d, const float* c, unsigned int m, "
+                      "unsigned int n, unsigned int num_groups, unsigned int scale_k_block0"));
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_FP8_PAGED_MQA_LOGITS_PARAMS))),
               squeeze(tmap + "tmap_q, " + tmap + "tmap_kv, " + tmap + "tmap_sf, const deep_gemm::paged_mqa::Args args"));
     EXPECT_EQ(squeeze(DG_TEST_STR(DG_PARAM_DECLS(DG_SM90_TF32_HC_PRENORM_GEMM_PARAMS))),
@@ -111,6 +116,7 @@ TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSplitKParams>(16);
     expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d1dKGroupedParams>(9);
     expect_fields_in_order<dg::Sm90Fp8PagedMqaLogitsParams>(4);
     expect_fields_in_order<dg::Sm90Tf32HcPrenormGemmParams>(14);
     expect_fields_in_order<dg::LayoutTransposeSfParams>(8);

@@ -133,6 +133,19 @@ def test_k_grouped(c_mode, m, n, ks):
             assert torch.all(d[i] == 0), f'empty group {i} must be zeros'
 
 
+@pytest.mark.parametrize('c_mode', [None, 'alias'])
+def test_k_grouped_more_groups_than_one_launch(c_mode):
+    # One launch takes 32 groups' tensor maps: 40 groups run as 32 + 8, the second launch's scales starting at the
+    # first 32 groups' K; empty groups in both launches, and the last group of each launch non-empty.
+    ks = [128 * ((7 * g) % 3) for g in range(40)]
+    ks[31] = ks[39] = 256
+    d, ref = _k_grouped(96, 80, ks, c_mode, seed=40)
+    _check_diff(d, ref, f'k_grouped 96x80 G=40 c={c_mode}')
+    for i, kg in enumerate(ks):
+        if kg == 0 and c_mode is None:
+            assert torch.all(d[i] == 0), f'empty group {i} must be zeros'
+
+
 def test_k_grouped_all_empty():
     d, ref = _k_grouped(64, 64, [0, 0], 'c', seed=5)
     assert torch.equal(d, ref.float())

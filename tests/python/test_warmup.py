@@ -183,9 +183,9 @@ def test_planned_kernels_follow_the_call_and_the_target():
     assert with_c.symbol.endswith('_cf32') or '_cf32_' in with_c.symbol
     (d32, _) = plan_call(parse_call('fp8_gemm_nt:m=200,n=384,k=256,recipe=1;1;128,d_dtype=float32'), H200)
     assert d32.name == 'sm90_fp8_gemm_1d1d'
-    # K-grouped FP8: one kernel per distinct planned kernel of the groups (K is a runtime value by default).
+    # K-grouped FP8: one kernel for all groups (each group's K is a runtime value).
     kg = plan_call(parse_call('k_grouped_fp8_gemm_nt_contiguous:m=256,n=512,ks=512;1024;0'), H200)
-    assert [r.name for r in kg] == ['sm90_fp8_gemm_1d1d']
+    assert [r.name for r in kg] == ['sm90_fp8_gemm_1d1d'] and '_k0_kgrouped' in kg[0].symbol
     _C.set_ignore_compile_dims(True)  # a process knob the plan follows, as the op does
     try:
         assert '_m0_n0_k0' in plan_call(SMALL_CALLS[0], H200)[0].symbol

@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,13 @@ static_assert(sizeof(CUtensorMap) == sizeof(TmaDescriptor), "TmaDescriptor must 
 
 inline const TmaDescriptor* tma_descriptor(const CUtensorMap& map) {
     return reinterpret_cast<const TmaDescriptor*>(&map);
+}
+
+// A CUtensorMap as a TmaDescriptor value, for maps held inside a parameter struct (the K-grouped FP8 kernel's).
+inline TmaDescriptor tma_descriptor_value(const CUtensorMap& map) {
+    TmaDescriptor value;
+    std::memcpy(&value, &map, sizeof(value));
+    return value;
 }
 
 // The parts of one generated source around the entry point's fixed shape.

@@ -13,9 +13,14 @@ namespace {
 
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
+bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGroupedContiguous; }
+bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGroupedMode::kKGroupedContiguous); }
+
 std::string make_symbol(const GemmKernelKey& key) {
-    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.with_c ? "_c" : "");
+    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "");
 }
+
+constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
 
 }  // namespace
 
@@ -23,14 +28,30 @@ void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
-    if (p.mode != GemmGroupedMode::kNone) fail(op, "the 1D1D kernel runs dense problems only");
+    const bool k_grouped = is_k_grouped(p);
+    if (p.mode != GemmGroupedMode::kNone && !k_grouped) fail(op, "the 1D1D kernel runs dense and K-grouped problems only");
     if (k % 16 != 0) fail(op, "K must be a multiple of 16 (16-byte aligned FP8 rows); got " + std::to_string(k));
     if (!o.a || !o.b || !o.sfa || !o.sfb || !o.d) fail(op, "null pointer argument");
     if (!aligned(o.a, 16) || !aligned(o.b, 16) || !aligned(o.sfa, 16) || !aligned(o.sfb, 16))
         fail(op, "a, b, sfa and sfb must be 16-byte aligned");
     if (!aligned(o.d, 4) || (o.c && !aligned(o.c, 4))) fail(op, "d and c must be 4-byte aligned");
-    if (o.lda < k || o.lda % 16 != 0) fail(op, "lda must be >= K and a multiple of 16");
-    if (o.ldb < k || o.ldb % 16 != 0) fail(op, "ldb must be >= K and a multiple of 16");
+    if (k_grouped) {
+        // Each group's A / B rows are K_g bytes: 16-byte aligned rows and whole 128-K scale blocks.
+        if (!o.host_ks || p.num_groups <= 0) fail(op, "a K-grouped problem needs its groups' K on the host");
+        int64_t sum = 0;
+        for (int g = 0; g < p.num_groups; ++g) {
+            if (o.host_ks[g] < 0 || o.host_ks[g] % heuristics::kSm90Fp8BlockK != 0)
+                fail(op, "every group's K must be a non-negative multiple of 128");
+            sum += o.host_ks[g];
+        }
+        if (sum != k) fail(op, "the groups' K must sum to the problem's K");
+        if (o.ldd != n || (o.c && o.ldc != n) || o.d_group_stride != int64_t(m) * n ||
+            (o.c && o.c_group_stride != int64_t(m) * n))
+            fail(op, "K-grouped d and c must be contiguous [G, M, N]");
+    } else {
+        if (o.lda < k || o.lda % 16 != 0) fail(op, "lda must be >= K and a multiple of 16");
+        if (o.ldb < k || o.ldb % 16 != 0) fail(op, "ldb must be >= K and a multiple of 16");
+    }
     if (o.ldd < n || (o.c && o.ldc < n)) fail(op, "ldd and ldc must be >= N");
     if (o.lda >= (int64_t(1) << 32) || o.ldb >= (int64_t(1) << 32) || o.ldd >= (int64_t(1) << 32) ||
         o.ldc >= (int64_t(1) << 32))
@@ -42,6 +63,15 @@ void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
 gemm_launch::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, int num_sms, int smem_limit) {
     gemm_launch::ConfigQuery q;
     q.m = p.m, q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
+    if (is_k_grouped(p)) {
+        // The groups' tiles run in one launch: the model sees them as one problem of G * M rows with the mean K
+        // (rounded up to whole K blocks).
+        const int64_t groups = std::max(p.num_groups, 1);
+        const int64_t mean_k = (int64_t(p.k) + groups - 1) / groups;
+        q.m = int(std::min<int64_t>(groups * p.m, INT32_MAX));
+        q.k = int(std::max<int64_t>((mean_k + 127) / 128 * 128, 128));
+        q.mode = int(p.mode), q.groups = int(groups);
+    }
     return q;
 }
 
@@ -58,12 +88,19 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
     GemmKernelKey key = gemm_kernel_key(GemmKernel::kFp8_1d1d, config);
     dims.apply(key, p.m, p.n, p.k);
     key.with_c = p.with_c;
+    if (is_k_grouped(p)) {
+        key.mode = uint8_t(p.mode);
+        key.k = 0;  // each group has its own K: never a kernel constant
+    }
     return key;
 }
 
 // The entry point's body: the kernel with its compile-time choices.
 constexpr char kBodyTemplate[] =
     "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}>(\n"
+    "        {args});\n";
+constexpr char kKGroupedBodyTemplate[] =
+    "    deep_gemm::sm90_fp8_gemm_1d1d_k_grouped_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {with_c}>(\n"
     "        {args});\n";
 // The host sizes shared memory with its own formula: make the device layout agree.
 constexpr char kTrailerTemplate[] =
@@ -77,14 +114,19 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
     src.num_threads = 128 + 128 * (key.block_m / 64);
     src.smem_bytes = heuristics::sm90_fp8_1d1d_smem_bytes(key.block_m, key.block_n, key.num_stages);
     const std::string prelude = wgmma_selection(key.block_n, 0) + "#include <deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh>\n";
+    const bool k_grouped = is_k_grouped(key);
     const std::string body =
-        fmt::format(kBodyTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),
-                    fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n), fmt::arg("m", key.m),
-                    fmt::arg("n", key.n), fmt::arg("k", key.k), fmt::arg("with_c", key.with_c ? "true" : "false"),
-                    fmt::arg("args", param_names<Sm90Fp8Gemm1d1dParams>()));
+        fmt::format(fmt::runtime(k_grouped ? kKGroupedBodyTemplate : kBodyTemplate), fmt::arg("bm", key.block_m),
+                    fmt::arg("bn", key.block_n), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
+                    fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k),
+                    fmt::arg("with_c", key.with_c ? "true" : "false"),
+                    fmt::arg("args", k_grouped ? param_names<Sm90Fp8Gemm1d1dKGroupedParams>()
+                                               : param_names<Sm90Fp8Gemm1d1dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),
                                             fmt::arg("stages", key.num_stages), fmt::arg("smem", src.smem_bytes));
-    src.code = render_kernel_source<Sm90Fp8Gemm1d1dParams>({prelude, src.symbol, src.num_threads, body, trailer});
+    const KernelEntry entry{prelude, src.symbol, src.num_threads, body, trailer};
+    src.code = k_grouped ? render_kernel_source<Sm90Fp8Gemm1d1dKGroupedParams>(entry)
+                         : render_kernel_source<Sm90Fp8Gemm1d1dParams>(entry);
     return src;
 }
 
@@ -94,13 +136,17 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+    const bool k_grouped = is_k_grouped(p);
     CUtensorMap* t = prepared.tmaps;
-    t[0] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), uint64_t(o.lda),
-                        heuristics::kSm90Fp8BlockK, uint32_t(config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
-                        "FP8 1D1D GEMM: tensor map for a");
-    t[1] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), uint64_t(o.ldb),
-                        heuristics::kSm90Fp8BlockK, uint32_t(config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
-                        "FP8 1D1D GEMM: tensor map for b");
+    if (!k_grouped) {  // (K-grouped: a pair per group, built at each launch)
+        t[0] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), uint64_t(o.lda),
+                            heuristics::kSm90Fp8BlockK, uint32_t(config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
+                            "FP8 1D1D GEMM: tensor map for a");
+        t[1] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), uint64_t(o.ldb),
+                            heuristics::kSm90Fp8BlockK, uint32_t(config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
+                            "FP8 1D1D GEMM: tensor map for b");
+    }
+    prepared.block_m = config.block_m, prepared.block_n = config.block_n;
     t[2] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb),
                         uint64_t(o.sfa_stride) * 4, uint32_t(config.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
                         "FP8 1D1D GEMM: tensor map for sfa");
@@ -110,17 +156,59 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
 
     const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    prepared.launch.grid[0] = persistent_grid(num_sms, m_blocks * n_blocks);
+    const int64_t launch_groups = k_grouped ? std::min(p.num_groups, kMaxKGroups) : 1;
+    prepared.launch.grid[0] = persistent_grid(num_sms, launch_groups * m_blocks * n_blocks);
     prepared.launch.block[0] = unsigned(config.num_threads());
     prepared.launch.smem_bytes =
         unsigned(heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages));
 }
+
+namespace {
+
+// K-grouped: one launch per kMaxKGroups groups, each with its groups' A / B tensor maps and K in the parameters.
+void launch_k_grouped(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared, const jit::LaunchConfig& launch) {
+    const GemmProblem& p = desc.problem;
+    const GemmOperands& o = desc.operands;
+    const int64_t m = p.m, n = p.n;
+    const CUtensorMap* t = prepared.tmaps;
+    Sm90Fp8Gemm1d1dKGroupedParams params{};
+    params.tmap_sfa = tma_descriptor(t[2]), params.tmap_sfb = tma_descriptor(t[3]);
+    params.m = unsigned(m), params.n = unsigned(n);
+    int64_t k_prefix = 0;
+    for (int first = 0; first < p.num_groups; first += kMaxKGroups) {
+        const int count = std::min(kMaxKGroups, p.num_groups - first);
+        params.groups = Sm90Fp8KGroupedMaps{};
+        params.scale_k_block0 = unsigned(k_prefix / heuristics::kSm90Fp8BlockK);
+        for (int i = 0; i < count; ++i) {
+            const int64_t kg = o.host_ks[first + i];
+            params.groups.k[i] = int(kg);
+            if (kg > 0) {
+                const auto a = static_cast<const uint8_t*>(o.a) + m * k_prefix;
+                const auto b = static_cast<const uint8_t*>(o.b) + n * k_prefix;
+                params.groups.a[i] = tma_descriptor_value(make_tmap_2d(
+                    CU_TENSOR_MAP_DATA_TYPE_UINT8, a, uint64_t(kg), uint64_t(m), uint64_t(kg), heuristics::kSm90Fp8BlockK,
+                    uint32_t(prepared.block_m), CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's a"));
+                params.groups.b[i] = tma_descriptor_value(make_tmap_2d(
+                    CU_TENSOR_MAP_DATA_TYPE_UINT8, b, uint64_t(kg), uint64_t(n), uint64_t(kg), heuristics::kSm90Fp8BlockK,
+                    uint32_t(prepared.block_n), CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's b"));
+            }
+            k_prefix += kg;
+        }
+        params.d = static_cast<float*>(o.d) + int64_t(first) * o.d_group_stride;
+        params.c = o.c != nullptr ? static_cast<const float*>(o.c) + int64_t(first) * o.c_group_stride : nullptr;
+        params.num_groups = unsigned(count);
+        launch_with_params(*prepared.kernel, launch, params);
+    }
+}
+
+}  // namespace
 
 void Fp8Gemm1d1dTraits::launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     jit::LaunchConfig launch = prepared.launch;
     launch.stream = o.stream;
+    if (is_k_grouped(p)) return launch_k_grouped(desc, prepared, launch);
     const CUtensorMap* t = prepared.tmaps;
     Sm90Fp8Gemm1d1dParams params{};
     params.tmap_a = tma_descriptor(t[0]), params.tmap_b = tma_descriptor(t[1]);

@@ -1,7 +1,7 @@
 // Host side of the SM90 FP8 1D1D GEMM: D[M,N] (float32) = C + A[M,K] @ B[N,K]^T with 1x128 scales on both
 // operands (recipe (1, 1, 128), the weight-gradient GEMM); its part of the GEMM launch path
-// (sm90_gemm_launch.hpp). K-grouped calls run one launch per group (see run_fp8_k_grouped in
-// csrc/apis/gemm_run.cpp). Torch-free.
+// (sm90_gemm_launch.hpp), dense and K-grouped (run_k_grouped_fp8_gemm: all groups in one launch per 32).
+// Torch-free.
 #pragma once
 
 #include <cuda.h>

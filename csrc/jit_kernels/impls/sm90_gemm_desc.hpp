@@ -73,6 +73,7 @@ struct GemmProblem {
 //   sfb  FP8 1D2D: float32 [(G,) ceil(N/128), ceil(K/128)] packed; 1D1D: N-major like sfa, sfb_stride
 //   d    [M, N] (masked [G, max_m, N] contiguous across groups: d_group_stride == max_m * ldd)
 //   c    optional, as d (may be d); K-grouped and masked BF16: c_group_stride == M * ldc
+//   host_ks  K-grouped FP8 (1D1D): K_g of each group on the host; the kernel reads no K from the GPU
 //   grouped  int32 on the GPU: contiguous grouped_layout [sum_M] (psum layout: group ends [G]), masked
 //            masked_m [G], K-grouped ks [G]; the einsum modes read none (grouped_array_name)
 struct GemmOperands {
@@ -83,6 +84,7 @@ struct GemmOperands {
     void* d = nullptr;
     const void* c = nullptr;
     const int* grouped = nullptr;
+    const int64_t* host_ks = nullptr;  // K-grouped FP8: the G values of K_g on the host (its per-group tensor maps)
     int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, sfa_stride = 0, sfb_stride = 0;
     int64_t a_group_stride = 0, b_group_stride = 0, sfa_group_stride = 0, d_group_stride = 0, c_group_stride = 0;
     CUstream stream = nullptr;
@@ -102,11 +104,10 @@ void run_gemm(const GemmDesc& desc);
 // d[g] = c[g] + A_g @ B_g^T, with A_g [M, K_g] and B_g [N, K_g] K-major and stored back to back from a and b
 // (lda, ldb unused), sfa / sfb MN-major with group g's rows from K prefix / 128 (sfa_stride, sfb_stride), d
 // and c [G, M, N] (ldd = ldc = N, d_group_stride = c_group_stride = M * N). `ks` holds the G values of K_g on
-// the host. One launch of the dense 1D1D kernel per non-empty group, with that group's tensor maps (exact,
-// nothing device-side); groups with K_g == 0 are the caller's (d[g] = c[g] or zeros), as K == 0 is for
-// run_gemm. Cost: G launches (a few us each, overlapped by PDL) and a tensor-map/memo entry per group, and
-// the tail wave of one group does not overlap the next group's tiles; a single launch with per-group maps in
-// the kernel parameters would remove both, at the price of a grouped scheduler in the kernel.
+// the host. One persistent launch of the 1D1D kernel's K-grouped entry per 32 groups
+// (Sm90Fp8KGroupedMaps::kMaxGroups), with every group's A / B tensor maps in the kernel parameters; a group
+// with K_g == 0 stores c[g] or zeros. When sum(ks) == 0 nothing launches (the caller's: d = c or zeros, as
+// K == 0 is for run_gemm).
 void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks);
 
 // The compile-time part of one kernel instance, for every SM90 GEMM kernel: compared and hashed bytewise
@@ -170,8 +171,8 @@ struct DeviceLimits {
 // source, with no GPU. Raises jit::Error as run_gemm would for an impossible config.
 GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits);
 
-// The distinct kernels run_k_grouped_fp8_gemm would build for a K-grouped FP8 problem whose groups have the
-// values of K in `ks` (groups with K == 0 launch nothing), in first-use order.
+// The kernel run_k_grouped_fp8_gemm would build for a K-grouped FP8 problem whose groups have the values of K
+// in `ks`: one (whatever the groups' K), or none when they are all 0.
 std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem, std::span<const int> ks,
                                                       const DeviceLimits& limits);
 

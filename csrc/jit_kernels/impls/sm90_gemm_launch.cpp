@@ -66,15 +66,6 @@ void run_gemm(const GemmDesc& desc) {
 
 namespace {
 
-// The dense problem of one group of a K-grouped FP8 problem: what each group's launch runs and plans.
-GemmProblem k_group_problem(const GemmProblem& k_grouped, int k) {
-    GemmProblem p = k_grouped;
-    p.mode = GemmGroupedMode::kNone;
-    p.num_groups = 0;
-    p.k = k;
-    return p;
-}
-
 void check_k_grouped_fp8(const char* entry, const GemmProblem& p, size_t num_ks) {
     if (p.kernel != GemmKernel::kFp8_1d1d || p.mode != GemmGroupedMode::kKGroupedContiguous)
         throw jit::Error(std::string(entry) + ": not a K-grouped FP8 (1D1D) problem");
@@ -87,26 +78,9 @@ void check_k_grouped_fp8(const char* entry, const GemmProblem& p, size_t num_ks)
 
 void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks) {
     check_k_grouped_fp8("run_k_grouped_fp8_gemm", desc.problem, ks.size());
-    const GemmOperands& all = desc.operands;
-    const int64_t m = desc.problem.m, n = desc.problem.n;
-    GemmDesc group{k_group_problem(desc.problem, 0), all};
-    GemmOperands& o = group.operands;
-    o.d_group_stride = o.c_group_stride = 0;
-    int64_t k_prefix = 0;
-    for (size_t g = 0; g < ks.size(); ++g) {
-        const int64_t kg = ks[g];
-        if (kg == 0) continue;  // the caller's: d[g] = c[g] or zeros
-        o.a = static_cast<const uint8_t*>(all.a) + m * k_prefix;
-        o.b = static_cast<const uint8_t*>(all.b) + n * k_prefix;
-        o.lda = kg, o.ldb = kg;
-        group.problem.k = static_cast<int>(kg);
-        o.sfa = all.sfa + (k_prefix / 128) * all.sfa_stride;
-        o.sfb = all.sfb + (k_prefix / 128) * all.sfb_stride;
-        o.d = static_cast<float*>(all.d) + int64_t(g) * all.d_group_stride;
-        o.c = all.c != nullptr ? static_cast<const float*>(all.c) + int64_t(g) * all.c_group_stride : nullptr;
-        run_gemm(group);
-        k_prefix += kg;
-    }
+    GemmDesc grouped = desc;
+    grouped.operands.host_ks = ks.data();
+    run_gemm(grouped);
 }
 
 GemmKernelKey gemm_kernel_key(GemmKernel kernel, const heuristics::Sm90GemmConfig& config) {
@@ -142,15 +116,12 @@ GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limit
 std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem, std::span<const int> ks,
                                                       const DeviceLimits& limits) {
     check_k_grouped_fp8("plan_k_grouped_fp8_gemm", problem, ks.size());
-    std::vector<GemmKernelSource> sources;
-    for (int kg : ks) {
-        if (kg == 0) continue;
-        GemmKernelSource src = plan_gemm(k_group_problem(problem, kg), limits);
-        bool seen = false;
-        for (const auto& s : sources) seen = seen || s.symbol == src.symbol;
-        if (!seen) sources.push_back(std::move(src));
-    }
-    return sources;
+    int64_t sum = 0;
+    for (int kg : ks) sum += kg;
+    if (sum == 0) return {};  // nothing launches
+    GemmProblem p = problem;
+    p.k = int(std::min<int64_t>(sum, INT32_MAX));  // the groups' K, whatever the caller's k
+    return {plan_gemm(p, limits)};
 }
 
 std::string wgmma_selection(int fp8_n, int bf16_n) {

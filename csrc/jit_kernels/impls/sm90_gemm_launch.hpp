@@ -55,6 +55,9 @@ struct PreparedLaunch {
     CUtensorMap tmaps[4];
     // FP8 1D2D split-K: the tiles (one counter each; 0 = not split) and the partials' bytes.
     size_t split_k_tiles = 0, split_k_partial_bytes = 0;
+    // FP8 1D1D K-grouped: the tile, for the per-group A / B tensor maps built at each launch (they depend on
+    // the host's K list, which the memo key does not hold).
+    int block_m = 0, block_n = 0;
 };
 
 // The prepared-launch memo key: the arguments a PreparedLaunch depends on, plus the settings generation
@@ -132,8 +135,7 @@ PreparedLaunch prepare(const char* op, const GemmDesc& desc, const GemmProblem& 
     return prepared;
 }
 
-// Per thread and kernel, so no lock; a collision just prepares again. 16 slots: a K-grouped FP8 call of up to
-// 16 groups (one launch each) finds every group's launch again on the next call with the same tensors.
+// Per thread and kernel, so no lock; a collision just prepares again.
 template <typename Traits>
 thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
 

@@ -57,9 +57,21 @@ static_assert(sizeof(void*) == sizeof(float*) && sizeof(void*) == sizeof(unsigne
               "DG_DEVICE_TYPE: the host holds a device type's pointer as void*");
 #endif
 
+// A parameter the kernel reads in place, through its address (e.g. an array of tensor maps indexed at run time),
+// is written X(DG_GRID_CONSTANT(T), name): the entry point declares `const __grid_constant__ T name` (no copy
+// to local memory), the host's struct holds a plain T. T is plain data whose layout both compilers agree on.
+#if defined(__CUDACC__)
+#define DG_GRID_CONSTANT(T) const __grid_constant__ T
+#else
+#define DG_GRID_CONSTANT(T) T
+#endif
+
 // The host's struct of a list: its fields in order, the list's name for the generated source (kList), the
 // number of parameters, a visitor over the launch arguments in order (a tensor map's descriptor, the others'
-// fields) and one over the struct's own members (host code only).
+// fields) and one over the struct's own members (host code only: NVCC and NVRTC see a declaration).
+#if defined(__CUDACC__)
+#define DG_DEFINE_KERNEL_PARAMS(Struct, LIST) struct Struct
+#else
 #define DG_DEFINE_KERNEL_PARAMS(Struct, LIST)                                          \
     struct Struct {                                                                    \
         static constexpr const char* kList = #LIST;                                    \
@@ -74,3 +86,4 @@ static_assert(sizeof(void*) == sizeof(float*) && sizeof(void*) == sizeof(unsigne
             LIST(DG_PARAM_MEMBER_TMAP, DG_PARAM_VISIT, DG_PARAM_SEP_NONE)              \
         }                                                                              \
     }
+#endif

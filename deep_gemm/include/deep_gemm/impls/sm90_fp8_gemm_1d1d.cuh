@@ -12,6 +12,10 @@
 // fin += acc * sfa[row] * sfb[column]. The epilogue stores FP32 straight from registers, adding C
 // (AccumDirectStoreEpilogue), so there is no D staging buffer.
 //
+// K-grouped (the weight gradients of MoE experts): all groups in one persistent launch (KGroupedScheduler), each
+// group with its own A / B tensor maps from the kernel parameters (Sm90Fp8KGroupedMaps), so the last partial wave
+// of one group's tiles overlaps the next group's.
+//
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
 // csrc/jit_kernels/heuristics/sm90_fp8_1d1d.hpp):
 //   [A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4][sfb slots S*align(BLOCK_N*4, 128)]
@@ -28,6 +32,7 @@
 #include "../ptx/wgmma_atoms.cuh"
 #include "../ptx/wgmma_helpers.cuh"
 #include "../scheduler/gemm_scheduler.cuh"
+#include "../scheduler/grouped_scheduler.cuh"
 #include "sm90_fp8_gemm_1d1d_params.hpp"  // the generated entry point's parameters
 
 namespace deep_gemm {
@@ -59,23 +64,36 @@ struct Sm90Fp8Gemm1d1dLayout {
     static_assert(kSmemSfa % 128 == 0 && kOffSfb % 128 == 0, "TMA destinations are 128-byte aligned");
 };
 
-template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
-          bool kWithC>
-__device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
+// The tile order: dense, or K-grouped with the K of each group read from the kernel parameters.
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKGrouped>
+struct Sm90Fp8Gemm1d1dScheduler {
+    using Type = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
+};
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true> {
+    using Type = KGroupedScheduler<kBlockM, kBlockN, kGroupN, true>;
+};
+
+// The kernel body of both entry points below. Dense: one A and one B tensor map, the whole K per tile. K-grouped
+// (kKGrouped): the tiles of every group of this launch (KGroupedScheduler over ks, which points into the kernel
+// parameters), each group with its own A / B maps (maps_a[g], maps_b[g]: the groups' rows have different
+// strides), its own K, and its K blocks' scales from K block scale_k_block0 + (the group's K offset) / 128 of
+// sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros.
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped>
+__device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* maps_a, const TmaDescriptor* maps_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
-                                                        float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
-                                                        u32 n_runtime, u32 k_runtime) {
+                                                        float* d, const float* c, u32 ldd, u32 ldc, u32 m, u32 n,
+                                                        u32 k, const i32* ks, u32 num_groups, u32 scale_k_block0) {
     using Layout = Sm90Fp8Gemm1d1dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
-    using Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
+    using Scheduler = typename Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, kKGrouped>::Type;
     using Epilogue = AccumDirectStoreEpilogue<kBlockM, kBlockN, true, kWithC>;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
-
-    const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
-    const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
-    const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
-    const u32 num_k_blocks = ceil_div(k, kBlockK);
+    const u32 num_k_blocks = ceil_div(k, kBlockK);  // dense: every tile's
+    // A tile's K blocks and the K block of its first scale column.
+    const auto tile_k_blocks = [&](const Scheduler& s) { return kKGrouped ? ceil_div(s.k_size(k), kBlockK) : num_k_blocks; };
+    const auto tile_scale_k_block0 = [&](const Scheduler& s) { return scale_k_block0 + s.k_offset() / kBlockK; };
 
     extern __shared__ __align__(1024) u8 smem[];
     u8* smem_a = smem + Layout::kOffA;
@@ -88,8 +106,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     const u32 thread_in_wg = threadIdx.x % 128;
 
     if (threadIdx.x == 0) {
-        ptx::tma_prefetch_descriptor(tmap_a);
-        ptx::tma_prefetch_descriptor(tmap_b);
+        if constexpr (!kKGrouped) {  // (a K-grouped launch has a map pair per group: left to the first loads)
+            ptx::tma_prefetch_descriptor(maps_a[0]);
+            ptx::tma_prefetch_descriptor(maps_b[0]);
+        }
         ptx::tma_prefetch_descriptor(tmap_sfa);
         ptx::tma_prefetch_descriptor(tmap_sfb);
         pipe.init(Layout::kNumMathThreads / 32);  // one arrival per math warp
@@ -101,16 +121,23 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     if (warpgroup == 0) {
         // ---------------- producer ----------------
         sm90_gemm_producer<Scheduler, kNumStages, kBlockN, Layout::kNumMathWarpgroups>(
-            m, n, nullptr, 0, [&](const Scheduler&, PipelineState<kNumStages>& st, i32 m0, i32 n0, i32, i32) {
-                for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+            m, n, ks, num_groups, [&](const Scheduler& s, PipelineState<kNumStages>& st, i32 m0, i32 n0, i32, i32) {
+                u32 group = 0;
+                if constexpr (kKGrouped) group = s.group_index();
+                const TmaDescriptor& tmap_a = maps_a[group];
+                const TmaDescriptor& tmap_b = maps_b[group];
+                const u32 kbs = tile_k_blocks(s);
+                const u32 sk0 = tile_scale_k_block0(s);
+                for (u32 kb = 0; kb < kbs; ++kb) {
                     pipe.producer_acquire(st);
                     u64* full = &pipe.full[st.stage];
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
                     const i32 k0 = static_cast<i32>(kb * kBlockK);
                     ptx::tma_load_2d(smem_a + st.stage * Layout::kSmemA, tmap_a, full, k0, m0);
                     ptx::tma_load_2d(smem_b + st.stage * Layout::kSmemB, tmap_b, full, k0, n0);
-                    ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb));
-                    ptx::tma_load_2d(smem_sfb + st.stage * Layout::kSmemSfb, tmap_sfb, full, n0, static_cast<i32>(kb));
+                    ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(sk0 + kb));
+                    ptx::tma_load_2d(smem_sfb + st.stage * Layout::kSmemSfb, tmap_sfb, full, n0,
+                                     static_cast<i32>(sk0 + kb));
                     st.advance();
                 }
             });
@@ -124,9 +151,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
         const u32 row_lo = math_wg * 64 + warp * 16 + lane / 4;
         const u32 col_in_group = (lane % 4) * 2;
 
-        Scheduler scheduler(m, n);
-        // No staging buffer and no tensor map: the direct-store epilogue ignores both (tmap_a fills the slot).
-        Epilogue epilogue(nullptr, math_wg, thread_in_wg, tmap_a, d, ldd, c, ldc);
+        Scheduler scheduler(m, n, ks, num_groups);
+        // No staging buffer and no tensor map: the direct-store epilogue ignores both (tmap_sfa fills the slot).
+        Epilogue epilogue(nullptr, math_wg, thread_in_wg, tmap_sfa, d, ldd, c, ldc);
         PipelineState<kNumStages> st;
 
         float acc[kNumAccum];
@@ -140,7 +167,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
 
-            for (u32 kb = 0; kb < num_k_blocks; ++kb) {
+            const u32 kbs = tile_k_blocks(scheduler);
+            for (u32 kb = 0; kb < kbs; ++kb) {
                 pipe.consumer_wait(st);
                 ptx::wgmma_fp8_kmajor_k128<Wgmma>(
                     smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
@@ -174,11 +202,42 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
                 }
             }
 
-            epilogue.store(fin, m_block * kBlockM, n_block * kBlockN, m, n);
+            if constexpr (kKGrouped) {
+                epilogue.store(fin, scheduler.d_row0(), n_block * kBlockN, scheduler.d_row_end(), n);
+            } else {
+                epilogue.store(fin, m_block * kBlockM, n_block * kBlockN, m, n);
+            }
         }
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();
     }
+}
+
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
+          bool kWithC>
+__device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
+                                                        const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
+                                                        float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
+                                                        u32 n_runtime, u32 k_runtime) {
+    const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
+    const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
+    const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false>(
+        &tmap_a, &tmap_b, tmap_sfa, tmap_sfb, d, c, ldd, ldc, m, n, k, nullptr, 0u, 0u);
+}
+
+// K-grouped (k_grouped_fp8_gemm_nt_contiguous): the groups of Sm90Fp8KGroupedMaps in one launch; d and c are
+// [num_groups, m, n] with row stride n.
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC>
+__device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescriptor& tmap_sfa,
+                                                                  const TmaDescriptor& tmap_sfb,
+                                                                  const Sm90Fp8KGroupedMaps& groups, float* d,
+                                                                  const float* c, u32 m_runtime, u32 n_runtime,
+                                                                  u32 num_groups, u32 scale_k_block0) {
+    const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
+    const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true>(
+        groups.a, groups.b, tmap_sfa, tmap_sfb, d, c, n, n, m, n, 0u, groups.k, num_groups, scale_k_block0);
 }
 
 }  // namespace deep_gemm

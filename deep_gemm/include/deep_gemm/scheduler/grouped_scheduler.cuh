@@ -268,7 +268,8 @@ struct MaskedGroupedScheduler : WholeKRange {
 // ks (int32 [num_groups] on the GPU: no host sync) is read as the tiles move forward, so each CTA reads
 // each entry at most once. Each ks[g] must be a multiple of BLOCK_K (the host checks 128): a tile's last
 // K block then never reaches into the next group's rows. ks[g] == 0 gives tiles with no K blocks.
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+// kKsInParams: ks points into the kernel's parameters (the FP8 op's host list), read with plain loads.
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKsInParams = false>
 struct KGroupedScheduler : WholeKRange {
     static constexpr bool kMayHaveEmptyK = true;
     const i32* ks;
@@ -297,7 +298,7 @@ struct KGroupedScheduler : WholeKRange {
     }
 
     __device__ __forceinline__ u32 load_k(u32 g) const {
-        const i32 k = __ldg(ks + g);
+        const i32 k = kKsInParams ? ks[g] : __ldg(ks + g);
         return k > 0 ? static_cast<u32>(k) : 0u;
     }
 
@@ -324,6 +325,8 @@ struct KGroupedScheduler : WholeKRange {
     __device__ __forceinline__ u32 d_row_end() const { return group * rows + rows; }
     __device__ __forceinline__ u32 k_offset() const { return group_k0; }
     __device__ __forceinline__ u32 k_size(u32) const { return group_k; }
+    // The tile's group (kernels with per-group tensor maps index them by it).
+    __device__ __forceinline__ u32 group_index() const { return group; }
 };
 
 }  // namespace deep_gemm
