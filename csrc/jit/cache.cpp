@@ -122,13 +122,14 @@ std::vector<std::unique_ptr<std::filesystem::path>> g_include_dirs;  // kept ali
 
 std::string compute_key(const KeyInputs& in) {
     Sha256 h;
-    h.update_field("deep_gemm jit key v1");
+    // v2: headers enter through their content's digest (which scan_includes keeps per process), not the content.
+    h.update_field("deep_gemm jit key v2");
     h.update_field(in.name);
     h.update_field(in.code);
     h.update_field(std::to_string(in.headers.size()));
     for (const IncludedHeader& header : in.headers) {
         h.update_field(header.relative_path);
-        h.update_field(header.content);
+        h.update_field(header.digest.empty() ? sha256_hex(header.content) : header.digest);
     }
     h.update_field(in.compiler_kind);
     h.update_field(in.compiler_version);

@@ -1,4 +1,7 @@
 // SHA-256, include scanning, the cache key and manifests.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "jit/cache.hpp"
 #include "jit/compiler.hpp"
 #include "jit/include_scan.hpp"
@@ -50,6 +53,33 @@ TEST(IncludeScan, FindsTransitiveHeadersUnderRootOnly) {
     const std::vector<std::string> expected = {"deep_gemm/a.cuh", "deep_gemm/c.cuh", "deep_gemm/common/b.cuh"};
     EXPECT_EQ(names, expected);
     EXPECT_EQ(headers[1].content, "// leaf\n");
+}
+
+// A header's content and digest are kept per process while its stat is unchanged: a rewrite of the same size
+// (another modification time) is read again, and so is a file replaced by another one (another inode).
+TEST(IncludeScan, RereadsAHeaderWhoseStatChanged) {
+    dg_test::TempDir dir;
+    const fs::path root = dir.path() / "include";
+    const fs::path header = root / "deep_gemm/a.cuh";
+    dg_test::write_text(header, "int a;\n");
+    const std::string source = "#include <deep_gemm/a.cuh>\n";
+    const auto first = scan_includes(source, root);
+    ASSERT_EQ(first.size(), 1u);
+    EXPECT_EQ(first[0].digest, sha256_hex("int a;\n"));
+    EXPECT_EQ(scan_includes(source, root)[0].digest, first[0].digest) << "unchanged: the same digest";
+
+    dg_test::write_text(header, "int b;\n");  // same size; make sure the modification time differs too
+    struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 678}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, header.c_str(), times, 0), 0);
+    const auto second = scan_includes(source, root);
+    EXPECT_EQ(second[0].content, "int b;\n");
+    EXPECT_EQ(second[0].digest, sha256_hex("int b;\n"));
+
+    const fs::path replacement = root / "deep_gemm/a.cuh.new";
+    dg_test::write_text(replacement, "int c;\n");
+    ASSERT_EQ(::utimensat(AT_FDCWD, replacement.c_str(), times, 0), 0);  // same size and time as before
+    fs::rename(replacement, header);
+    EXPECT_EQ(scan_includes(source, root)[0].content, "int c;\n") << "another inode";
 }
 
 namespace {
