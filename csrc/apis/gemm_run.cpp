@@ -234,7 +234,6 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
     const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
     const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);
 
-
     kernels::GemmDesc desc = call_desc(spec, p, call, device);  // K-grouped, num_groups G
     kernels::GemmOperands& o = desc.operands;
     o.a = call.a->const_data_ptr();

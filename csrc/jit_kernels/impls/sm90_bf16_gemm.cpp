@@ -19,11 +19,6 @@ using heuristics::Sm90GemmEpilogue;
 
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
-bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
-bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGroupedContiguous; }
-bool is_contiguous(const GemmProblem& p) {
-    return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
-}
 bool is_m_grouped(const GemmProblem& p) { return is_masked(p) || is_contiguous(p); }  // B is [G, N, K] / [G, K, N]
 bool is_batch_reduced(const GemmProblem& p) { return p.mode == GemmGroupedMode::kBatchReduced; }
 bool is_head_batched(const GemmProblem& p) { return p.mode == GemmGroupedMode::kHeadBatched; }

@@ -13,7 +13,6 @@ namespace {
 
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
-bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGroupedContiguous; }
 bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGroupedMode::kKGroupedContiguous); }
 
 std::string make_symbol(const GemmKernelKey& key) {

@@ -55,15 +55,11 @@ std::string make_symbol(const GemmKernelKey& key) {
            padding_symbol_suffix(key) + head_split_suffix(key);
 }
 
-bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
 // fp8_einsum's heads (GemmGroupedMode::kHeadBatched): the masked layout of B, sfa and sfb with every head full,
 // A = x [M, G, K] through a {K, head, rows} map, D = z [M, G, N] with the heads side by side.
 bool is_heads(const GemmProblem& p) { return p.mode == GemmGroupedMode::kHeadBatched; }
 // Modes whose A rows and sfa are per group (max_m rows each).
 bool a_per_group(const GemmProblem& p) { return is_masked(p) || is_heads(p); }
-bool is_contiguous(const GemmProblem& p) {
-    return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
-}
 
 }  // namespace
 

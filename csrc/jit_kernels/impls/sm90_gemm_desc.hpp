@@ -66,6 +66,13 @@ struct GemmProblem {
     int head_left = 0, head_mid = 0, head_right = 0;
 };
 
+// The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts).
+inline bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
+inline bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGroupedContiguous; }
+inline bool is_contiguous(const GemmProblem& p) {
+    return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
+}
+
 // The tensors of a call (unused ones null / 0). Strides are in elements.
 //   a    FP8: [M, K] (masked [G, max_m, K], a_group_stride); BF16 K-major [M, K] or MN-major stored [K, M]
 //   b    [N, K] (M-grouped [G, N, K], b_group_stride); BF16 MN-major: stored [K, N] ([G, K, N])
