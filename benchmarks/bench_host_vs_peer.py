@@ -13,6 +13,7 @@ on both sides. Prints one table of medians over the rounds.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,11 +25,10 @@ HOST_SHAPE = (128, 7168, 2048)
 
 CHILD = r'''
 import json, sys, time, torch, deep_gemm
-sys.path.insert(0, sys.argv[2])
+sys.path.insert(0, sys.argv[1])
 from _timing import host_time_per_call
 from bench_vs_peer import per_block_fp8, per_row_fp8
-from bench_host_vs_peer import child_shapes
-shapes, host_shape = child_shapes(sys.argv[1], sys.argv[3])
+from bench_host_vs_peer import HOST_SHAPE as host_shape, SHAPES as shapes
 torch.manual_seed(0)
 
 def operands(m, n, k):
@@ -54,15 +54,10 @@ print(json.dumps(out))
 '''
 
 
-def child_shapes(shapes_json: str, host_shape_json: str):
-    """The child's shapes from its JSON arguments, as tuples (they key the child's input dict)."""
-    return [tuple(s) for s in json.loads(shapes_json)], tuple(json.loads(host_shape_json))
-
-
 def child(side: str, peer_path: str, cache: str) -> dict:
     env = dict(os.environ, PYTHONPATH=peer_path if side == 'peer' else ROOT, DG_JIT_CACHE_DIR=cache)
-    out = subprocess.run([sys.executable, '-c', CHILD, json.dumps(SHAPES), os.path.join(ROOT, 'benchmarks'),
-                          json.dumps(HOST_SHAPE)], env=env, cwd='/', capture_output=True, text=True)
+    out = subprocess.run([sys.executable, '-c', CHILD, os.path.join(ROOT, 'benchmarks')], env=env, cwd='/',
+                         capture_output=True, text=True)
     lines = [line for line in out.stdout.splitlines() if line.startswith('{')]
     if out.returncode != 0 or not lines:
         return {'error': (out.stderr.strip().splitlines() or ['exit %d' % out.returncode])[-1][:160]}
@@ -80,8 +75,11 @@ def main(argv=None):
     for _ in range(args.rounds):
         for side in ('ours', 'peer'):
             cache = tempfile.mkdtemp(prefix=f'dg_host_{side}_')
-            for state in ('cold cache', 'warm cache'):
-                rows.setdefault((side, state), []).append(child(side, args.peer_path, cache))
+            try:
+                for state in ('cold cache', 'warm cache'):
+                    rows.setdefault((side, state), []).append(child(side, args.peer_path, cache))
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
     print(f'fp8_gemm_nt host costs; first calls in ms, host time per cached call in µs (M x N x K = '
           f'{"x".join(map(str, HOST_SHAPE))}); medians over {args.rounds} rounds, each side with its default JIT')
     print(table(rows))

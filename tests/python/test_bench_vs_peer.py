@@ -104,15 +104,6 @@ def test_host_vs_peer_table_takes_medians_and_shows_errors():
     assert lines[3].count('error: peer crashed') == len(keys)
 
 
-def test_host_vs_peer_child_shapes_key_a_dict():
-    # The child receives its shapes as JSON (lists); it keys its inputs by shape, so they must come back as tuples.
-    import json
-    import bench_host_vs_peer as hv
-    shapes, host = hv.child_shapes(json.dumps(hv.SHAPES), json.dumps(hv.HOST_SHAPE))
-    assert shapes == [tuple(s) for s in hv.SHAPES] and host == hv.HOST_SHAPE
-    assert len({s: None for s in shapes}) == len(hv.SHAPES)
-
-
 def test_fp8_casts_round_trip():
     # The casts both sides (and bench_host_vs_peer.py) build their inputs with, on CPU: the scaled codes give
     # the input back to e4m3's precision; N need not be a multiple of 128.
