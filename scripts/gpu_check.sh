@@ -210,8 +210,8 @@ if has profile_grouped; then
             note "ncu grouped [$i] $side ($c): rc=$? $(grep -m1 -E 'Duration' "$log" | tr -s ' ')"
         done
         i=$((i + 1))
-    done <<<"${PROFILE_CASES:-m=4256 n=6144 k=7168 psum=False
-m=4256 n=6144 k=7168 psum=True}"
+    done <<<"${PROFILE_CASES:-m=4256 n=6144 k=7168 psum=False zero_padding=False
+m=4256 n=6144 k=7168 psum=True zero_padding=False}"
 fi
 if has profile_bf16; then
     # BF16 nt, ours vs torch.mm (cuBLAS), per shape in PROFILE_BF16_SHAPES ("M,N,K ..."): Nsight Compute on one

@@ -15,6 +15,7 @@ old build first and build the old side from those sources:
     PYTHONPATH=$PWD DG_JIT_CACHE_DIR=/tmp/sass_ab python3 scripts/sass_ab.py OLD_INCLUDE --old-sources old.json
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -60,6 +61,25 @@ HOOKS = [
      dict(input='bf16', swiglu=True, group=128, sf_layout='ue8m0', round_scale=True, weights=True, clamp=True,
           output_bf16=True, fast_math=True)),
 ]
+
+
+@contextlib.contextmanager
+def forced_setting(_C, var, value):
+    """The environment variable `var` set to `value` (none when var is None) and the settings reloaded, both
+    undone on the way out, also on an error."""
+    previous = os.environ.get(var) if var else None
+    try:
+        if var:
+            os.environ[var] = value
+            _C.reload_settings()
+        yield
+    finally:
+        if var:
+            if previous is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = previous
+            _C.reload_settings()
 
 
 def sass_in(entry):
@@ -108,17 +128,8 @@ def main():
             op, kwargs['recipe'] = op[:-len('_1d1d')], [1, 1, 128]
         if op.startswith('k_grouped'):
             kwargs['ks'] = [k // groups] * groups
-        if forced:
-            var, previous = forced[0], os.environ.get(forced[0])
-            os.environ[var] = forced[1]
-            _C.reload_settings()
-        planned = _C._plan_gemm_call(op, m, n, k, **kwargs)
-        if forced:
-            if previous is None:
-                del os.environ[var]
-            else:
-                os.environ[var] = previous
-            _C.reload_settings()
+        with forced_setting(_C, *(forced or (None, None))):
+            planned = _C._plan_gemm_call(op, m, n, k, **kwargs)
         for name, symbol, code in planned:
             if args.dump_sources:
                 dumped[symbol] = code

@@ -11,5 +11,5 @@ def forced_config(monkeypatch):
         monkeypatch.setenv('DG_FP8_GEMM_CONFIG', value)
         deep_gemm.reload_settings()
     yield force
-    monkeypatch.delenv('DG_FP8_GEMM_CONFIG', raising=False)
+    monkeypatch.undo()  # the variable as it was before the test (unset, or a value the run set outside)
     deep_gemm.reload_settings()
