@@ -162,8 +162,7 @@ _PADDING_CASES = {'zero': (True, False), 'unspecified-a-pad-zero': (False, True)
 @pytest.mark.parametrize('padding', list(_PADDING_CASES))
 def test_m_grouped_bf16_gemm_nt_contiguous(group_ms, n, k, padding):
     zero_padding, zero_a_padding = _PADDING_CASES[padding]
-    align = deep_gemm.get_mk_alignment_for_contiguous_layout() if hasattr(
-        deep_gemm, 'get_mk_alignment_for_contiguous_layout') else 128
+    align = deep_gemm.get_mk_alignment_for_contiguous_layout()
     layout, _, m_sum = contiguous_rows(group_ms, align)
     num_groups = len(group_ms)
     g = _gen(sum(group_ms) + n + k)

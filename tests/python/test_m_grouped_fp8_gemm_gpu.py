@@ -222,27 +222,17 @@ def test_forced_configs(forced_config, value):
 
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-def test_contiguous_256_row_tiles(forced_config, psum, zero_padding):
+@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,128,0,0,2', '64,112,0,1,2', '128,128,0,0,2'])
+def test_contiguous_256_row_tiles_and_multicast_on_a(forced_config, psum, zero_padding, value):
     """256-row tiles look groups up per 128-row half: a block whose halves hold two groups (a group starting at
-    an odd multiple of 128 rows) runs once per group and each run writes its own half only; halves of padding,
-    empty groups and padding past the last group as in the other tests."""
-    forced_config('256,128,0,0,0')
+    an odd multiple of 128 rows) runs once per group and each run writes its own half only. 2-CTA clusters
+    sharing A (multicast 2) compute adjacent N blocks of one M block, so both see the same group, the same
+    all-padding blocks and the same second visits; an odd number of N blocks (576 / 128: 5) leaves the last pair
+    a tile past N, which must write nothing. Halves of padding, empty groups and padding past the last group as
+    in the other tests."""
+    forced_config(value)
     _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)
     _run_contiguous(_group_sizes(32, 11), 1024, 1024, psum, zero_padding, tail=64)
-    _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
-    if not zero_padding:
-        _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, False, zero_a_padding=True)
-
-
-@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
-@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-@pytest.mark.parametrize('value', ['256,128,0,0,2', '64,112,0,1,2', '128,128,0,0,2'])
-def test_contiguous_multicast_on_a(forced_config, psum, zero_padding, value):
-    """2-CTA clusters sharing A (multicast 2): the pair computes adjacent N blocks of one M block, so both see
-    the same group, the same all-padding blocks and (256-row tiles) the same second visits of a block holding two
-    groups; an odd number of N blocks leaves the last pair a tile past N, which must write nothing."""
-    forced_config(value)
-    _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)  # 576 / 128: 5 N blocks
     _run_contiguous(_group_sizes(16, 13), 1088, 1024, psum, zero_padding, tail=64)
     _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
     if not zero_padding:
