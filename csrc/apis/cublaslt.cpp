@@ -336,21 +336,6 @@ void check_fake_devices(const Checker& check, std::initializer_list<const View*>
                                         first->name, device_name(*first->tensor)));
 }
 
-// Unscaled float8_e4m3fn a and b (the cublaslt_gemm_* ops only). cuBLASLt's FP8 kernels take only the "TN" form
-// (column-major A' transposed, B' not): both of our operands K-major. Checked before the BF16 rules, whose
-// messages would offer an MN-major layout.
-void check_fp8_k_major(const Checker& check, const GemmOpSpec& spec, const at::Tensor& a, const at::Tensor& b) {
-    for (const auto& [t, name, trans] : {std::tuple{&a, "a", spec.trans_a}, std::tuple{&b, "b", spec.trans_b}}) {
-        if (t->layout() != at::kStrided or t->dim() != 2) continue;  // the BF16 rules say what is wrong
-        if (check.has_unit_stride(make_view(*t, name, trans), 1)) continue;
-        const View as_given = make_view(*t, name);  // the tensor as passed, not the op's transposed view
-        check.value_error(fmt::format("{} must be K-major in memory (stride 1 along K) when it is float8_e4m3fn: cuBLASLt's FP8 path "
-                                      "needs both operands K-major (a row-major [M, K] a and [N, K] b, as cublaslt_gemm_nt takes "
-                                      "them); got shape {} with strides {}",
-                                      name, as_given.shape_str(), as_given.stride_str()));
-    }
-}
-
 // After the BF16 rules (K is known to agree): 16-byte (16-element) K rows.
 void check_fp8_k(const Checker& check, const Problem& p) {
     if (known(p.k) and p.k % 16 != 0)
@@ -359,7 +344,8 @@ void check_fp8_k(const Checker& check, const Problem& p) {
 }
 
 // The operands checked under `spec`'s rules (its name in errors). `allow_fp8`: a and b may instead both be
-// float8_e4m3fn (the same rules plus check_fp8_k_major and check_fp8_k).
+// float8_e4m3fn (the same rules, K-major operands only: cuBLASLt's FP8 kernels take only the "TN" form, column-major
+// A' transposed and B' not, which is both of our operands K-major; plus check_fp8_k).
 Problem validate_operands(const GemmOpSpec& spec, const Checker& check, const at::Tensor& a, const at::Tensor& b,
                           const at::Tensor& d, const at::Tensor* c, bool allow_fp8) {
     GemmCall call;
@@ -369,10 +355,7 @@ Problem validate_operands(const GemmOpSpec& spec, const Checker& check, const at
     if (fp8 and a.scalar_type() != b.scalar_type())
         check.type_error(fmt::format("a and b must have the same dtype (both bfloat16 or both float8_e4m3fn); got {} and {}",
                                      dtype_name(a.scalar_type()), dtype_name(b.scalar_type())));
-    if (fp8) {
-        call.ab_dtype = at::kFloat8_e4m3fn;
-        check_fp8_k_major(check, spec, a, b);
-    }
+    if (fp8) call.ab_dtype = at::kFloat8_e4m3fn;
     Problem p = validate(spec, call, check);
     if (fp8) check_fp8_k(check, p);
     return p;

@@ -86,21 +86,21 @@ void check_sf_shape(const Checker& check, const View& v, std::initializer_list<i
 }
 
 // The operand (a or b, as the kernel sees it: [..., MN, K]) must be K-major with TMA-compatible strides.
-// BF16 operands may also be MN-major.
-void check_operand_layout(const Checker& check, const View& v, Family family) {
+// BF16 operands may also be MN-major; FP8 ones (the FP8 ops', and cublaslt_gemm_*'s float8_e4m3fn ones) may not,
+// `k_major_why` says why (null: MN-major allowed).
+void check_operand_layout(const Checker& check, const View& v, const char* k_major_why) {
     const int ik = v.dim - 1, imn = v.dim - 2;
     const char* mn = v.name[0] == 'a' ? "M" : "N";
     if (check.has_unit_stride(v, ik)) {
         check.tma_outer_stride(v, imn, v.size[ik]);
         if (v.dim == 3) check.tma_outer_stride(v, 0, known(v.size[imn], v.stride[imn]) ? v.size[imn] * v.stride[imn] : kUnknown);
-    } else if (family == Family::kBf16 and check.has_unit_stride(v, imn)) {
+    } else if (k_major_why == nullptr and check.has_unit_stride(v, imn)) {
         check.tma_outer_stride(v, ik, v.size[imn]);
         if (v.dim == 3) check.tma_outer_stride(v, 0, known(v.size[ik], v.stride[ik]) ? v.size[ik] * v.stride[ik] : kUnknown);
-    } else if (family == Family::kFp8) {
+    } else if (k_major_why != nullptr) {
         check.value_error(fmt::format(
-            "{} must be K-major in memory (stride 1 along K, i.e. {}.stride({}) == 1): SM90 FP8 reads both operands K-major; "
-            "got shape {} with strides {}{}",
-            v.name, v.name, user_dim(v, ik), user_shape_str(v), user_strides_str(v),
+            "{} must be K-major in memory (stride 1 along K, i.e. {}.stride({}) == 1): {}; got shape {} with strides {}{}",
+            v.name, v.name, user_dim(v, ik), k_major_why, user_shape_str(v), user_strides_str(v),
             v.transposed ? fmt::format(" (pass {} as the transpose of a row-major [{}, K] tensor)", v.name, mn) : std::string()));
     } else {
         check.value_error(fmt::format("{} must be K-major or {}-major in memory (stride 1 along one of its last two dims); got shape {} "
@@ -428,8 +428,11 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
 
     // ---- memory layouts (ValueError) ----
     if (spec.grouping != G::kKContiguous) {
-        check_operand_layout(check, p.a, spec.family);
-        check_operand_layout(check, p.b, spec.family);
+        const char* k_major_why = fp8                                  ? "SM90 FP8 reads both operands K-major"
+                                  : ab_dtype == at::kFloat8_e4m3fn ? "cuBLASLt's FP8 path needs both operands K-major"
+                                                                   : nullptr;
+        check_operand_layout(check, p.a, k_major_why);
+        check_operand_layout(check, p.b, k_major_why);
         check_output_layout(check, p.d);
     }
     if (p.has_layout) check.contiguous(p.layout, " (read by the kernel as a flat int32 array)");
