@@ -101,7 +101,7 @@ TEST(GemmLaunch, PlanGroupedFp8MatchesTheHeuristicKey) {
     key.padding = 0, key.group_align = 128;
     expect_plan(contiguous, key);
     const k::GemmKernelSource unspecified = plan_gemm_call(contiguous).at(0);
-    EXPECT_NE(unspecified.code.find("false, deep_gemm::PaddingRows::kUnspecified, 128u>"), std::string::npos);
+    EXPECT_NE(unspecified.code.find("false, deep_gemm::PaddingRows::kUnspecified, 128u, deep_gemm::GroupedOrderScheduler<"), std::string::npos);
     EXPECT_NE(unspecified.symbol.find("_contig_al128"), std::string::npos) << unspecified.symbol;
 
     contiguous.use_psum_layout = true;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -164,8 +165,10 @@ class KernelCompile : public dg_test::KernelCompileTest {
 protected:
     KernelCompile() : KernelCompileTest("dg_kernel_compile_") {}
 
-    void build_and_check(const GemmKernelKey& key) {
+    // `extra`: more checks of the same SASS (one build).
+    void build_and_check(const GemmKernelKey& key, const std::function<void(const std::string&)>& extra = {}) {
         build_and_check_sass(deep_gemm::kernels::gemm_kernel_source(key), [&](const std::string& sass) {
+            if (extra) extra(sass);
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_pdl_hooks(sass);
@@ -260,8 +263,8 @@ TEST(KernelConfigs, Sm90Fp8GroupedSourcesNameTheirScheduler) {
     const std::pair<size_t, const char*> expected[] = {
         {0, "PaddingRows::kZero"},
         {0, "ContiguousLayoutScheduler<256u"},
-        {1, "true, deep_gemm::PaddingRows::kUnspecified, 128u>"},
-        {2, "PaddingRows::kUnspecified, 128u>"},
+        {1, "true, deep_gemm::PaddingRows::kUnspecified, 128u, deep_gemm::GroupedOrderScheduler<"},
+        {2, "PaddingRows::kUnspecified, 128u, deep_gemm::GroupedOrderScheduler<64u"},
         {2, "ContiguousLayoutScheduler<64u"},
         {3, "MaskedGroupedScheduler<64u"},
         {4, "MaskedGroupedScheduler<256u"},
@@ -371,10 +374,9 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastA) {
         GemmKernelKey key = base;
         key.multicast = 2;
         const auto src = deep_gemm::kernels::gemm_kernel_source(key);
-        EXPECT_NE(src.code.find(", 128u, true>"), std::string::npos) << "no N-pair order in " << src.code;
+        EXPECT_NE(src.code.find("u, deep_gemm::ClusterPairNScheduler<"), std::string::npos) << "no N-pair order in " << src.code;
         EXPECT_NE(src.symbol.find("_mca_"), std::string::npos) << src.symbol;
-        build_and_check(key);
-        build_and_check_sass(src, [](const std::string& sass) {
+        build_and_check(key, [](const std::string& sass) {
             EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
         });
     }

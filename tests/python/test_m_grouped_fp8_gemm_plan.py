@@ -20,7 +20,7 @@ def test_contiguous_honours_multicast_on_a(forced_config, psum, zero_padding):
     forced_config('128,192,4,0,2')
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous', use_psum_layout=psum, ensure_zero_padding=zero_padding)
     assert '_bm128_bn192_s4_' in symbol and '_mca_' in symbol, symbol
-    assert ', 128u, true>' in code  # the N-pair order, in the scheduler's type
+    assert 'u, deep_gemm::ClusterPairNScheduler<128u, 192u, 8u>>' in code  # the N-pair order, in the scheduler's type
     assert '2, true>(' in code  # the kernel's cluster of 2 with A multicast
 
 
@@ -28,7 +28,8 @@ def test_contiguous_honours_multicast_on_a(forced_config, psum, zero_padding):
 def test_contiguous_drops_multicast_on_b(forced_config, value):
     forced_config(value)
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous')
-    assert '_mc' not in symbol and ', 128u>' in code, symbol
+    assert '_mc' not in symbol and 'u, deep_gemm::GroupedOrderScheduler<128u, 192u, 8u>>' in code, symbol
+    assert 'ClusterPair' not in code
     assert '1, false>(' in code
 
 

@@ -148,11 +148,10 @@ std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
     switch (GemmGroupedMode(key.mode)) {
         case GemmGroupedMode::kMGroupedContiguous:
         case GemmGroupedMode::kMGroupedContiguousPsum:
-            // Multicast 2 (FP8: a 2-CTA cluster sharing A) walks pairs of N blocks (BF16 multicasts no grouped GEMM).
-            return fmt::format("deep_gemm::ContiguousLayoutScheduler<{}, {}, deep_gemm::PaddingRows::{}, {}u{}>", tile,
-                               key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false",
-                               kPadding[key.padding], key.group_align != 0 ? key.group_align : 128,
-                               key.multicast == 2 ? ", true" : "");
+            // The kernel's dense tile order walks the blocks (e.g. FP8's pairs of N blocks for multicast on A).
+            return fmt::format("deep_gemm::ContiguousLayoutScheduler<{}, {}, deep_gemm::PaddingRows::{}, {}u, deep_gemm::{}<{}>>",
+                               tile, key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false",
+                               kPadding[key.padding], key.group_align != 0 ? key.group_align : 128, dense, tile);
         case GemmGroupedMode::kMGroupedMasked: return fmt::format("deep_gemm::MaskedGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kKGroupedContiguous: return fmt::format("deep_gemm::KGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kBatchReduced:

@@ -35,26 +35,17 @@
 
 namespace deep_gemm {
 
-// The contiguous scheduler's tile order: one CTA per tile, or 2-CTA clusters on pairs of N blocks.
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPairsN>
-struct ContiguousTileOrder {
-    using Type = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
-};
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct ContiguousTileOrder<kBlockM, kBlockN, kGroupN, true> {
-    using Type = ClusterPairNScheduler<kBlockM, kBlockN, kGroupN>;
-};
-
 // Both contiguous layouts: the dense tile order, each M block mapped to its group by its first row, or by its
 // alignment block's first row (kUnspecified) (blocks with no group are tiles with no K blocks). A 256-row block is looked up as
 // two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
 // lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
 // twice, once with each group's B, and each visit writes only its own segment (rows_written()).
-// kPairsN: the tile order of 2-CTA clusters whose CTAs take adjacent N blocks of one M block
-// (ClusterPairNScheduler), for TMA multicast of A: both CTAs look up the same M block, so they see the same
-// group, the same empty tiles and the same second visits, and their pipelines stay in step.
+// TileOrder: the dense tile order the kernel host picked (GroupedOrderScheduler, one CTA per tile), or the one of
+// 2-CTA clusters whose CTAs take adjacent N blocks of one M block (ClusterPairNScheduler), for TMA multicast of
+// A: both CTAs look up the same M block, so they see the same group, the same empty tiles and the same second
+// visits, and their pipelines stay in step. (A tile order pairing M blocks would not: a pair may hold two groups.)
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout, PaddingRows kPadding = PaddingRows::kUnspecified,
-          u32 kGroupAlign = 128, bool kPairsN = false>
+          u32 kGroupAlign = 128, typename TileOrder = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>>
 struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegmentRows = kBlockM < 128 ? kBlockM : 128;
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
@@ -65,7 +56,7 @@ struct ContiguousLayoutScheduler : WholeKRange {
     // next(), which made ptxas take the kernels' tile loop for divergent (R2UR per wgmma descriptor).
     static constexpr bool kMayHaveEmptyK = true;
     static constexpr PaddingRows kPaddingRows = kPadding;
-    typename ContiguousTileOrder<kBlockM, kBlockN, kGroupN, kPairsN>::Type dense;
+    TileOrder dense;
     const i32* grouped_layout;
     u32 num_groups;
 
