@@ -185,6 +185,7 @@ std::unique_ptr<Generation> read_environment() {
     }
     if (const char* config = env("DG_FP8_GEMM_CONFIG")) s->fp8_gemm_config = config;
     if (const char* config = env("DG_BF16_GEMM_CONFIG")) s->bf16_gemm_config = config;
+    if (const char* config = env("DG_FP8_1D1D_GEMM_CONFIG")) s->fp8_1d1d_gemm_config = config;
     // Build-time only (read by setup.py), but a malformed value is still reported.
     env_bool("DG_JIT_USE_RUNTIME_API", false);
     return s;
@@ -244,6 +245,10 @@ const std::vector<SettingInfo>& setting_registry() {
          "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" "
          "(block_m 64/128/192/256; docs/env_vars.md), or "
          "\"rules\" / \"legacy\" instead of the config model (tuning)"},
+        {"DG_FP8_1D1D_GEMM_CONFIG", "string", "",
+         "force the FP8 1D1D GEMM config (recipe (1, 1, 128) and k_grouped_fp8_gemm_nt_contiguous): "
+         "\"block_m,block_n[,stages[,group_n]]\", block_m 64/128, block_n a multiple of 16 up to 176, "
+         "stages 0 = as many as fit (tuning)"},
         {"DG_BF16_GEMM_CONFIG", "string", "",
          "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
          "\"block_m,block_n,stages[,multicast]\", stages 0 = as many as fit, multicast 0 = off, "

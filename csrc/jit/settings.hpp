@@ -26,6 +26,7 @@ struct Settings {
     bool print_configs = false;       // DG_PRINT_CONFIGS
     std::string fp8_gemm_config;      // DG_FP8_GEMM_CONFIG: forced FP8 GEMM config for tuning (parsed by the kernel)
     std::string bf16_gemm_config;     // DG_BF16_GEMM_CONFIG: forced dense BF16 GEMM config for tuning (parsed by the kernel)
+    std::string fp8_1d1d_gemm_config;  // DG_FP8_1D1D_GEMM_CONFIG: forced FP8 1D1D GEMM config (parsed by the kernel)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
     std::filesystem::path record_path;  // DG_JIT_RECORD: append each kernel this process builds (JSON lines)
 };

@@ -1,4 +1,4 @@
-// DG_FP8_GEMM_CONFIG (forced FP8 GEMM config for tuning): accepted values, including 256-row tiles and the
+// DG_FP8_GEMM_CONFIG (forced FP8 GEMM config for tuning) and DG_FP8_1D1D_GEMM_CONFIG: accepted values, including 256-row tiles and the
 // "rules" / "legacy" choosers, and every malformed form (each error names the variable and the value).
 // No GPU needed.
 #include <gtest/gtest.h>
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "jit/errors.hpp"
+#include "jit_kernels/impls/sm90_fp8_gemm_1d1d.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
 
 namespace {
@@ -102,6 +103,48 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
         const std::string msg = parse_error(text);
         EXPECT_NE(msg.find(what), std::string::npos) << "'" << text << "': " << msg;
         EXPECT_NE(msg.find("DG_FP8_GEMM_CONFIG='" + std::string(text) + "'"), std::string::npos) << msg;
+    }
+}
+
+// DG_FP8_1D1D_GEMM_CONFIG: "block_m,block_n[,stages[,group_n]]" for the FP32-output 1D1D kernel.
+TEST(Fp8_1d1dConfigOverride, AcceptsTiles) {
+    using deep_gemm::kernels::parse_sm90_fp8_1d1d_config_override;
+    EXPECT_FALSE(parse_sm90_fp8_1d1d_config_override(" ").active());
+    const auto a = parse_sm90_fp8_1d1d_config_override(" 128 , 176 ");
+    EXPECT_TRUE(a.active());
+    EXPECT_EQ(a.block_m, 128);
+    EXPECT_EQ(a.block_n, 176);
+    EXPECT_EQ(a.num_stages, 0);
+    EXPECT_EQ(a.group_n, 0);
+    const auto b = parse_sm90_fp8_1d1d_config_override("64,144,4,16");
+    EXPECT_EQ(b.block_m, 64);
+    EXPECT_EQ(b.block_n, 144);
+    EXPECT_EQ(b.num_stages, 4);
+    EXPECT_EQ(b.group_n, 16);
+}
+
+TEST(Fp8_1d1dConfigOverride, RejectsWithTheVariableNamed) {
+    using deep_gemm::kernels::parse_sm90_fp8_1d1d_config_override;
+    const std::pair<const char*, const char*> cases[] = {
+        {"128", "expected"},
+        {"128,128,0,0,0", "expected"},
+        {"128;128", "expected \"block_m,block_n"},
+        {"128,x", "separated by ','"},
+        {"256,128", "block_m must be 64 or 128"},
+        {"128,192", "block_n must be a multiple of 16 in [16, 176]"},
+        {"128,120", "block_n must be a multiple of 16"},
+        {"128,128,2", "stages must be 0"},
+    };
+    for (const auto& [text, what] : cases) {
+        std::string msg;
+        try {
+            parse_sm90_fp8_1d1d_config_override(text);
+            ADD_FAILURE() << "accepted '" << text << "'";
+        } catch (const deep_gemm::jit::Error& e) {
+            msg = e.what();
+        }
+        EXPECT_NE(msg.find(what), std::string::npos) << "'" << text << "': " << msg;
+        EXPECT_NE(msg.find("DG_FP8_1D1D_GEMM_CONFIG='" + std::string(text) + "'"), std::string::npos) << msg;
     }
 }
 

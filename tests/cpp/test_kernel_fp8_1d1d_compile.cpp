@@ -95,10 +95,11 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvrtc) {
     build_and_check(128, 128, true);
 }
 
-// K-grouped: one launch for all groups, each group's tensor maps read from the kernel parameters (8.3 KB of them).
+// K-grouped: one launch for all groups, each group's tensor maps read from the kernel parameters (8.3 KB of them),
+// on the widest tile DG_FP8_1D1D_GEMM_CONFIG may force (no local memory: the check above).
 TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dKGroupedNvcc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
-    build_and_check(128, 128, true, true);
+    build_and_check(128, deep_gemm::heuristics::kSm90Fp8_1d1dMaxForcedBlockN, true, true);
 }
 
 }  // namespace

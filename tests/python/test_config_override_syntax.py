@@ -57,3 +57,22 @@ def test_fp8_errors_name_the_value(env, value, error):
     with pytest.raises(RuntimeError) as info:
         planned('fp8_gemm_nt')
     assert f"DG_FP8_GEMM_CONFIG='{value}'" in str(info.value) and error in str(info.value)
+
+
+def test_fp8_1d1d_forced_tile_reaches_dense_and_k_grouped_plans(env):
+    # DG_FP8_1D1D_GEMM_CONFIG: the 1D1D kernel's forced tile (the FP32-output dense GEMM and the K-grouped op), not
+    # DG_FP8_GEMM_CONFIG's kernel; blanks ignored as for the others.
+    def plans():
+        dense = _C._plan_gemm_call('fp8_gemm_nt', 256, 1024, 512, recipe=(1, 1, 128), d_fp32=True)
+        k_grouped = _C._plan_gemm_call('k_grouped_fp8_gemm_nt_contiguous', 256, 1024, 768, num_groups=2, ks=[512, 256])
+        return [s for _, s, _ in dense + k_grouped if 'gemm' in s]
+    model = plans()
+    assert all('_bn176_' not in s for s in model)
+    env('DG_FP8_1D1D_GEMM_CONFIG', ' 128 , 176 ')
+    forced = plans()
+    assert len(forced) == 2 and all('_bm128_bn176_' in s for s in forced), forced
+    assert planned('fp8_gemm_nt') == [s for _, s, _ in _C._plan_gemm_call('fp8_gemm_nt', 256, 1024, 512)]
+    env('DG_FP8_1D1D_GEMM_CONFIG', '128,192')
+    with pytest.raises(RuntimeError) as info:
+        plans()
+    assert "DG_FP8_1D1D_GEMM_CONFIG='128,192'" in str(info.value) and 'block_n must be a multiple of 16' in str(info.value)

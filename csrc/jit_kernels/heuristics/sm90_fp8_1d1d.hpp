@@ -15,6 +15,10 @@ namespace deep_gemm::heuristics {
 // A math thread holds fin + scratch accumulators (BLOCK_N / 2 registers each) and BLOCK_N / 4 B scales:
 // 160 registers at BLOCK_N = 128, within the 232 of the register split with room for addressing.
 constexpr int kSm90Fp8_1d1dMaxBlockN = 128;
+// The widest tile a forced config (DG_FP8_1D1D_GEMM_CONFIG) may take: 176 columns still compile without local
+// memory (fin + scratch 176 registers, 44 B scales; tests/cpp/test_kernel_fp8_1d1d_compile.cpp). Wider tiles
+// are not measured yet, so the model keeps to 128.
+constexpr int kSm90Fp8_1d1dMaxForcedBlockN = 176;
 
 // Per stage: A and B tiles, BLOCK_M A scales, BLOCK_N B scales (padded to 128 bytes), two barriers. No
 // D staging (the epilogue stores from registers).

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "../../jit/errors.hpp"
+#include "config_fields.hpp"
 #include "kernel_source.hpp"
 #include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 
@@ -74,9 +75,54 @@ gemm_launch::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, i
     return q;
 }
 
+Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string& text) {
+    const std::string_view body = config_fields::trim_blanks(text);
+    Sm90Fp8_1d1dConfigOverride ov;
+    if (body.empty()) return ov;
+    const auto bad = [&](const std::string& why) -> Sm90Fp8_1d1dConfigOverride {
+        throw jit::Error("DG_FP8_1D1D_GEMM_CONFIG='" + text + "': " + why);
+    };
+    const std::vector<std::string_view> fields = config_fields::split_commas(body);
+    if (fields.size() < 2 || fields.size() > 4) return bad("expected \"block_m,block_n[,stages[,group_n]]\"");
+    int vals[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < fields.size(); ++i) {
+        const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
+        if (!value) return bad("fields are non-negative integers separated by ','; got '" + std::string(fields[i]) + "'");
+        vals[i] = *value;
+    }
+    ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3];
+    if (ov.block_m != 64 && ov.block_m != 128) return bad("block_m must be 64 or 128");
+    if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8_1d1dMaxForcedBlockN || ov.block_n % 16 != 0)
+        return bad("block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8_1d1dMaxForcedBlockN) + "]");
+    if (ov.num_stages != 0 && ov.num_stages < heuristics::kSm90Fp8MinStages)
+        return bad("stages must be 0 (as many as fit) or at least " + std::to_string(heuristics::kSm90Fp8MinStages));
+    return ov;
+}
+
+// Parsed again only after reload_settings() (a new settings generation). Called with the config memo's lock held.
+void Fp8Gemm1d1dTraits::set_override(const char*, const jit::Settings& settings, gemm_launch::ConfigQuery& q) {
+    static const jit::Settings* parsed_for = nullptr;
+    static Sm90Fp8_1d1dConfigOverride parsed;
+    if (parsed_for != &settings) {
+        parsed = parse_sm90_fp8_1d1d_config_override(settings.fp8_1d1d_gemm_config);
+        parsed_for = &settings;
+    }
+    q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
+    q.forced[3] = parsed.group_n;
+}
+
 heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
-    const Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
-                                                                  gemm_launch::block_multiples(q));
+    Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
+                                                            gemm_launch::block_multiples(q));
+    if (q.forced[0] != 0) {  // DG_FP8_1D1D_GEMM_CONFIG
+        config.block_m = q.forced[0], config.block_n = q.forced[1];
+        if (q.forced[3] != 0) config.group_n = q.forced[3];
+        const int max_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
+        config.num_stages = q.forced[2] != 0 ? q.forced[2] : max_stages;
+        if (heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages) > q.smem_limit)
+            fail(op, "DG_FP8_1D1D_GEMM_CONFIG: " + heuristics::sm90_fp8_1d1d_to_string(config) +
+                         " exceeds the shared memory limit (" + std::to_string(q.smem_limit) + " bytes)");
+    }
     log_config(op, q.m, q.n, q.k, q.num_sms, heuristics::sm90_fp8_1d1d_to_string(config));
     return config;
 }

@@ -6,6 +6,8 @@
 
 #include <cuda.h>
 
+#include <string>
+
 #include "../heuristics/sm90_fp8_1d1d.hpp"
 #include "sm90_gemm_launch.hpp"
 
@@ -18,8 +20,16 @@ struct Fp8Gemm1d1dTraits {
     using Config = heuristics::Sm90GemmConfig;
     static constexpr bool kSfbInTensorMap = true, kDInTensorMap = false;
     static const char* op_name(const GemmProblem& p) { return p.op; }
-    static void set_override(const char*, const jit::Settings&, gemm_launch::ConfigQuery&) {}
+    static void set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& query);
     DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
+
+// DG_FP8_1D1D_GEMM_CONFIG, "block_m,block_n[,stages[,group_n]]" (the field syntax of config_fields.hpp): the
+// forced tile, or all zeros for the model's. Malformed or unsupported values raise jit::Error naming the variable.
+struct Sm90Fp8_1d1dConfigOverride {
+    int block_m = 0, block_n = 0, num_stages = 0, group_n = 0;
+    bool active() const { return block_m != 0; }
+};
+Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string& text);
 
 }  // namespace deep_gemm::kernels
