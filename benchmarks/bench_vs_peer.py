@@ -7,6 +7,8 @@ The two sides get identical work: every case builds its inputs from a fixed seed
 
     python3 benchmarks/bench_vs_peer.py --peer-path /tmp/deepgemm-peer/DeepGEMM-v2.6.1 [--families fp8_dense,masked]
     python3 benchmarks/bench_vs_peer.py --list                    # the families and their cases
+    python3 benchmarks/bench_vs_peer.py ... --ours-variants 'DG_FP8_GEMM_CONFIG=256,128,0,0,2;...'
+        # also ours under each setting, in the same turns: one more table per variant, against the same peer times
 
 The peer is built by `.peers/build_deepgemm.sh` (see scripts/gpu_check.sh, step `peer`). Times are medians
 of CUDA-event timings with the L2 flushed before each call; "peer/ours" above 1 means we are faster.
@@ -250,8 +252,12 @@ def _child(families, runs, with_baseline, only=None):
 
 # ---- the parent: turns, then one table ----------------------------------------------------------------
 
-def run_side(side, peer_path, families, runs, cache_root):
+def run_side(side, peer_path, families, runs, cache_root, variant=None):
+    """One child; variant: 'VAR=value' set for ours' child (a forced config), or None."""
     env = dict(os.environ)
+    if variant:
+        var, _, value = variant.partition('=')
+        env[var] = value
     env['PYTHONPATH'] = peer_path if side == 'peer' else ROOT
     env['DG_JIT_CACHE_DIR'] = os.path.join(cache_root, side)
     # Our child also times the dense families' cuBLAS(Lt) baseline, in the same process as ours.
@@ -268,22 +274,23 @@ def run_side(side, peer_path, families, runs, cache_root):
     return results
 
 
-def table(families, rounds):
-    """Markdown rows: case, ours µs per round, peer µs per round, peer/ours (speed ratio of the medians)."""
-    lines = ['| case | ours µs | peer µs | cuBLAS(Lt) µs | ours TFLOPS | peer/ours |', '|---|---|---|---|---|---|']
+def table(families, rounds, ours='ours'):
+    """Markdown rows: case, ours µs per round, peer µs per round, peer/ours (speed ratio of the medians).
+    ours: the rounds' key of our side ('ours', or 'ours VAR=value' for a variant)."""
+    lines = [f'| case | {ours} µs | peer µs | cuBLAS(Lt) µs | ours TFLOPS | peer/ours |', '|---|---|---|---|---|---|']
     ratios = {}
     for family in families:
         for c in FAMILIES[family]:
             name = case_name(family, c)
             cells, medians = [], {}
             for side in ('ours', 'peer'):
-                got = [r[side].get(name, {}) for r in rounds]
+                got = [r.get(ours if side == 'ours' else side, {}).get(name, {}) for r in rounds]
                 times = [g['us'] for g in got if 'us' in g]
                 errors = [g['error'] for g in got if 'error' in g]
                 cells.append(' / '.join(f'{t:.1f}' for t in times) if times else f'error: {errors[0]}' if errors else '-')
                 if times:
                     medians[side] = statistics.median(times)
-            base = [r['ours'][name]['baseline_us'] for r in rounds if 'baseline_us' in r['ours'].get(name, {})]
+            base = [r[ours][name]['baseline_us'] for r in rounds if 'baseline_us' in r.get(ours, {}).get(name, {})]
             cells.append(' / '.join(f'{t:.1f}' for t in base) or '-')
             tflops = f"{case_flops(family, c) / medians['ours'] / 1e6:.0f}" if 'ours' in medians else '-'
             ratio = '-'
@@ -314,6 +321,9 @@ def main(argv=None):
                         '--case, for a profiler (scripts/gpu_check.sh, step profile_grouped)')
     p.add_argument('--case', help='with --child: only the cases whose name contains this text')
     p.add_argument('--baseline', action='store_true', help=argparse.SUPPRESS)
+    p.add_argument('--ours-variants', default='',
+                   help="';'-separated VAR=value settings (e.g. DG_FP8_GEMM_CONFIG=256,128,0,0,2): ours is also timed "
+                        "under each, right after its default turn in every round, with a table of its own")
     args = p.parse_args(argv)
     families = [f for f in args.families.split(',') if f]
     unknown = [f for f in families if f not in FAMILIES]
@@ -333,13 +343,24 @@ def main(argv=None):
     else:
         if not args.peer_path or not os.path.isdir(os.path.join(args.peer_path, 'deep_gemm')):
             p.error('--peer-path (or DG_PEER_PATH) must name the built peer (the folder build_deepgemm.sh prints)')
+        variants = [v.strip() for v in args.ours_variants.split(';') if v.strip()]
+        bad = [v for v in variants if '=' not in v]
+        if bad:
+            p.error(f'--ours-variants: not VAR=value: {bad}')
         rounds = []
         for r in range(args.rounds):
-            rounds.append({side: run_side(side, args.peer_path, families, args.runs, args.cache_root) for side in ('ours', 'peer')})
+            turn = {'ours': run_side('ours', args.peer_path, families, args.runs, args.cache_root)}
+            for v in variants:
+                turn[f'ours {v}'] = run_side('ours', args.peer_path, families, args.runs, args.cache_root, v)
+            turn['peer'] = run_side('peer', args.peer_path, families, args.runs, args.cache_root)
+            rounds.append(turn)
         if args.json:
             with open(args.json, 'w') as f:
                 json.dump(rounds, f, indent=1)
     print(table(families, rounds))
+    for v in (args.ours_variants.split(';') if not args.from_json else []):
+        if v.strip():
+            print(f'\n{v.strip()}:\n' + table(families, rounds, f'ours {v.strip()}'))
     if args.plot:
         from _report import plot
         plot(plot_results(families, rounds), args.plot, title='deep_gemm vs DeepGEMM v2.6.1 vs cuBLAS(Lt), same run',

@@ -107,10 +107,12 @@ if has peer_tests; then
 fi
 
 if has vs_peer; then
-    # Ours and the peer in turns, two rounds, identical inputs (benchmarks/bench_vs_peer.py); then the
+    # Ours and the peer in turns, two rounds, identical inputs (benchmarks/bench_vs_peer.py; VS_PEER_VARIANTS:
+    # ours also under each 'VAR=value;...' setting, e.g. forced configs); then the
     # new ops' scripts, each with the same turns (--impl ours / --impl peer).
     timeout "${VS_PEER_TIMEOUT:-500}" python3 benchmarks/bench_vs_peer.py --peer-path "$PEER_SRC" \
-        ${VS_PEER_FAMILIES:+--families $VS_PEER_FAMILIES} --json "$OUT/vs_peer.json" \
+        ${VS_PEER_FAMILIES:+--families $VS_PEER_FAMILIES} ${VS_PEER_ROUNDS:+--rounds $VS_PEER_ROUNDS} \
+        ${VS_PEER_VARIANTS:+--ours-variants "$VS_PEER_VARIANTS"} --json "$OUT/vs_peer.json" \
         $(python3 -c 'import matplotlib' 2>/dev/null && echo "--plot $OUT/vs_peer.png") >"$OUT/vs_peer.md" 2>"$OUT/vs_peer.err"
     note "bench_vs_peer: rc=$?"
     cat "$OUT/vs_peer.md"

@@ -116,3 +116,25 @@ def test_fp8_casts_round_trip():
     assert codes.shape == (3, 200, 256) and sf.shape == (3, 2, 2)
     scale = sf.repeat_interleave(128, 1)[:, :200].repeat_interleave(128, 2)
     assert (codes.float() * scale - x.float()).abs().max() <= 0.07 * x.float().abs().max()
+
+
+def test_variants_get_their_own_table_and_setting(monkeypatch):
+    # --ours-variants: each variant's child runs with its setting; its table compares it with the same peer times.
+    monkeypatch.setattr(vs, 'FAMILIES', {'fp8_dense': [dict(m=1, n=2, k=3)]})
+    name = vs.case_name('fp8_dense', vs.FAMILIES['fp8_dense'][0])
+    seen = []
+
+    def fake_side(side, peer_path, families, runs, cache_root, variant=None):
+        seen.append((side, variant))
+        return {name: {'us': {'ours': 10.0, 'peer': 12.0}[side] / (2.0 if variant else 1.0)}}
+
+    monkeypatch.setattr(vs, 'run_side', fake_side)
+    monkeypatch.setattr(vs.os.path, 'isdir', lambda path: True)
+    out = []
+    monkeypatch.setattr('builtins.print', lambda *a, **k: out.append(' '.join(map(str, a))))
+    vs.main(['--peer-path', '/p', '--families', 'fp8_dense', '--rounds', '1', '--ours-variants', 'DG_X=1,2; '])
+    assert seen == [('ours', None), ('ours', 'DG_X=1,2'), ('peer', None)]
+    text = '\n'.join(out)
+    assert '| 1.200 |' in text and 'DG_X=1,2:' in text and '| 2.400 |' in text
+    with pytest.raises(SystemExit):
+        vs.main(['--peer-path', '/p', '--families', 'fp8_dense', '--ours-variants', 'novalue'])
