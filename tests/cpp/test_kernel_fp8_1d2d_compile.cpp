@@ -382,6 +382,32 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastA) {
     }
 }
 
+// Contiguous on 2-CTA clusters sharing B (multicast 1: M blocks 2p and 2p + 1, which may hold two groups; B is
+// multicast only when they hold one, each CTA loads its own otherwise), as DG_FP8_GEMM_CONFIG forces them: the
+// heuristics' index-layout pick with zero padding (NVCC), psum with unspecified padding on the pipelined
+// 128x128 tile and on 64-row tiles (NVRTC). The SASS has both B loads: multicast and the CTA's own.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastB) {
+    const auto keys = grouped_fp8_keys();
+    GemmKernelKey pipelined = keys[6];
+    pipelined.mode = int(deep_gemm::kernels::GemmGroupedMode::kMGroupedContiguousPsum);
+    pipelined.padding = 0, pipelined.group_align = 128;
+    pipelined.block_n = 128, pipelined.pipelined = 1;
+    pipelined.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(128, 128, kH200SmemOptin);
+    for (const auto& [base, nvrtc] : {std::pair{keys[6], "0"}, std::pair{pipelined, "1"}, std::pair{keys[2], "1"}}) {
+        ScopedEnv compiler("DG_JIT_USE_NVRTC", nvrtc);
+        GemmKernelKey key = base;
+        key.multicast = 1;
+        const auto src = deep_gemm::kernels::gemm_kernel_source(key);
+        EXPECT_NE(src.code.find("u, deep_gemm::ClusterPairScheduler<"), std::string::npos) << "no M-pair order in " << src.code;
+        EXPECT_NE(src.symbol.find("_mcb_"), std::string::npos) << src.symbol;
+        build_and_check(key, [](const std::string& sass) {
+            EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
+            // A and its scales, and B's two half-tile loads of a pair that holds two groups.
+            EXPECT_GE(count_op(sass, "UTMALDG.3D") - count_op(sass, "UTMALDG.3D.MULTICAST"), 4) << "no own B loads in SASS";
+        });
+    }
+}
+
 // The contiguous schedulers look groups up per 128-row segment: 192-row tiles (three 64-row warpgroups) do not
 // fit, and the scheduler refuses to instantiate them (the host rejects them before that:
 // GemmLaunch.GroupedLayoutNeedsWholeSegments).

@@ -222,19 +222,24 @@ def test_forced_configs(forced_config, value):
 
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,128,0,0,2', '64,112,0,1,2', '128,128,0,0,2'])
-def test_contiguous_256_row_tiles_and_multicast_on_a(forced_config, psum, zero_padding, value):
+@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,128,0,0,2', '64,112,0,1,2', '128,128,0,0,2',
+                                   '128,192,0,0,1', '128,128,0,1,1', '64,128,0,0,1'])
+def test_contiguous_256_row_tiles_and_multicast(forced_config, psum, zero_padding, value):
     """256-row tiles look groups up per 128-row half: a block whose halves hold two groups (a group starting at
     an odd multiple of 128 rows) runs once per group and each run writes its own half only. 2-CTA clusters
     sharing A (multicast 2) compute adjacent N blocks of one M block, so both see the same group, the same
     all-padding blocks and the same second visits; an odd number of N blocks (576 / 128: 5) leaves the last pair
-    a tile past N, which must write nothing. Halves of padding, empty groups and padding past the last group as
-    in the other tests."""
+    a tile past N, which must write nothing. 2-CTA clusters sharing B (multicast 1) compute M blocks 2p and
+    2p + 1, which may hold two groups (each CTA then loads its own B), a group and padding (the padding block is
+    computed along and written as padding: [130, 0, 60] with 256 rows of tail pairs the third group's block with
+    a padding block), or lie past M (an odd number of blocks). Halves of padding, empty groups and padding past
+    the last group as in the other tests."""
     forced_config(value)
     _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, zero_padding)
     _run_contiguous(_group_sizes(32, 11), 1024, 1024, psum, zero_padding, tail=64)
     _run_contiguous(_group_sizes(16, 13), 1088, 1024, psum, zero_padding, tail=64)
     _run_contiguous([300, 5], 4096, 7168, psum, zero_padding, tail=128)
+    _run_contiguous([130, 0, 60], 1024, 1024, psum, zero_padding, tail=256)
     if not zero_padding:
         _run_contiguous([128, 1, 0, 256, 63, 200, 0, 513], 576, 1536, psum, False, zero_a_padding=True)
 

@@ -1,7 +1,8 @@
 """The M-grouped FP8 GEMMs' kernel plans under a forced DG_FP8_GEMM_CONFIG, on the CPU (_plan_gemm_call plans
 as the op does): multicast 2 (a 2-CTA cluster sharing A, pairs of N blocks) is honoured by both contiguous
-layouts, whose CTA pairs compute one M block and so one group; multicast 1 (pairs of M blocks sharing B, which
-may hold two groups) is dropped there, and the masked GEMM pairs no CTAs at all."""
+layouts, whose CTA pairs compute one M block and so one group; multicast 1 (pairs of M blocks sharing B when they
+hold one group) too, on 64- and 128-row tiles (dropped on 256-row ones, whose halves may hold two groups); the
+masked GEMM pairs no CTAs at all."""
 import pytest
 
 from deep_gemm import _C
@@ -24,11 +25,22 @@ def test_contiguous_honours_multicast_on_a(forced_config, psum, zero_padding):
     assert '2, true>(' in code  # the kernel's cluster of 2 with A multicast
 
 
-@pytest.mark.parametrize('value', ['128,192,4,0,1', '128,192,4,0,0'])
-def test_contiguous_drops_multicast_on_b(forced_config, value):
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
+def test_contiguous_honours_multicast_on_b(forced_config, psum, zero_padding):
+    forced_config('128,192,4,0,1')
+    symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous', use_psum_layout=psum, ensure_zero_padding=zero_padding)
+    assert '_bm128_bn192_s4_' in symbol and '_mcb_' in symbol, symbol
+    assert 'u, deep_gemm::ClusterPairScheduler<128u, 192u, 8u>>' in code  # the M-pair order
+    assert '2, false>(' in code  # the kernel's cluster of 2 with B multicast
+
+
+@pytest.mark.parametrize('value', ['256,128,3,0,1', '128,192,4,0,0'])
+def test_contiguous_without_multicast_on_b(forced_config, value):
+    """No B multicast: not asked for, or on 256-row tiles."""
     forced_config(value)
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous')
-    assert '_mc' not in symbol and 'u, deep_gemm::GroupedOrderScheduler<128u, 192u, 8u>>' in code, symbol
+    assert '_mc' not in symbol and 'u, deep_gemm::GroupedOrderScheduler<' in code, symbol
     assert 'ClusterPair' not in code
     assert '1, false>(' in code
 

@@ -255,12 +255,13 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
         if (mode != GemmGroupedMode::kNone) {
-            // The grouped schedulers pair no CTAs, but the contiguous ones pair N blocks (multicast 2, sharing A:
-            // both CTAs of a pair compute the same M block, hence the same group); they look groups up per
-            // 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not fit.
+            // Only the contiguous schedulers pair CTAs: N blocks of one M block (multicast 2, sharing A), or M
+            // blocks of 64 or 128 rows (multicast 1, sharing B when both blocks hold one group:
+            // ContiguousLayoutScheduler). They look groups up per 128-row segment, which three 64-row math
+            // warpgroups (BLOCK_M 192) do not fit.
             const bool contiguous = mode == GemmGroupedMode::kMGroupedContiguous ||
                                     mode == GemmGroupedMode::kMGroupedContiguousPsum;
-            if (!contiguous || config.multicast != 2) config.multicast = 0;
+            if (!contiguous || (config.multicast == 1 && config.block_m > 128)) config.multicast = 0;
             if (config.split_k > 1)
                 fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));
             if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)

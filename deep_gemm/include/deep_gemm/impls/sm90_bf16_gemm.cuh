@@ -83,6 +83,8 @@ __device__ __forceinline__ void sm90_bf16_gemm_impl(const TmaDescriptor& tmap_a,
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
     static_assert(kMulticast == 1 || kMulticast == 2, "multicast: 1 (off) or 2 (B shared by a 2-CTA cluster)");
+    // (Dense pairs only: this kernel does not ask the scheduler's pair_shares_b(), which contiguous pairs need.)
+    static_assert(kMulticast == 1 || !Scheduler::kMayHaveEmptyK, "BF16 multicast is for dense tile pairs");
     // With multicast each CTA of the pair loads half of B (rows of a K-major B, whole atoms of an MN-major B)
     // and multicasts it into both CTAs; the scheduler pairs the CTAs on the same N block.
     constexpr u32 kNumAtomsB = Layout::kBlockNPad / Layout::kAtomMN;

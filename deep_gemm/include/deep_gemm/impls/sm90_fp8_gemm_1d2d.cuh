@@ -173,8 +173,17 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                         ptx::tma_load_3d(a_slot, tmap_a, full, k0, m0, ga);
                     }
                     if constexpr (kMulticast > 1 && !kMulticastOnA) {
-                        ptx::tma_load_3d_multicast(b_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_b, full, k0,
-                                                   n0 + static_cast<i32>(cta_rank * kHalfRowsMc), gb, 0x3);
+                        if (scheduler.pair_shares_b()) {
+                            ptx::tma_load_3d_multicast(b_slot + cta_rank * kHalfRowsMc * kBlockK, tmap_b, full, k0,
+                                                       n0 + static_cast<i32>(cta_rank * kHalfRowsMc), gb, 0x3);
+                        } else {
+                            // A contiguous pair of two groups: each CTA loads its own B tile, in the map's two
+                            // half-tile boxes (the same bytes arrive, so the slot's expected count holds).
+#pragma unroll
+                            for (u32 half = 0; half < 2; ++half)
+                                ptx::tma_load_3d(b_slot + half * kHalfRowsMc * kBlockK, tmap_b, full, k0,
+                                                 n0 + static_cast<i32>(half * kHalfRowsMc), gb);
+                        }
                     } else {
                         ptx::tma_load_3d(b_slot, tmap_b, full, k0, n0, gb);
                     }

@@ -20,6 +20,9 @@
 //                                          contiguous block holding two groups)
 //     kClipRows                            the epilogue must write no row at or past d_row_end() (the D
 //                                          tensor map extends past it, e.g. into the next masked group)
+//     pair_shares_b()                      on 2-CTA clusters pairing M blocks (multicast of B): whether the two
+//                                          CTAs' tiles read the same B tile, so that each loads half of it for
+//                                          both (the contiguous layouts: only when both blocks have one group)
 //     kKWalksGroups, kAGroupMiddle,        the einsum layouts (einsum_scheduler.cuh): K blocks that walk the
 //     kDColumnGroups                       groups, A's group as the middle tensor-map dimension, and a column
 //                                          offset / bound per tile in D's 2-D view (d_col0(), d_col_end(n))
@@ -67,6 +70,7 @@ struct WholeKRange {
     __device__ __forceinline__ u32 k_size(u32 problem_k) const { return problem_k; }
     __device__ __forceinline__ bool row_valid(u32) const { return true; }
     __device__ __forceinline__ bool rows_written(u32) const { return true; }
+    __device__ __forceinline__ bool pair_shares_b() const { return true; }
     // The einsum layouts (einsum_scheduler.cuh) override these; every other scheduler keeps the defaults,
     // which leave the kernels' code unchanged (compile-time constants).
     static constexpr bool kKWalksGroups = false;  // K blocks walk (group, K block of the group)
@@ -93,6 +97,7 @@ struct DenseTileRows : WholeKRange {
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
 struct GroupedOrderScheduler : DenseTileRows {
     static_assert(kGroupN >= 1, "group size");
+    static constexpr bool kPairsMBlocks = false;  // no CTA pairs
     u32 num_m_blocks;
     u32 num_n_blocks;
     u32 num_tiles;
@@ -170,6 +175,7 @@ struct SplitKScheduler : GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> {
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPairsN>
 struct ClusterPairOrderScheduler : DenseTileRows {
     static_assert(kGroupN >= 1, "group size");
+    static constexpr bool kPairsMBlocks = !kPairsN;
     u32 num_m_units;  // M blocks, or pairs of them
     u32 num_n_units;  // N blocks, or pairs of them
     u32 num_tiles;    // pair tiles

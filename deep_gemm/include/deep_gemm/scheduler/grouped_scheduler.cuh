@@ -40,16 +40,24 @@ namespace deep_gemm {
 // two 128-row segments (groups start at multiples of 128 rows, so each segment, the rows of one math warpgroup,
 // lies in one group's rows or in padding); when the two segments belong to two groups the block is visited
 // twice, once with each group's B, and each visit writes only its own segment (rows_written()).
-// TileOrder: the dense tile order the kernel host picked (GroupedOrderScheduler, one CTA per tile), or the one of
-// 2-CTA clusters whose CTAs take adjacent N blocks of one M block (ClusterPairNScheduler), for TMA multicast of
-// A: both CTAs look up the same M block, so they see the same group, the same empty tiles and the same second
-// visits, and their pipelines stay in step. (A tile order pairing M blocks would not: a pair may hold two groups.)
+// TileOrder: the dense tile order the kernel host picked (GroupedOrderScheduler, one CTA per tile), or one of
+// 2-CTA clusters, whose two pipelines must stay in step (the same number of K blocks per tile):
+//   ClusterPairNScheduler (TMA multicast of A): the CTAs take adjacent N blocks of one M block, so they look up
+//     the same M block and see the same group, the same empty tiles and the same second visits.
+//   ClusterPairScheduler (TMA multicast of B; 64- and 128-row blocks): the CTAs take M blocks 2p and 2p + 1 of
+//     one N block, which may hold two groups. Each CTA looks up both blocks: they share B (pair_shares_b())
+//     only when both belong to one group, otherwise each loads its own B tile whole. A block with no group (or
+//     past m) beside one with a group is computed with the partner's group, so that both run all K blocks,
+//     and is written as an all-padding block is (kUnspecified: not at all, kZero: zeros); two blocks with no
+//     group are both tiles with no K blocks.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPsumLayout, PaddingRows kPadding = PaddingRows::kUnspecified,
           u32 kGroupAlign = 128, typename TileOrder = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>>
 struct ContiguousLayoutScheduler : WholeKRange {
     static constexpr u32 kSegmentRows = kBlockM < 128 ? kBlockM : 128;
     static constexpr u32 kSegments = kBlockM / kSegmentRows;
     static_assert(kBlockM % kSegmentRows == 0 && kSegments <= 2, "BLOCK_M 64, 128 or 256");
+    static constexpr bool kPairsMBlocks = TileOrder::kPairsMBlocks;
+    static_assert(!kPairsMBlocks || kSegments == 1, "M-block pairs (multicast of B) of one segment each");
     static_assert(kGroupAlign % kSegmentRows == 0, "groups start at multiples of a segment");
     // All-padding blocks are visited as tiles with no K blocks (kZero stores their zeros, kUnspecified
     // nothing: d_row_end() is their first row) rather than skipped: a skip is a loop on loaded data inside
@@ -69,6 +77,9 @@ struct ContiguousLayoutScheduler : WholeKRange {
     // segments of the tile it writes (bit s: segment s).
     Segment cur{false, 0u, 0u, 0u};
     bool cur_empty = false;
+    // M-block pairs: the pair reads one B tile; this block has no group and is computed for its partner only.
+    bool cur_shares_b = false;
+    bool cur_discard = false;
     u32 written = 1;
     // The current M block holds two groups and has been visited for the first one.
     bool revisit = false;
@@ -122,6 +133,23 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         constexpr u32 kAll = (1u << kSegments) - 1;
         if (!dense.next(m_block, n_block)) return false;
+        if constexpr (kPairsMBlocks) {
+            // Both CTAs of the pair compute the same two lookups, so they agree on everything below.
+            const u32 partner_row = (m_block ^ 1u) * kBlockM;
+            const Segment own = dense.cur_m0 < dense.rows ? segment(dense.cur_m0) : Segment{false, 0u, 0u, 0u};
+            const Segment partner = partner_row < dense.rows ? segment(partner_row) : Segment{false, 0u, 0u, 0u};
+            cur_shares_b = own.has_group && partner.has_group && own.group == partner.group;
+            cur_discard = !own.has_group && partner.has_group;
+            if (own.has_group || partner.has_group) {
+                // (kZero: row_valid() is false on every row of a discarded block: none is in the partner's group.)
+                visit(own.has_group ? own : partner, kAll);
+                return true;
+            }
+            cur.group = 0;  // both all padding: B is not read
+            cur_empty = true;
+            written = kAll;
+            return true;
+        }
         const Segment first = segment(m_block * kBlockM);
         u32 first_writes = kAll;
         if constexpr (kSegments > 1) {
@@ -181,8 +209,9 @@ struct ContiguousLayoutScheduler : WholeKRange {
     __device__ __forceinline__ u32 a_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row0() const { return dense.cur_m0; }
     __device__ __forceinline__ u32 d_row_end() const {
-        return cur_empty && kPadding != PaddingRows::kZero ? dense.cur_m0 : dense.rows;
+        return (cur_empty || cur_discard) && kPadding != PaddingRows::kZero ? dense.cur_m0 : dense.rows;
     }
+    __device__ __forceinline__ bool pair_shares_b() const { return cur_shares_b; }
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>

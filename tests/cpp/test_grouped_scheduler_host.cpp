@@ -1,0 +1,195 @@
+// The contiguous-layout tile scheduler (deep_gemm/include/deep_gemm/scheduler/grouped_scheduler.cuh) run on the
+// CPU: its device code only needs blockIdx, gridDim and __ldg, defined here, so every CTA of a persistent grid
+// can walk its tiles and the walks can be checked against the layout rules without a GPU.
+//   - 2-CTA clusters (either pair order): both CTAs visit their tiles in step, with the same number of K blocks,
+//     and agree on whether they share B (then they read one group's B tile).
+//   - Every row of D gets what the padding mode promises: its group's product, zeros (kZero) or, for padding
+//     rows (kUnspecified), the product with the group of the alignment block it lies in, or nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <type_traits>
+#include <vector>
+
+// Host stand-ins for the CUDA built-ins the scheduler headers use (this file includes no CUDA header).
+#define __host__
+#define __device__
+#define __forceinline__ inline
+struct HostDim3 {
+    unsigned x = 0;
+};
+HostDim3 blockIdx, gridDim;
+template <typename T>
+T __ldg(const T* p) {
+    return *p;
+}
+inline uint64_t __cvta_generic_to_shared(const void*) { return 0; }
+
+#include "../../deep_gemm/include/deep_gemm/scheduler/grouped_scheduler.cuh"
+
+namespace {
+
+using deep_gemm::PaddingRows;
+constexpr uint32_t kAlign = 128, kN = 640, kK = 1024, kBlockN = 128, kGroupN = 8;
+
+// A contiguous layout: each group's rows start at a multiple of kAlign, `tail` padding rows at the end.
+struct Layout {
+    std::vector<int32_t> row_group;  // [m], -1 padding
+    std::vector<int32_t> psum_ends;  // [groups]: the end row of each group's rows
+};
+
+Layout make_layout(const std::vector<uint32_t>& group_rows, uint32_t tail) {
+    Layout l;
+    for (size_t g = 0; g < group_rows.size(); ++g) {
+        const uint32_t start = uint32_t(l.row_group.size());
+        const uint32_t aligned = (group_rows[g] + kAlign - 1) / kAlign * kAlign;
+        for (uint32_t r = 0; r < aligned; ++r) l.row_group.push_back(r < group_rows[g] ? int32_t(g) : -1);
+        l.psum_ends.push_back(int32_t(start + group_rows[g]));
+    }
+    l.row_group.insert(l.row_group.end(), tail, -1);
+    return l;
+}
+
+// One visit of a tile by one CTA, as the kernel would run it.
+struct Visit {
+    uint32_t m_block, n_block, k, b_group, d_row_end;
+    bool shares_b;
+    std::vector<bool> valid;  // row_valid() of the tile's rows (kZero)
+};
+
+template <typename Scheduler>
+std::vector<Visit> walk(uint32_t cta, uint32_t grid, uint32_t m, const int32_t* layout, uint32_t groups) {
+    blockIdx.x = cta, gridDim.x = grid;
+    Scheduler s(m, kN, layout, groups);
+    std::vector<Visit> visits;
+    uint32_t m_block, n_block;
+    while (s.next(m_block, n_block)) {
+        Visit v{m_block, n_block, s.k_size(kK), s.b_group(), s.d_row_end(), s.pair_shares_b(), {}};
+        for (uint32_t r = 0; r < Scheduler::kSegmentRows; ++r) v.valid.push_back(s.row_valid(s.d_row0() + r));
+        visits.push_back(v);
+        EXPECT_LT(visits.size(), 100000u) << "runaway tile walk";
+        if (visits.size() >= 100000u) break;
+    }
+    return visits;
+}
+
+// What a row of one column block of D ends up as: -2 not written, -1 zeros, g the product with group g's B.
+using RowOutcome = std::map<std::pair<uint32_t, uint32_t>, int>;
+
+template <uint32_t kBlockM, bool kPsum, PaddingRows kPadding, typename Order>
+void check(const Layout& l, uint32_t grid) {
+    using Scheduler = deep_gemm::ContiguousLayoutScheduler<kBlockM, kBlockN, kGroupN, kPsum, kPadding, kAlign, Order>;
+    const uint32_t m = uint32_t(l.row_group.size()), groups = uint32_t(l.psum_ends.size());
+    const int32_t* layout = kPsum ? l.psum_ends.data() : l.row_group.data();
+    constexpr bool kPairs = Scheduler::kPairsMBlocks || !std::is_same_v<Order, deep_gemm::GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>>;
+    RowOutcome written;
+    for (uint32_t cta = 0; cta < grid; cta += kPairs ? 2 : 1) {
+        std::vector<std::vector<Visit>> ctas = {walk<Scheduler>(cta, grid, m, layout, groups)};
+        if (kPairs) ctas.push_back(walk<Scheduler>(cta + 1, grid, m, layout, groups));
+        if (kPairs) {
+            // The two pipelines stay in step: same tiles count, same K blocks, one answer on sharing B.
+            ASSERT_EQ(ctas[0].size(), ctas[1].size()) << "cluster " << cta / 2;
+            for (size_t i = 0; i < ctas[0].size(); ++i) {
+                const Visit &a = ctas[0][i], &b = ctas[1][i];
+                EXPECT_EQ(a.k, b.k) << "cluster " << cta / 2 << " tile " << i << ": K blocks differ";
+                EXPECT_EQ(a.shares_b, b.shares_b) << "cluster " << cta / 2 << " tile " << i;
+                if (a.shares_b) {
+                    EXPECT_EQ(a.b_group, b.b_group) << "shared B of two groups";
+                }
+                if (Scheduler::kPairsMBlocks) {
+                    EXPECT_EQ(a.n_block, b.n_block);
+                    EXPECT_EQ(a.m_block ^ 1u, b.m_block);
+                } else {
+                    EXPECT_EQ(a.m_block, b.m_block);
+                }
+            }
+        }
+        for (const auto& visits : ctas) {
+            for (const Visit& v : visits) {
+                if (v.n_block * kBlockN >= kN) continue;  // an N pair's tile past N: its stores are clipped away
+                EXPECT_LT(v.b_group, std::max(groups, 1u)) << "B group out of range";
+                for (uint32_t r = 0; r < kBlockM; ++r) {
+                    const uint32_t row = v.m_block * kBlockM + r;
+                    if (row >= m || row >= v.d_row_end) continue;
+                    const auto key = std::make_pair(row, v.n_block);
+                    EXPECT_EQ(written.count(key), 0u) << "row " << row << " written twice";
+                    int outcome = v.k == 0 ? -1 : int(v.b_group);
+                    if (kPadding == PaddingRows::kZero && !v.valid[r]) outcome = -1;
+                    written[key] = outcome;
+                }
+            }
+        }
+    }
+    for (uint32_t row = 0; row < m; ++row) {
+        int expected;
+        if (kPadding == PaddingRows::kZero) {
+            expected = l.row_group[row] >= 0 ? l.row_group[row] : -1;
+        } else {
+            // Padding rows: computed with the group of their alignment block's first row, if it has one.
+            const int32_t g = l.row_group[row] >= 0 ? l.row_group[row] : l.row_group[row - row % kAlign];
+            expected = g >= 0 ? g : -2;
+        }
+        for (uint32_t nb = 0; nb * kBlockN < kN; ++nb) {
+            const auto it = written.find({row, nb});
+            const int got = it == written.end() ? -2 : it->second;
+            // kUnspecified promises nothing for a row of an all-padding alignment block (written or not).
+            if (kPadding == PaddingRows::kUnspecified && expected == -2 && got < 0) continue;
+            ASSERT_EQ(got, expected) << "row " << row << " (group " << l.row_group[row] << ") column block " << nb
+                                     << " BLOCK_M " << kBlockM << (kPsum ? " psum" : " index");
+        }
+    }
+}
+
+template <uint32_t kBlockM, typename Order>
+void check_all_modes() {
+    // Two groups in one M pair, empty groups, padding blocks beside group blocks, an odd number of blocks,
+    // and padding past the last group.
+    const std::vector<std::pair<std::vector<uint32_t>, uint32_t>> layouts = {
+        {{128, 1, 0, 256, 63, 200, 0, 513}, 0}, {{130, 0, 60}, 256}, {{300, 5}, 128}, {{77}, 0},
+        {{1, 1, 1, 1, 1}, 384}, {{0, 0, 500}, 128}};
+    for (const auto& [rows, tail] : layouts) {
+        const Layout l = make_layout(rows, tail);
+        for (const uint32_t grid : {2u, 6u, 132u}) {
+            SCOPED_TRACE(testing::Message() << "layout of " << rows.size() << " groups, tail " << tail << ", grid " << grid);
+            check<kBlockM, false, PaddingRows::kZero, Order>(l, grid);
+            check<kBlockM, false, PaddingRows::kUnspecified, Order>(l, grid);
+            check<kBlockM, true, PaddingRows::kZero, Order>(l, grid);
+            check<kBlockM, true, PaddingRows::kUnspecified, Order>(l, grid);
+        }
+    }
+}
+
+template <uint32_t kBlockM>
+using Single = deep_gemm::GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
+template <uint32_t kBlockM>
+using PairsM = deep_gemm::ClusterPairScheduler<kBlockM, kBlockN, kGroupN>;
+template <uint32_t kBlockM>
+using PairsN = deep_gemm::ClusterPairNScheduler<kBlockM, kBlockN, kGroupN>;
+
+TEST(ContiguousSchedulerHost, OneCtaPerTile) {
+    check_all_modes<64, Single<64>>();
+    check_all_modes<128, Single<128>>();
+}
+
+TEST(ContiguousSchedulerHost, PairsOfNBlocksShareA) {
+    check_all_modes<128, PairsN<128>>();
+}
+
+TEST(ContiguousSchedulerHost, PairsOfMBlocksShareBOnlyInOneGroup) {
+    check_all_modes<64, PairsM<64>>();
+    check_all_modes<128, PairsM<128>>();
+    // Some pairs share B and some do not, so both load paths run.
+    const Layout l = make_layout({128, 1, 0, 256, 63, 200, 0, 513}, 0);
+    blockIdx.x = 0, gridDim.x = 2;
+    deep_gemm::ContiguousLayoutScheduler<128, kBlockN, kGroupN, false, PaddingRows::kZero, kAlign, PairsM<128>> s(
+        uint32_t(l.row_group.size()), kN, l.row_group.data(), 8);
+    int shared = 0, own = 0;
+    uint32_t mb, nb;
+    while (s.next(mb, nb)) (s.pair_shares_b() ? shared : own) += 1;
+    EXPECT_GT(shared, 0);
+    EXPECT_GT(own, 0);
+}
+
+}  // namespace
