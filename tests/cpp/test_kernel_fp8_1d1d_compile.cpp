@@ -61,10 +61,11 @@ class KernelCompile1d1d : public dg_test::KernelCompileTest {
 protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
-    void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false) {
+    void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false, bool pipelined = false) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
+        key.pipelined = pipelined;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
         if (k_grouped) key.mode = uint8_t(deep_gemm::kernels::GemmGroupedMode::kKGroupedContiguous), key.k = 0;
@@ -73,7 +74,11 @@ protected:
             EXPECT_NE(source.code.find("sm90_fp8_gemm_1d1d_k_grouped_impl"), std::string::npos);
             EXPECT_NE(source.symbol.find("_kgrouped"), std::string::npos);
         }
-        build_and_check_sass(source, [](const std::string& sass) {
+        EXPECT_EQ(source.symbol.find("_pp") != std::string::npos, pipelined) << source.symbol;
+        build_and_check_sass(source, [pipelined](const std::string& sass) {
+            // The pipelined loop waits for all but the newest K block's wgmmas (one group left in flight).
+            EXPECT_EQ(sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x1") != std::string::npos, pipelined)
+                << "wgmma wait with one group in flight";
             EXPECT_GT(count_op(sass, "QGMMA"), 0) << "no FP8 wgmma in SASS";
             EXPECT_GT(count_op(sass, "UTMALDG"), 0) << "no TMA load in SASS";
             expect_uniform_wgmma_descriptors(sass, "QGMMA");
@@ -100,6 +105,15 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dNvrtc) {
 TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dKGroupedNvcc) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "0");
     build_and_check(128, deep_gemm::heuristics::kSm90Fp8_1d1dMaxForcedBlockN, true, true);
+}
+
+// The pipelined promotion (two scratch accumulators), as DG_FP8_1D1D_GEMM_CONFIG forces it, on the widest tile it
+// allows: dense with C and K-grouped, without local memory (build_and_check_sass) and with a wgmma group in flight.
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dPipelined) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined, true, false, true);
+    build_and_check(128, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined, true, true, true);
+    build_and_check(64, 96, false, true, true);
 }
 
 }  // namespace

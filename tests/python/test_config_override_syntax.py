@@ -72,6 +72,9 @@ def test_fp8_1d1d_forced_tile_reaches_dense_and_k_grouped_plans(env):
     forced = plans()
     assert len(forced) == 2 and all('_bm128_bn176_' in s for s in forced), forced
     assert planned('fp8_gemm_nt') == [s for _, s, _ in _C._plan_gemm_call('fp8_gemm_nt', 256, 1024, 512)]
+    env('DG_FP8_1D1D_GEMM_CONFIG', '128,128,0,0,1')
+    forced = plans()
+    assert len(forced) == 2 and all('_bm128_bn128_' in s and '_pp' in s for s in forced), forced
     env('DG_FP8_1D1D_GEMM_CONFIG', '128,192')
     with pytest.raises(RuntimeError) as info:
         plans()

@@ -136,13 +136,14 @@ def test_k_grouped(c_mode, m, n, ks):
             assert torch.all(d[i] == 0), f'empty group {i} must be zeros'
 
 
-# DG_FP8_1D1D_GEMM_CONFIG: tiles wider than the model's 128 columns (up to 176) and a 64-row one, dense and K-grouped.
-@pytest.mark.parametrize('config', ['128,176', '128,160,4', '64,144', '128,144,0,16'])
+# DG_FP8_1D1D_GEMM_CONFIG: tiles wider than the model's 128 columns (up to 176) and a 64-row one, dense and K-grouped;
+# the pipelined promotion (two scratch accumulators; odd and even K block counts, an empty group).
+@pytest.mark.parametrize('config', ['128,176', '128,160,4', '64,144', '128,144,0,16', '128,128,0,0,1', '64,96,0,0,1'])
 def test_forced_configs(forced_1d1d_config, config):
     forced_1d1d_config(config)
     d, ref = _dense('nt', 333, 700, 640, 'c', seed=11)
     _check_diff(d, ref, f'fp8_gemm_nt 333x700x640 config={config}')
-    d, ref = _k_grouped(200, 530, [384, 0, 256, 640], 'alias', seed=12)
+    d, ref = _k_grouped(200, 530, [384, 0, 256, 640, 128], 'alias', seed=12)
     _check_diff(d, ref, f'k_grouped 200x530 config={config}')
 
 

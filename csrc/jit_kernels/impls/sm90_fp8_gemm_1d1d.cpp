@@ -17,7 +17,8 @@ namespace {
 bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGroupedMode::kKGroupedContiguous); }
 
 std::string make_symbol(const GemmKernelKey& key) {
-    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "");
+    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (is_k_grouped(key) ? "_kgrouped" : "") +
+           (key.with_c ? "_c" : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
@@ -83,14 +84,18 @@ Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string
         throw jit::Error("DG_FP8_1D1D_GEMM_CONFIG='" + text + "': " + why);
     };
     const std::vector<std::string_view> fields = config_fields::split_commas(body);
-    if (fields.size() < 2 || fields.size() > 4) return bad("expected \"block_m,block_n[,stages[,group_n]]\"");
-    int vals[4] = {0, 0, 0, 0};
+    if (fields.size() < 2 || fields.size() > 5) return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined]]]\"");
+    int vals[5] = {0, 0, 0, 0, 0};
     for (size_t i = 0; i < fields.size(); ++i) {
         const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
         if (!value) return bad("fields are non-negative integers separated by ','; got '" + std::string(fields[i]) + "'");
         vals[i] = *value;
     }
-    ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3];
+    ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3], ov.pipelined = vals[4];
+    if (ov.pipelined > 1) return bad("pipelined must be 0 (one scratch accumulator) or 1 (two, promotion overlapped)");
+    if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
+        return bad("pipelined needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined) +
+                   " (three accumulators and the B scales in registers)");
     if (ov.block_m != 64 && ov.block_m != 128) return bad("block_m must be 64 or 128");
     if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8_1d1dMaxForcedBlockN || ov.block_n % 16 != 0)
         return bad("block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8_1d1dMaxForcedBlockN) + "]");
@@ -108,7 +113,7 @@ void Fp8Gemm1d1dTraits::set_override(const char*, const jit::Settings& settings,
         parsed_for = &settings;
     }
     q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
-    q.forced[3] = parsed.group_n;
+    q.forced[3] = parsed.group_n, q.forced[4] = parsed.pipelined;
 }
 
 heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
@@ -117,6 +122,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_
     if (q.forced[0] != 0) {  // DG_FP8_1D1D_GEMM_CONFIG
         config.block_m = q.forced[0], config.block_n = q.forced[1];
         if (q.forced[3] != 0) config.group_n = q.forced[3];
+        config.pipelined = q.forced[4] != 0;
         const int max_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
         config.num_stages = q.forced[2] != 0 ? q.forced[2] : max_stages;
         if (heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages) > q.smem_limit)
@@ -142,10 +148,10 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
 
 // The entry point's body: the kernel with its compile-time choices.
 constexpr char kBodyTemplate[] =
-    "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}>(\n"
+    "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}{pipelined}>(\n"
     "        {args});\n";
 constexpr char kKGroupedBodyTemplate[] =
-    "    deep_gemm::sm90_fp8_gemm_1d1d_k_grouped_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {with_c}>(\n"
+    "    deep_gemm::sm90_fp8_gemm_1d1d_k_grouped_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {with_c}{pipelined}>(\n"
     "        {args});\n";
 // The host sizes shared memory with its own formula: make the device layout agree.
 constexpr char kTrailerTemplate[] =
@@ -165,6 +171,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
                     fmt::arg("bn", key.block_n), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
                     fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k),
                     fmt::arg("with_c", key.with_c ? "true" : "false"),
+                    fmt::arg("pipelined", key.pipelined ? ", true" : ""),
                     fmt::arg("args", k_grouped ? param_names<Sm90Fp8Gemm1d1dKGroupedParams>()
                                                : param_names<Sm90Fp8Gemm1d1dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),

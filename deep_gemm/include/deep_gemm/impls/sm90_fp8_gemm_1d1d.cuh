@@ -10,7 +10,9 @@
 // math warpgroup issues four m64nNk32 wgmmas into a scratch FP32 accumulator, reads its rows' A scales and
 // its columns' B scales from the slot while they run, waits, releases the slot and promotes:
 // fin += acc * sfa[row] * sfb[column]. The epilogue stores FP32 straight from registers, adding C
-// (AccumDirectStoreEpilogue), so there is no D staging buffer.
+// (AccumDirectStoreEpilogue), so there is no D staging buffer. kPipelined (forced by DG_FP8_1D1D_GEMM_CONFIG):
+// two scratch accumulators, K block kb + 1's wgmmas issued before K block kb is promoted, so the tensor core has
+// queued work while the warpgroup does the FP32 math (the 1D2D kernel's pipelined promotion).
 //
 // K-grouped (the weight gradients of MoE experts): all groups in one persistent launch (KGroupedScheduler), each
 // group with its own A / B tensor maps from the kernel parameters (Sm90Fp8KGroupedMaps), so the last partial wave
@@ -79,7 +81,7 @@ struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true> {
 // parameters), each group with its own A / B maps (maps_a[g], maps_b[g]: the groups' rows have different
 // strides), its own K, and its K blocks' scales from K block scale_k_block0 + (the group's K offset) / 128 of
 // sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros.
-template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped>
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped, bool kPipelined>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* maps_a, const TmaDescriptor* maps_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m, u32 n,
@@ -162,43 +164,99 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
 #pragma unroll
         for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;  // (every K block's first wgmma overwrites it)
 
+        // Second scratch accumulator of the pipelined loop (unused, and optimised away, otherwise).
+        float acc2[kPipelined ? kNumAccum : 1];
+#pragma unroll
+        for (u32 i = 0; i < (kPipelined ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
+        PipelineState<kNumStages> rel;  // the pipelined loop's next slot to read scales from and release
+
+        // Waits for slot `st` and issues its K block's wgmmas into `a` (committed, not waited for).
+        auto issue = [&](float(&a)[kNumAccum]) {
+            pipe.consumer_wait(st);
+            ptx::wgmma_fp8_kmajor_k128<Wgmma>(smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
+                                               smem_addr(smem_b + st.stage * Layout::kSmemB), a);
+        };
+        // This thread's scales of slot `s`: its two rows' A scales and its columns' B scales.
+        auto read_scales = [&](const PipelineState<kNumStages>& s, float& a_lo, float& a_hi) {
+            const float* sfa_slot = smem_sfa + s.stage * kBlockM;
+            a_lo = sfa_slot[row_lo];
+            a_hi = sfa_slot[row_lo + 8];
+            const float* sfb_slot = reinterpret_cast<const float*>(smem_sfb + s.stage * Layout::kSmemSfb);
+#pragma unroll
+            for (u32 j = 0; j < kBlockN / 8; ++j) {
+                const float2 v = *reinterpret_cast<const float2*>(sfb_slot + j * 8 + col_in_group);
+                sb[2 * j] = v.x;
+                sb[2 * j + 1] = v.y;
+            }
+        };
+        auto promote = [&](float(&a)[kNumAccum], float a_lo, float a_hi) {
+#pragma unroll
+            for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+#pragma unroll
+            for (u32 j = 0; j < kBlockN / 8; ++j) {
+                fin[4 * j + 0] += a[4 * j + 0] * (a_lo * sb[2 * j]);
+                fin[4 * j + 1] += a[4 * j + 1] * (a_lo * sb[2 * j + 1]);
+                fin[4 * j + 2] += a[4 * j + 2] * (a_hi * sb[2 * j]);
+                fin[4 * j + 3] += a[4 * j + 3] * (a_hi * sb[2 * j + 1]);
+            }
+        };
+        // Pipelined loop: the oldest issued K block (slot `rel`, accumulator `a`) has completed: its scales are
+        // read, its slot released, and it is promoted.
+        auto retire = [&](float(&a)[kNumAccum]) {
+            float a_lo, a_hi;
+            read_scales(rel, a_lo, a_hi);
+            pipe.consumer_release_warp(rel, lane);
+            rel.advance();
+            promote(a, a_lo, a_hi);
+        };
+
         u32 m_block, n_block;
         while (scheduler.next(m_block, n_block)) {
 #pragma unroll
             for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
 
             const u32 kbs = tile_k_blocks(scheduler);
-            for (u32 kb = 0; kb < kbs; ++kb) {
-                pipe.consumer_wait(st);
-                ptx::wgmma_fp8_kmajor_k128<Wgmma>(
-                    smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
-                    smem_addr(smem_b + st.stage * Layout::kSmemB), acc);
-
-                // The slot's scales, read while the wgmmas run.
-                const float* sfa_slot = smem_sfa + st.stage * kBlockM;
-                const float a_lo = sfa_slot[row_lo];
-                const float a_hi = sfa_slot[row_lo + 8];
-                const float* sfb_slot = reinterpret_cast<const float*>(smem_sfb + st.stage * Layout::kSmemSfb);
-#pragma unroll
-                for (u32 j = 0; j < kBlockN / 8; ++j) {
-                    const float2 v = *reinterpret_cast<const float2*>(sfb_slot + j * 8 + col_in_group);
-                    sb[2 * j] = v.x;
-                    sb[2 * j + 1] = v.y;
+            if constexpr (kPipelined) {
+                // As in the 1D2D kernel's pipelined loop, the set of in-flight accumulators is the same on every
+                // path (ptxas serialises all wgmmas when it cannot prove an accumulator idle before it is read).
+                if (kbs > 0) {
+                    issue(acc);
+                    st.advance();
+                    u32 kb = 0;
+                    for (; kb + 2 < kbs; kb += 2) {
+                        // Here: K block kb in flight in acc; acc2 idle.
+                        issue(acc2);
+                        st.advance();
+                        ptx::wgmma_wait_group<1>();
+                        retire(acc);
+                        issue(acc);
+                        st.advance();
+                        ptx::wgmma_wait_group<1>();
+                        retire(acc2);
+                    }
+                    if (kb + 1 < kbs) {
+                        issue(acc2);
+                        st.advance();
+                        ptx::wgmma_wait_group<1>();
+                        retire(acc);
+                        ptx::wgmma_wait_group<0>();
+                        retire(acc2);
+                    } else {
+                        ptx::wgmma_wait_group<0>();
+                        retire(acc);
+                    }
                 }
-
-                ptx::wgmma_wait_group<0>();
-                // The slot's tiles (read by the now complete wgmmas) and scales (in registers) are done.
-                pipe.consumer_release_warp(st, lane);
-                st.advance();
-
-#pragma unroll
-                for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(acc[i]);
-#pragma unroll
-                for (u32 j = 0; j < kBlockN / 8; ++j) {
-                    fin[4 * j + 0] += acc[4 * j + 0] * (a_lo * sb[2 * j]);
-                    fin[4 * j + 1] += acc[4 * j + 1] * (a_lo * sb[2 * j + 1]);
-                    fin[4 * j + 2] += acc[4 * j + 2] * (a_hi * sb[2 * j]);
-                    fin[4 * j + 3] += acc[4 * j + 3] * (a_hi * sb[2 * j + 1]);
+            } else {
+                for (u32 kb = 0; kb < kbs; ++kb) {
+                    issue(acc);
+                    // The slot's scales, read while the wgmmas run.
+                    float a_lo, a_hi;
+                    read_scales(st, a_lo, a_hi);
+                    ptx::wgmma_wait_group<0>();
+                    // The slot's tiles (read by the now complete wgmmas) and scales (in registers) are done.
+                    pipe.consumer_release_warp(st, lane);
+                    st.advance();
+                    promote(acc, a_lo, a_hi);
                 }
             }
 
@@ -214,7 +272,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
 }
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
-          bool kWithC>
+          bool kWithC, bool kPipelined = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
@@ -222,13 +280,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
     const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false, kPipelined>(
         &tmap_a, &tmap_b, tmap_sfa, tmap_sfb, d, c, ldd, ldc, m, n, k, nullptr, 0u, 0u);
 }
 
 // K-grouped (k_grouped_fp8_gemm_nt_contiguous): the groups of Sm90Fp8KGroupedMaps in one launch; d and c are
 // [num_groups, m, n] with row stride n.
-template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC>
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC,
+          bool kPipelined = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescriptor& tmap_sfa,
                                                                   const TmaDescriptor& tmap_sfb,
                                                                   const Sm90Fp8KGroupedMaps& groups, float* d,
@@ -236,7 +295,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescr
                                                                   u32 num_groups, u32 scale_k_block0) {
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined>(
         groups.a, groups.b, tmap_sfa, tmap_sfb, d, c, n, n, m, n, 0u, groups.k, num_groups, scale_k_block0);
 }
 
