@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <numeric>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -190,6 +192,67 @@ TEST(ContiguousSchedulerHost, PairsOfMBlocksShareBOnlyInOneGroup) {
     while (s.next(mb, nb)) (s.pair_shares_b() ? shared : own) += 1;
     EXPECT_GT(shared, 0);
     EXPECT_GT(own, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// The K-grouped scheduler (kCluster 1 and 2): every tile of every group once, the CTAs of a cluster on M blocks
+// 2p and 2p + 1 of one group and N block with one K range, and a tile past M only as a pair's second.
+template <uint32_t kBlockM, uint32_t kCluster>
+void check_k_grouped(const std::vector<int32_t>& ks, uint32_t m, uint32_t n, uint32_t grid) {
+    using Scheduler = deep_gemm::KGroupedScheduler<kBlockM, kBlockN, kGroupN, false, kCluster>;
+    const uint32_t m_blocks = (m + kBlockM - 1) / kBlockM, n_blocks = (n + kBlockN - 1) / kBlockN;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> seen;  // (group, m block, n block) -> visits
+    for (uint32_t cta = 0; cta < grid; cta += kCluster) {
+        std::vector<std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>>> walks;
+        for (uint32_t r = 0; r < kCluster; ++r) {
+            blockIdx.x = cta + r, gridDim.x = grid;
+            Scheduler s(m, n, ks.data(), uint32_t(ks.size()));
+            walks.emplace_back();
+            uint32_t mb, nb;
+            while (s.next(mb, nb) && walks.back().size() < 100000u) {
+                walks.back().emplace_back(s.group_index(), mb, nb, s.k_offset(), s.k_size(0));
+                EXPECT_EQ(s.d_row0(), s.group_index() * m + mb * kBlockM);
+                EXPECT_EQ(s.d_row_end(), s.group_index() * m + m);
+            }
+        }
+        if (kCluster == 2) {
+            ASSERT_EQ(walks[0].size(), walks[1].size());
+            for (size_t i = 0; i < walks[0].size(); ++i) {
+                const auto &[g0, m0, n0, k00, k0] = walks[0][i];
+                const auto &[g1, m1, n1, k01, k1] = walks[1][i];
+                EXPECT_TRUE(g0 == g1 && n0 == n1 && k00 == k01 && k0 == k1) << "cluster " << cta / 2 << " tile " << i;
+                EXPECT_TRUE(m0 % 2 == 0 && m1 == m0 + 1) << "M blocks " << m0 << ", " << m1;
+            }
+        }
+        for (const auto& walk : walks) {
+            for (const auto& [g, mb, nb, k_off, k] : walk) {
+                EXPECT_LT(g, ks.size());
+                EXPECT_EQ(k, uint32_t(ks[g]));
+                EXPECT_EQ(k_off, uint32_t(std::accumulate(ks.begin(), ks.begin() + g, 0)));
+                if (mb >= m_blocks) {
+                    EXPECT_TRUE(kCluster == 2 && mb == m_blocks && m_blocks % 2 == 1) << "tile past M: " << mb;
+                    continue;
+                }
+                ++seen[{g, mb, nb}];
+            }
+        }
+    }
+    EXPECT_EQ(seen.size(), ks.size() * m_blocks * n_blocks);
+    for (const auto& [tile, visits] : seen) EXPECT_EQ(visits, 1) << "group " << std::get<0>(tile);
+}
+
+TEST(KGroupedSchedulerHost, OneCtaAndPairsOfMBlocks) {
+    const std::vector<int32_t> ks = {384, 0, 256, 640, 128};
+    for (const uint32_t grid : {2u, 8u, 132u}) {
+        SCOPED_TRACE(testing::Message() << "grid " << grid);
+        check_k_grouped<128, 1>(ks, 200, 530, grid);
+        check_k_grouped<128, 2>(ks, 200, 530, grid);  // two M blocks: one pair
+        check_k_grouped<128, 2>(ks, 333, 530, grid);  // three: the last pair's second tile past M
+        check_k_grouped<64, 2>(ks, 7168, 2048, grid);
+    }
 }
 
 }  // namespace

@@ -61,11 +61,13 @@ class KernelCompile1d1d : public dg_test::KernelCompileTest {
 protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
-    void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false, bool pipelined = false) {
+    void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false, bool pipelined = false,
+                         bool multicast = false) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
         key.pipelined = pipelined;
+        key.multicast = multicast;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
         if (k_grouped) key.mode = uint8_t(deep_gemm::kernels::GemmGroupedMode::kKGroupedContiguous), key.k = 0;
@@ -75,7 +77,11 @@ protected:
             EXPECT_NE(source.symbol.find("_kgrouped"), std::string::npos);
         }
         EXPECT_EQ(source.symbol.find("_pp") != std::string::npos, pipelined) << source.symbol;
-        build_and_check_sass(source, [pipelined](const std::string& sass) {
+        EXPECT_EQ(source.symbol.find("_mcb") != std::string::npos, multicast) << source.symbol;
+        build_and_check_sass(source, [pipelined, multicast](const std::string& sass) {
+            // Multicast: B's half-tile loads go to both CTAs, and the CTAs meet at cluster barriers (setup, exit).
+            EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, multicast) << "multicast B load";
+            EXPECT_EQ(count_op(sass, "UCGABAR_ARV") > 0, multicast) << "cluster barrier";
             // The pipelined loop waits for all but the newest K block's wgmmas (one group left in flight).
             EXPECT_EQ(sass.find("WARPGROUP.DEPBAR.LE gsb0, 0x1") != std::string::npos, pipelined)
                 << "wgmma wait with one group in flight";
@@ -114,6 +120,14 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dPipelined) {
     build_and_check(128, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined, true, false, true);
     build_and_check(128, deep_gemm::heuristics::kSm90Fp8MaxBlockNPipelined, true, true, true);
     build_and_check(64, 96, false, true, true);
+}
+
+// 2-CTA clusters on pairs of M blocks sharing B, as DG_FP8_1D1D_GEMM_CONFIG forces them: dense with C on the widest
+// tile it allows, K-grouped with the pipelined promotion.
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dMulticastB) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, deep_gemm::heuristics::kSm90Fp8_1d1dMaxForcedBlockN, true, false, false, true);
+    build_and_check(128, 128, true, true, true, true);
 }
 
 }  // namespace

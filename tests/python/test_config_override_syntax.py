@@ -75,6 +75,9 @@ def test_fp8_1d1d_forced_tile_reaches_dense_and_k_grouped_plans(env):
     env('DG_FP8_1D1D_GEMM_CONFIG', '128,128,0,0,1')
     forced = plans()
     assert len(forced) == 2 and all('_bm128_bn128_' in s and '_pp' in s for s in forced), forced
+    env('DG_FP8_1D1D_GEMM_CONFIG', '128,160,0,0,0,1')
+    forced = plans()
+    assert len(forced) == 2 and all('_bm128_bn160_' in s and '_mcb' in s for s in forced), forced
     env('DG_FP8_1D1D_GEMM_CONFIG', '128,192')
     with pytest.raises(RuntimeError) as info:
         plans()

@@ -17,11 +17,16 @@ namespace {
 bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGroupedMode::kKGroupedContiguous); }
 
 std::string make_symbol(const GemmKernelKey& key) {
-    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (is_k_grouped(key) ? "_kgrouped" : "") +
-           (key.with_c ? "_c" : "");
+    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (key.multicast ? "_mcb" : "") +
+           (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
+
+// Rows of B's TMA box: the tile's, or each CTA's half of it with multicast.
+uint32_t b_box_rows(const GemmKernelKey& key, const heuristics::Sm90GemmConfig& config) {
+    return uint32_t(key.multicast ? config.block_n / 2 : config.block_n);
+}
 
 }  // namespace
 
@@ -84,14 +89,17 @@ Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string
         throw jit::Error("DG_FP8_1D1D_GEMM_CONFIG='" + text + "': " + why);
     };
     const std::vector<std::string_view> fields = config_fields::split_commas(body);
-    if (fields.size() < 2 || fields.size() > 5) return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined]]]\"");
-    int vals[5] = {0, 0, 0, 0, 0};
+    if (fields.size() < 2 || fields.size() > 6)
+        return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined[,multicast]]]]\"");
+    int vals[6] = {0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < fields.size(); ++i) {
         const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
         if (!value) return bad("fields are non-negative integers separated by ','; got '" + std::string(fields[i]) + "'");
         vals[i] = *value;
     }
     ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3], ov.pipelined = vals[4];
+    ov.multicast = vals[5];
+    if (ov.multicast > 1) return bad("multicast must be 0 (off) or 1 (2-CTA clusters on pairs of M blocks sharing B)");
     if (ov.pipelined > 1) return bad("pipelined must be 0 (one scratch accumulator) or 1 (two, promotion overlapped)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         return bad("pipelined needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined) +
@@ -113,7 +121,7 @@ void Fp8Gemm1d1dTraits::set_override(const char*, const jit::Settings& settings,
         parsed_for = &settings;
     }
     q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
-    q.forced[3] = parsed.group_n, q.forced[4] = parsed.pipelined;
+    q.forced[3] = parsed.group_n, q.forced[4] = parsed.pipelined, q.forced[5] = parsed.multicast;
 }
 
 heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
@@ -123,6 +131,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_
         config.block_m = q.forced[0], config.block_n = q.forced[1];
         if (q.forced[3] != 0) config.group_n = q.forced[3];
         config.pipelined = q.forced[4] != 0;
+        config.multicast = q.forced[5];  // (the key drops it on a one-SM device)
         const int max_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
         config.num_stages = q.forced[2] != 0 ? q.forced[2] : max_stages;
         if (heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages) > q.smem_limit)
@@ -133,10 +142,11 @@ heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_
     return config;
 }
 
-GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int,
+GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,
                                             const CompiledDims& dims) {
     if (config.num_stages < heuristics::kSm90Fp8MinStages) fail(op, "not enough shared memory on this device");
     GemmKernelKey key = gemm_kernel_key(GemmKernel::kFp8_1d1d, config);
+    if (num_sms < 2) key.multicast = 0;  // clusters need two CTAs in the persistent grid
     dims.apply(key, p.m, p.n, p.k);
     key.with_c = p.with_c;
     if (is_k_grouped(p)) {
@@ -171,7 +181,9 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
                     fmt::arg("bn", key.block_n), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
                     fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k),
                     fmt::arg("with_c", key.with_c ? "true" : "false"),
-                    fmt::arg("pipelined", key.pipelined ? ", true" : ""),
+                    // (the defaults, false and 1, are left out: the other kernels' sources stay as they were)
+                    fmt::arg("pipelined", key.multicast ? fmt::format(", {}, 2u", key.pipelined ? "true" : "false")
+                                                        : std::string(key.pipelined ? ", true" : "")),
                     fmt::arg("args", k_grouped ? param_names<Sm90Fp8Gemm1d1dKGroupedParams>()
                                                : param_names<Sm90Fp8Gemm1d1dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),
@@ -182,7 +194,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
     return src;
 }
 
-void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config& config, const GemmKernelKey&,
+void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
                                 int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
@@ -195,10 +207,10 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
                             heuristics::kSm90Fp8BlockK, uint32_t(config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
                             "FP8 1D1D GEMM: tensor map for a");
         t[1] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), uint64_t(o.ldb),
-                            heuristics::kSm90Fp8BlockK, uint32_t(config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
+                            heuristics::kSm90Fp8BlockK, b_box_rows(key, config), CU_TENSOR_MAP_SWIZZLE_128B,
                             "FP8 1D1D GEMM: tensor map for b");
     }
-    prepared.block_m = config.block_m, prepared.block_n = config.block_n;
+    prepared.block_m = config.block_m, prepared.b_box_rows = b_box_rows(key, config);
     t[2] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb),
                         uint64_t(o.sfa_stride) * 4, uint32_t(config.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
                         "FP8 1D1D GEMM: tensor map for sfa");
@@ -209,7 +221,9 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
     const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
     const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
     const int64_t launch_groups = k_grouped ? std::min(p.num_groups, kMaxKGroups) : 1;
-    prepared.launch.grid[0] = persistent_grid(num_sms, launch_groups * m_blocks * n_blocks);
+    prepared.launch.grid[0] = key.multicast ? persistent_pair_grid(num_sms, launch_groups * ((m_blocks + 1) / 2) * n_blocks)
+                                            : persistent_grid(num_sms, launch_groups * m_blocks * n_blocks);
+    prepared.launch.cluster_x = key.multicast ? 2u : 1u;
     prepared.launch.block[0] = unsigned(config.num_threads());
     prepared.launch.smem_bytes =
         unsigned(heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages));
@@ -242,7 +256,7 @@ void launch_k_grouped(const GemmDesc& desc, const gemm_launch::PreparedLaunch& p
                     uint32_t(prepared.block_m), CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's a"));
                 params.groups.b[i] = tma_descriptor_value(make_tmap_2d(
                     CU_TENSOR_MAP_DATA_TYPE_UINT8, b, uint64_t(kg), uint64_t(n), uint64_t(kg), heuristics::kSm90Fp8BlockK,
-                    uint32_t(prepared.block_n), CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's b"));
+                    prepared.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's b"));
             }
             k_prefix += kg;
         }

@@ -55,9 +55,10 @@ struct PreparedLaunch {
     CUtensorMap tmaps[4];
     // FP8 1D2D split-K: the tiles (one counter each; 0 = not split) and the partials' bytes.
     size_t split_k_tiles = 0, split_k_partial_bytes = 0;
-    // FP8 1D1D K-grouped: the tile, for the per-group A / B tensor maps built at each launch (they depend on
-    // the host's K list, which the memo key does not hold).
-    int block_m = 0, block_n = 0;
+    // FP8 1D1D K-grouped: the boxes' rows of the per-group A / B tensor maps built at each launch (they depend
+    // on the host's K list, which the memo key does not hold): BLOCK_M, and BLOCK_N or half of it (multicast).
+    int block_m = 0;
+    uint32_t b_box_rows = 0;
 };
 
 // The prepared-launch memo key: the arguments a PreparedLaunch depends on, plus the settings generation

@@ -14,6 +14,11 @@
 // two scratch accumulators, K block kb + 1's wgmmas issued before K block kb is promoted, so the tensor core has
 // queued work while the warpgroup does the FP32 math (the 1D2D kernel's pipelined promotion).
 //
+// kMulticast 2 (forced by DG_FP8_1D1D_GEMM_CONFIG): 2-CTA clusters take M blocks 2p and 2p + 1 of one N block
+// (ClusterPairScheduler, or KGroupedScheduler's pairs within a group), so they read the same B tile: each CTA
+// loads half of its rows into both CTAs' slot (TMA multicast), and a slot is free once both CTAs' consumers
+// released it.
+//
 // K-grouped (the weight gradients of MoE experts): all groups in one persistent launch (KGroupedScheduler), each
 // group with its own A / B tensor maps from the kernel parameters (Sm90Fp8KGroupedMaps), so the last partial wave
 // of one group's tiles overlaps the next group's.
@@ -25,6 +30,7 @@
 #pragma once
 
 #include "../common/pipeline.cuh"
+#include "../common/sm90_gemm_prologue.cuh"
 #include "../common/sm90_warp_roles.cuh"
 #include "../common/types.cuh"
 #include "../epilogue/accum_direct_store.cuh"
@@ -66,14 +72,19 @@ struct Sm90Fp8Gemm1d1dLayout {
     static_assert(kSmemSfa % 128 == 0 && kOffSfb % 128 == 0, "TMA destinations are 128-byte aligned");
 };
 
-// The tile order: dense, or K-grouped with the K of each group read from the kernel parameters.
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKGrouped>
+// The tile order: dense, or K-grouped with the K of each group read from the kernel parameters; one CTA per
+// tile, or 2-CTA clusters on pairs of M blocks (kMulticast 2).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKGrouped, u32 kMulticast>
 struct Sm90Fp8Gemm1d1dScheduler {
     using Type = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>;
 };
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
-struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true> {
-    using Type = KGroupedScheduler<kBlockM, kBlockN, kGroupN, true>;
+struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, false, 2> {
+    using Type = ClusterPairScheduler<kBlockM, kBlockN, kGroupN>;
+};
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, u32 kMulticast>
+struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true, kMulticast> {
+    using Type = KGroupedScheduler<kBlockM, kBlockN, kGroupN, true, kMulticast>;
 };
 
 // The kernel body of both entry points below. Dense: one A and one B tensor map, the whole K per tile. K-grouped
@@ -81,14 +92,18 @@ struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true> {
 // parameters), each group with its own A / B maps (maps_a[g], maps_b[g]: the groups' rows have different
 // strides), its own K, and its K blocks' scales from K block scale_k_block0 + (the group's K offset) / 128 of
 // sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros.
-template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped, bool kPipelined>
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped, bool kPipelined,
+          u32 kMulticast>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* maps_a, const TmaDescriptor* maps_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m, u32 n,
                                                         u32 k, const i32* ks, u32 num_groups, u32 scale_k_block0) {
     using Layout = Sm90Fp8Gemm1d1dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
-    using Scheduler = typename Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, kKGrouped>::Type;
+    using Scheduler = typename Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, kKGrouped, kMulticast>::Type;
+    static_assert(kMulticast == 1 || kMulticast == 2, "multicast: 1 (off) or 2 (B shared by a 2-CTA cluster)");
+    constexpr u32 kHalfRowsB = kBlockN / 2;  // each CTA's share of a multicast B tile (1024-byte aligned)
+    static_assert(kMulticast == 1 || kHalfRowsB % 8 == 0, "multicast halves must stay 1024-byte aligned");
     using Epilogue = AccumDirectStoreEpilogue<kBlockM, kBlockN, true, kWithC>;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
@@ -106,6 +121,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
 
     const u32 warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const u32 thread_in_wg = threadIdx.x % 128;
+    const u32 cta_rank = kMulticast > 1 ? ptx::cluster_cta_rank() : 0u;
 
     if (threadIdx.x == 0) {
         if constexpr (!kKGrouped) {  // (a K-grouped launch has a map pair per group: left to the first loads)
@@ -114,11 +130,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         }
         ptx::tma_prefetch_descriptor(tmap_sfa);
         ptx::tma_prefetch_descriptor(tmap_sfb);
-        pipe.init(Layout::kNumMathThreads / 32);  // one arrival per math warp
+        pipe.init(kMulticast * (Layout::kNumMathThreads / 32));  // one arrival per math warp (of both CTAs)
     }
-    __syncthreads();
-    // PDL: inputs may be written by the previous kernel; nothing global is touched before this.
-    ptx::grid_dependency_wait();
+    // The barriers of both CTAs are initialised before either producer starts; then PDL's wait.
+    sm90_gemm_wait_setup<kMulticast>();
 
     if (warpgroup == 0) {
         // ---------------- producer ----------------
@@ -136,7 +151,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
                     ptx::mbarrier_arrive_expect_tx(full, Layout::kTxBytes);
                     const i32 k0 = static_cast<i32>(kb * kBlockK);
                     ptx::tma_load_2d(smem_a + st.stage * Layout::kSmemA, tmap_a, full, k0, m0);
-                    ptx::tma_load_2d(smem_b + st.stage * Layout::kSmemB, tmap_b, full, k0, n0);
+                    if constexpr (kMulticast > 1) {
+                        // This CTA's half of B's rows into the same offset of both CTAs' slot (the map's box is
+                        // {128, BLOCK_N / 2}).
+                        ptx::tma_load_2d_multicast(smem_b + st.stage * Layout::kSmemB + cta_rank * kHalfRowsB * kBlockK,
+                                                   tmap_b, full, k0, n0 + static_cast<i32>(cta_rank * kHalfRowsB), 0x3);
+                    } else {
+                        ptx::tma_load_2d(smem_b + st.stage * Layout::kSmemB, tmap_b, full, k0, n0);
+                    }
                     ptx::tma_load_2d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(sk0 + kb));
                     ptx::tma_load_2d(smem_sfb + st.stage * Layout::kSmemSfb, tmap_sfb, full, n0,
                                      static_cast<i32>(sk0 + kb));
@@ -170,6 +192,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         for (u32 i = 0; i < (kPipelined ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
         PipelineState<kNumStages> rel;  // the pipelined loop's next slot to read scales from and release
 
+        // One arrival per math warp on the slot's empty barrier (with multicast on the peer's too: it wrote here).
+        auto release = [&](const PipelineState<kNumStages>& s) {
+            if constexpr (kMulticast > 1) {
+                pipe.consumer_release_pair(s, cta_rank ^ 1u, lane);
+            } else {
+                pipe.consumer_release_warp(s, lane);
+            }
+        };
         // Waits for slot `st` and issues its K block's wgmmas into `a` (committed, not waited for).
         auto issue = [&](float(&a)[kNumAccum]) {
             pipe.consumer_wait(st);
@@ -205,7 +235,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         auto retire = [&](float(&a)[kNumAccum]) {
             float a_lo, a_hi;
             read_scales(rel, a_lo, a_hi);
-            pipe.consumer_release_warp(rel, lane);
+            release(rel);
             rel.advance();
             promote(a, a_lo, a_hi);
         };
@@ -254,7 +284,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
                     read_scales(st, a_lo, a_hi);
                     ptx::wgmma_wait_group<0>();
                     // The slot's tiles (read by the now complete wgmmas) and scales (in registers) are done.
-                    pipe.consumer_release_warp(st, lane);
+                    release(st);
                     st.advance();
                     promote(acc, a_lo, a_hi);
                 }
@@ -269,10 +299,12 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         ptx::grid_dependency_launch_dependents();
         epilogue.finish();
     }
+    // The peer may still arrive on this CTA's empty barriers: neither CTA leaves before both are done.
+    if constexpr (kMulticast > 1) ptx::cluster_sync();
 }
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
-          bool kWithC, bool kPipelined = false>
+          bool kWithC, bool kPipelined = false, u32 kMulticast = 1>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
@@ -280,14 +312,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
     const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false, kPipelined>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false, kPipelined, kMulticast>(
         &tmap_a, &tmap_b, tmap_sfa, tmap_sfb, d, c, ldd, ldc, m, n, k, nullptr, 0u, 0u);
 }
 
 // K-grouped (k_grouped_fp8_gemm_nt_contiguous): the groups of Sm90Fp8KGroupedMaps in one launch; d and c are
 // [num_groups, m, n] with row stride n.
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC,
-          bool kPipelined = false>
+          bool kPipelined = false, u32 kMulticast = 1>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescriptor& tmap_sfa,
                                                                   const TmaDescriptor& tmap_sfb,
                                                                   const Sm90Fp8KGroupedMaps& groups, float* d,
@@ -295,7 +327,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescr
                                                                   u32 num_groups, u32 scale_k_block0) {
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined, kMulticast>(
         groups.a, groups.b, tmap_sfa, tmap_sfb, d, c, n, n, m, n, 0u, groups.k, num_groups, scale_k_block0);
 }
 

@@ -289,13 +289,17 @@ struct MaskedGroupedScheduler : WholeKRange {
 // each entry at most once. Each ks[g] must be a multiple of BLOCK_K (the host checks 128): a tile's last
 // K block then never reaches into the next group's rows. ks[g] == 0 gives tiles with no K blocks.
 // kKsInParams: ks points into the kernel's parameters (the FP8 op's host list), read with plain loads.
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKsInParams = false>
+// kCluster 2: 2-CTA clusters walk pairs of M blocks (CTA rank r takes block 2p + r of pair p) of one group and
+// N block, so both read the same B tile (TMA multicast of B) and the same K; with an odd number of M blocks the
+// last pair's second tile lies past M (its rows are not written: d_row0() >= d_row_end()).
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKsInParams = false, u32 kCluster = 1>
 struct KGroupedScheduler : WholeKRange {
+    static_assert(kCluster == 1 || kCluster == 2, "one CTA or a 2-CTA cluster per tile");
     static constexpr bool kMayHaveEmptyK = true;
     const i32* ks;
     u32 num_groups;
     u32 rows;  // M
-    u32 num_m_blocks;
+    u32 num_m_blocks;  // M blocks, or pairs of them (kCluster 2)
     u32 num_n_blocks;
     u32 group_tiles;
     u32 next_tile;
@@ -310,10 +314,10 @@ struct KGroupedScheduler : WholeKRange {
         : ks(k_sizes),
           num_groups(groups),
           rows(m),
-          num_m_blocks(ceil_div(m, kBlockM)),
+          num_m_blocks(ceil_div(ceil_div(m, kBlockM), kCluster)),
           num_n_blocks(ceil_div(n, kBlockN)),
-          group_tiles(ceil_div(m, kBlockM) * ceil_div(n, kBlockN)),
-          next_tile(blockIdx.x) {
+          group_tiles(ceil_div(ceil_div(m, kBlockM), kCluster) * ceil_div(n, kBlockN)),
+          next_tile(blockIdx.x / kCluster) {
         if (num_groups > 0) group_k = load_k(0);
     }
 
@@ -324,7 +328,7 @@ struct KGroupedScheduler : WholeKRange {
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         const u32 t = next_tile;
-        next_tile += gridDim.x;
+        next_tile += gridDim.x / kCluster;
         if (group_tiles == 0) return false;
         const u32 g = t / group_tiles;
         if (g >= num_groups) return false;
@@ -334,6 +338,7 @@ struct KGroupedScheduler : WholeKRange {
             group_k = load_k(++group);
         }
         grouped_order_tile<kGroupN>(t - g * group_tiles, num_m_blocks, num_n_blocks, m_block, n_block);
+        if constexpr (kCluster == 2) m_block = m_block * 2 + blockIdx.x % 2;
         cur_m0 = m_block * kBlockM;
         return true;
     }
