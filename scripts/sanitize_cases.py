@@ -349,8 +349,9 @@ def check_fp8_1d1d_gemm() -> None:
 def check_k_grouped_fp8_gemm() -> None:
     _k_grouped_fp8_case([256, 0, 128], 70, 100)  # an empty group; M, N multiples of no block size (and not of 4)
     # The pipelined promotion (forced): groups of 3, 0, 2 and 1 K blocks (both loop tails); then also on 2-CTA
-    # clusters sharing B (M = 200: two M blocks, one pair; 70: one block, the pair's second tile past M).
-    for value in ("128,128,0,0,1", "128,128,0,0,1,1", "64,128,0,0,0,1"):
+    # clusters sharing B (M = 200: two M blocks, one pair; 70: one block, the pair's second tile past M); then with
+    # C prefetched into L2 (only lines inside C).
+    for value in ("128,128,0,0,1", "128,128,0,0,1,1", "64,128,0,0,0,1", "128,128,0,0,1,1,1"):
         with forced_config("DG_FP8_1D1D_GEMM_CONFIG", value):
             _k_grouped_fp8_case([384, 0, 256, 128], 70, 100)
             _k_grouped_fp8_case([384, 0, 256, 128], 200, 100)

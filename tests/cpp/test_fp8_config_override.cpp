@@ -106,8 +106,8 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
     }
 }
 
-// DG_FP8_1D1D_GEMM_CONFIG: "block_m,block_n[,stages[,group_n[,pipelined[,multicast]]]]" for the FP32-output 1D1D
-// kernel.
+// DG_FP8_1D1D_GEMM_CONFIG: "block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]" for the
+// FP32-output 1D1D kernel.
 TEST(Fp8_1d1dConfigOverride, AcceptsTiles) {
     using deep_gemm::kernels::parse_sm90_fp8_1d1d_config_override;
     EXPECT_FALSE(parse_sm90_fp8_1d1d_config_override(" ").active());
@@ -128,13 +128,16 @@ TEST(Fp8_1d1dConfigOverride, AcceptsTiles) {
     const auto c = parse_sm90_fp8_1d1d_config_override("128,160,0,0,0,1");
     EXPECT_EQ(c.multicast, 1);
     EXPECT_EQ(c.pipelined, 0);
+    EXPECT_EQ(c.prefetch_c, 0);
+    EXPECT_EQ(parse_sm90_fp8_1d1d_config_override("128,128,0,0,0,0,1").prefetch_c, 1);
 }
 
 TEST(Fp8_1d1dConfigOverride, RejectsWithTheVariableNamed) {
     using deep_gemm::kernels::parse_sm90_fp8_1d1d_config_override;
     const std::pair<const char*, const char*> cases[] = {
         {"128", "expected"},
-        {"128,128,0,0,0,0,0", "expected"},
+        {"128,128,0,0,0,0,0,0", "expected"},
+        {"128,128,0,0,0,0,2", "prefetch_c must be 0"},
         {"128,128,0,0,0,2", "multicast must be 0"},
         {"128,128,0,0,2", "pipelined must be 0"},
         {"128,144,0,0,1", "pipelined needs block_n <= 128"},

@@ -62,12 +62,13 @@ protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
     void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false, bool pipelined = false,
-                         bool multicast = false) {
+                         bool multicast = false, bool prefetch_c = false) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
         key.block_m = block_m;
         key.block_n = block_n;
         key.pipelined = pipelined;
         key.multicast = multicast;
+        key.prefetch_c = prefetch_c;
         key.num_stages = deep_gemm::heuristics::sm90_fp8_1d1d_max_stages(block_m, block_n, kH200SmemOptin);
         key.with_c = with_c;
         if (k_grouped) key.mode = uint8_t(deep_gemm::kernels::GemmGroupedMode::kKGroupedContiguous), key.k = 0;
@@ -78,7 +79,10 @@ protected:
         }
         EXPECT_EQ(source.symbol.find("_pp") != std::string::npos, pipelined) << source.symbol;
         EXPECT_EQ(source.symbol.find("_mcb") != std::string::npos, multicast) << source.symbol;
-        build_and_check_sass(source, [pipelined, multicast](const std::string& sass) {
+        EXPECT_EQ(source.symbol.find("_pfc") != std::string::npos, prefetch_c) << source.symbol;
+        build_and_check_sass(source, [pipelined, multicast, prefetch_c](const std::string& sass) {
+            // prefetch_c: L2 prefetches of C's lines (CCTL.E.PF2) before the epilogue.
+            EXPECT_EQ(count_op(sass, "CCTL.E.PF2") > 0, prefetch_c) << "L2 prefetch of C";
             // Multicast: B's half-tile loads go to both CTAs, and the CTAs meet at cluster barriers (setup, exit).
             EXPECT_EQ(sass.find("UTMALDG.2D.MULTICAST") != std::string::npos, multicast) << "multicast B load";
             EXPECT_EQ(count_op(sass, "UCGABAR_ARV") > 0, multicast) << "cluster barrier";
@@ -128,6 +132,14 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dMulticastB) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     build_and_check(128, deep_gemm::heuristics::kSm90Fp8_1d1dMaxForcedBlockN, true, false, false, true);
     build_and_check(128, 128, true, true, true, true);
+}
+
+// C pulled into L2 ahead of the epilogue, as DG_FP8_1D1D_GEMM_CONFIG forces it: dense, and K-grouped with the other
+// forced options.
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dPrefetchC) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, 128, true, false, false, false, true);
+    build_and_check(128, 128, true, true, true, true, true);
 }
 
 }  // namespace

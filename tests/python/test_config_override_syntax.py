@@ -78,6 +78,10 @@ def test_fp8_1d1d_forced_tile_reaches_dense_and_k_grouped_plans(env):
     env('DG_FP8_1D1D_GEMM_CONFIG', '128,160,0,0,0,1')
     forced = plans()
     assert len(forced) == 2 and all('_bm128_bn160_' in s and '_mcb' in s for s in forced), forced
+    env('DG_FP8_1D1D_GEMM_CONFIG', '128,128,0,0,0,0,1')  # C prefetch: only kernels with a C get it
+    with_c = [s for c in (False, True) for _, s, _ in _C._plan_gemm_call(
+        'fp8_gemm_nt', 256, 1024, 512, recipe=(1, 1, 128), d_fp32=True, with_c=c) if 'gemm' in s]
+    assert [('_pfc' in s) for s in with_c] == [False, True], with_c
     env('DG_FP8_1D1D_GEMM_CONFIG', '128,192')
     with pytest.raises(RuntimeError) as info:
         plans()

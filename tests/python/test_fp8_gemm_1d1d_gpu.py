@@ -138,9 +138,11 @@ def test_k_grouped(c_mode, m, n, ks):
 
 # DG_FP8_1D1D_GEMM_CONFIG: tiles wider than the model's 128 columns (up to 176) and a 64-row one, dense and K-grouped;
 # the pipelined promotion (two scratch accumulators; odd and even K block counts, an empty group); 2-CTA clusters on
-# pairs of M blocks sharing B (333 and 200 rows: an odd number of M blocks, so the last pair has a tile past M).
+# pairs of M blocks sharing B (333 and 200 rows: an odd number of M blocks, so the last pair has a tile past M); C
+# pulled into L2 ahead of the epilogue (both calls have a C: a separate one, and D itself).
 @pytest.mark.parametrize('config', ['128,176', '128,160,4', '64,144', '128,144,0,16', '128,128,0,0,1', '64,96,0,0,1',
-                                    '128,160,0,0,0,1', '128,128,0,0,1,1', '64,128,0,0,0,1'])
+                                    '128,160,0,0,0,1', '128,128,0,0,1,1', '64,128,0,0,0,1', '128,128,0,0,0,0,1',
+                                    '128,128,0,0,1,1,1'])
 def test_forced_configs(forced_1d1d_config, config):
     forced_1d1d_config(config)
     d, ref = _dense('nt', 333, 700, 640, 'c', seed=11)

@@ -10,18 +10,20 @@ namespace deep_gemm::heuristics {
 enum class Sm90GemmEpilogue : int { kBf16Tma = 0, kBf16Direct = 1, kAccumDirect = 2 };
 
 // The config of every SM90 GEMM kernel (BF16, FP8 1D2D, FP8 1D1D): tile, stages and scheduler group, and the
-// FP8 1D2D kernel's own knobs, off for the others.
+// FP8 kernels' own knobs, off for the others.
 struct Sm90GemmConfig {
     int block_m = 128;
     int block_n = 128;
     int num_stages = 4;
     int group_n = 8;  // scheduler: N blocks per swizzle group
-    // FP8 1D2D: promotion overlap (kernel kPromoteMode): 0 = none; 1 = two scratch accumulators, K block kb+1's
-    // wgmmas run while kb is promoted (BLOCK_N <= 128).
+    // FP8: promotion overlap (1D2D kernel's kPromoteMode, 1D1D kernel's kPipelined): 0 = none; 1 = two scratch
+    // accumulators, K block kb+1's wgmmas run while kb is promoted (BLOCK_N <= 128).
     int pipelined = 0;
-    // FP8 1D2D: TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the
-    // pair shares A (adjacent N blocks). (The BF16 kernel's multicast is chosen at the kernel key.)
+    // FP8: TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
+    // shares A (adjacent N blocks; 1D2D only). (The BF16 kernel's multicast is chosen at the kernel key.)
     int multicast = 0;
+    // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue reads it (0 = off).
+    int prefetch_c = 0;
     // FP8 1D2D split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the
     // tile's last unit adds up; 1 = off.
     int split_k = 1;

@@ -47,8 +47,9 @@ inline Sm90GemmConfig choose_sm90_fp8_1d1d_config(int m, int n, int k, int num_s
 
 inline std::string sm90_fp8_1d1d_to_string(const Sm90GemmConfig& c) {
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d threads=%d smem=%d",
-                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.num_threads(),
+    std::snprintf(buf, sizeof(buf),
+                  "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d prefetch_c=%d threads=%d smem=%d",
+                  c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.prefetch_c, c.num_threads(),
                   sm90_fp8_1d1d_smem_bytes(c.block_m, c.block_n, c.num_stages));
     return buf;
 }

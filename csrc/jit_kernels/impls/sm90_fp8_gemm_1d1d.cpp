@@ -18,10 +18,20 @@ bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGro
 
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (key.multicast ? "_mcb" : "") +
-           (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "");
+           (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "") + (key.prefetch_c ? "_pfc" : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
+
+// The entry point's trailing template arguments kPipelined, kMulticast, kPrefetchC, up to the last one that is not
+// its default (false, 1, false): the sources of kernels without them stay as they were.
+std::string optional_template_args(const GemmKernelKey& key) {
+    const std::string args[] = {key.pipelined ? "true" : "false", key.multicast ? "2u" : "1u", key.prefetch_c ? "true" : "false"};
+    const int used = key.prefetch_c ? 3 : key.multicast ? 2 : key.pipelined ? 1 : 0;
+    std::string out;
+    for (int i = 0; i < used; ++i) out += ", " + args[i];
+    return out;
+}
 
 // Rows of B's TMA box: the tile's, or each CTA's half of it with multicast.
 uint32_t b_box_rows(const GemmKernelKey& key, const heuristics::Sm90GemmConfig& config) {
@@ -89,17 +99,18 @@ Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string
         throw jit::Error("DG_FP8_1D1D_GEMM_CONFIG='" + text + "': " + why);
     };
     const std::vector<std::string_view> fields = config_fields::split_commas(body);
-    if (fields.size() < 2 || fields.size() > 6)
-        return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined[,multicast]]]]\"");
-    int vals[6] = {0, 0, 0, 0, 0, 0};
+    if (fields.size() < 2 || fields.size() > 7)
+        return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]\"");
+    int vals[7] = {0, 0, 0, 0, 0, 0, 0};
     for (size_t i = 0; i < fields.size(); ++i) {
         const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
         if (!value) return bad("fields are non-negative integers separated by ','; got '" + std::string(fields[i]) + "'");
         vals[i] = *value;
     }
     ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3], ov.pipelined = vals[4];
-    ov.multicast = vals[5];
+    ov.multicast = vals[5], ov.prefetch_c = vals[6];
     if (ov.multicast > 1) return bad("multicast must be 0 (off) or 1 (2-CTA clusters on pairs of M blocks sharing B)");
+    if (ov.prefetch_c > 1) return bad("prefetch_c must be 0 (off) or 1 (C pulled into L2 ahead of the epilogue)");
     if (ov.pipelined > 1) return bad("pipelined must be 0 (one scratch accumulator) or 1 (two, promotion overlapped)");
     if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
         return bad("pipelined needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined) +
@@ -122,6 +133,7 @@ void Fp8Gemm1d1dTraits::set_override(const char*, const jit::Settings& settings,
     }
     q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
     q.forced[3] = parsed.group_n, q.forced[4] = parsed.pipelined, q.forced[5] = parsed.multicast;
+    q.forced[6] = parsed.prefetch_c;
 }
 
 heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
@@ -132,6 +144,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_
         if (q.forced[3] != 0) config.group_n = q.forced[3];
         config.pipelined = q.forced[4] != 0;
         config.multicast = q.forced[5];  // (the key drops it on a one-SM device)
+        config.prefetch_c = q.forced[6];  // (and this one without C)
         const int max_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
         config.num_stages = q.forced[2] != 0 ? q.forced[2] : max_stages;
         if (heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages) > q.smem_limit)
@@ -149,6 +162,7 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
     if (num_sms < 2) key.multicast = 0;  // clusters need two CTAs in the persistent grid
     dims.apply(key, p.m, p.n, p.k);
     key.with_c = p.with_c;
+    key.prefetch_c = uint8_t(p.with_c && config.prefetch_c != 0);
     if (is_k_grouped(p)) {
         key.mode = uint8_t(p.mode);
         key.k = 0;  // each group has its own K: never a kernel constant
@@ -158,10 +172,10 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
 
 // The entry point's body: the kernel with its compile-time choices.
 constexpr char kBodyTemplate[] =
-    "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}{pipelined}>(\n"
+    "    deep_gemm::sm90_fp8_gemm_1d1d_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {k}u, {with_c}{options}>(\n"
     "        {args});\n";
 constexpr char kKGroupedBodyTemplate[] =
-    "    deep_gemm::sm90_fp8_gemm_1d1d_k_grouped_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {with_c}{pipelined}>(\n"
+    "    deep_gemm::sm90_fp8_gemm_1d1d_k_grouped_impl<{bm}u, {bn}u, {stages}u, {group_n}u, {m}u, {n}u, {with_c}{options}>(\n"
     "        {args});\n";
 // The host sizes shared memory with its own formula: make the device layout agree.
 constexpr char kTrailerTemplate[] =
@@ -181,9 +195,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
                     fmt::arg("bn", key.block_n), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
                     fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k),
                     fmt::arg("with_c", key.with_c ? "true" : "false"),
-                    // (the defaults, false and 1, are left out: the other kernels' sources stay as they were)
-                    fmt::arg("pipelined", key.multicast ? fmt::format(", {}, 2u", key.pipelined ? "true" : "false")
-                                                        : std::string(key.pipelined ? ", true" : "")),
+                    fmt::arg("options", optional_template_args(key)),
                     fmt::arg("args", k_grouped ? param_names<Sm90Fp8Gemm1d1dKGroupedParams>()
                                                : param_names<Sm90Fp8Gemm1d1dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", key.block_m), fmt::arg("bn", key.block_n),

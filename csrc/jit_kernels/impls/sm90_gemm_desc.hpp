@@ -130,6 +130,8 @@ struct GemmKernelKey {
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
     bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
     uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off); BF16 batch-reduced: batch splits
+    uint8_t prefetch_c = 0;  // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue
+    uint8_t unused[3] = {0, 0, 0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t group_align = 0;  // contiguous modes: the group alignment (rows) where the scheduler uses it (the psum
                               // layout, or unspecified padding rows); else 0

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "../common/types.cuh"
+#include "../ptx/prefetch.cuh"
 #include "../ptx/stmatrix.cuh"
 
 namespace deep_gemm {
@@ -141,6 +142,29 @@ struct AccumDirectStoreEpilogue {
                     } else {
                         store_pair(d_row, col, n, x0, x1);
                     }
+                }
+            }
+        }
+    }
+
+    // Pulls C's rows of this thread's quad into L2 ahead of store() (the same m0, n0, m, n; one wave per
+    // warpgroup): the 4 lanes of a quad take every 4th 128-byte line of its two rows' BLOCK_N columns, so the
+    // epilogue's C loads wait on L2 instead of HBM. Only lines inside C (rows < m, columns < n) are touched.
+    __device__ __forceinline__ void prefetch_c(u32 m0, u32 n0, u32 m, u32 n) const {
+        static_assert(kWaves == 1, "one wave per warpgroup");
+        if constexpr (kWithC) {
+            constexpr u32 kLineCols = 128 / (kCFp32 ? 4 : 2);
+            constexpr u32 kLines = (kBlockN + kLineCols - 1) / kLineCols;
+            const u32 warp = thread / 32, lane = thread % 32;
+            const u32 row_lo = m0 + math_wg * 64 + warp * 16 + lane / 4;
+#pragma unroll
+            for (u32 half = 0; half < 2; ++half) {
+                const u32 row = row_lo + half * 8;
+                if (row >= m) continue;
+#pragma unroll
+                for (u32 line = lane % 4; line < kLines; line += 4) {
+                    const u32 col = n0 + line * kLineCols;
+                    if (col < n) ptx::prefetch_l2(c + (static_cast<u64>(row) * ldc + col) * (kCFp32 ? 4 : 2));
                 }
             }
         }

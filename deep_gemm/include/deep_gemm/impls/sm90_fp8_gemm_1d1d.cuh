@@ -17,7 +17,7 @@
 // kMulticast 2 (forced by DG_FP8_1D1D_GEMM_CONFIG): 2-CTA clusters take M blocks 2p and 2p + 1 of one N block
 // (ClusterPairScheduler, or KGroupedScheduler's pairs within a group), so they read the same B tile: each CTA
 // loads half of its rows into both CTAs' slot (TMA multicast), and a slot is free once both CTAs' consumers
-// released it.
+// released it. kPrefetchC (forced; with C): C's tile is pulled into L2 a few K blocks before the epilogue reads it.
 //
 // K-grouped (the weight gradients of MoE experts): all groups in one persistent launch (KGroupedScheduler), each
 // group with its own A / B tensor maps from the kernel parameters (Sm90Fp8KGroupedMaps), so the last partial wave
@@ -93,7 +93,7 @@ struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true, kMulticast> {
 // strides), its own K, and its K blocks' scales from K block scale_k_block0 + (the group's K offset) / 128 of
 // sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros.
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped, bool kPipelined,
-          u32 kMulticast>
+          u32 kMulticast, bool kPrefetchC>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* maps_a, const TmaDescriptor* maps_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m, u32 n,
@@ -200,8 +200,16 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
                 pipe.consumer_release_warp(s, lane);
             }
         };
+        // kPrefetchC: C's tile is pulled into L2 when the tile's K block kbs - kPrefetchAhead (or its first) is
+        // issued: about two microseconds before the epilogue reads it, late enough that the streaming A and B
+        // tiles do not evict it first (set by issue(), which counts the tile's K blocks).
+        constexpr u32 kPrefetchAhead = 4;
+        u32 issued = 0, prefetch_at = 0, tile_row0 = 0, tile_n0 = 0, tile_row_end = 0;
         // Waits for slot `st` and issues its K block's wgmmas into `a` (committed, not waited for).
         auto issue = [&](float(&a)[kNumAccum]) {
+            if constexpr (kPrefetchC && kWithC) {
+                if (issued++ == prefetch_at) epilogue.prefetch_c(tile_row0, tile_n0, tile_row_end, n);
+            }
             pipe.consumer_wait(st);
             ptx::wgmma_fp8_kmajor_k128<Wgmma>(smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * 64 * kBlockK),
                                                smem_addr(smem_b + st.stage * Layout::kSmemB), a);
@@ -246,6 +254,12 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
             for (u32 i = 0; i < kNumAccum; ++i) fin[i] = 0.0f;
 
             const u32 kbs = tile_k_blocks(scheduler);
+            if constexpr (kPrefetchC && kWithC) {
+                issued = 0, prefetch_at = kbs > kPrefetchAhead ? kbs - kPrefetchAhead : 0;
+                tile_row0 = kKGrouped ? scheduler.d_row0() : m_block * kBlockM;
+                tile_n0 = n_block * kBlockN;
+                tile_row_end = kKGrouped ? scheduler.d_row_end() : m;
+            }
             if constexpr (kPipelined) {
                 // As in the 1D2D kernel's pipelined loop, the set of in-flight accumulators is the same on every
                 // path (ptxas serialises all wgmmas when it cannot prove an accumulator idle before it is read).
@@ -304,7 +318,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
 }
 
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, u32 kCompiledK,
-          bool kWithC, bool kPipelined = false, u32 kMulticast = 1>
+          bool kWithC, bool kPipelined = false, u32 kMulticast = 1, bool kPrefetchC = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m_runtime,
@@ -312,14 +326,14 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
     const u32 k = kCompiledK != 0 ? kCompiledK : k_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false, kPipelined, kMulticast>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, false, kPipelined, kMulticast, kPrefetchC>(
         &tmap_a, &tmap_b, tmap_sfa, tmap_sfb, d, c, ldd, ldc, m, n, k, nullptr, 0u, 0u);
 }
 
 // K-grouped (k_grouped_fp8_gemm_nt_contiguous): the groups of Sm90Fp8KGroupedMaps in one launch; d and c are
 // [num_groups, m, n] with row stride n.
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC,
-          bool kPipelined = false, u32 kMulticast = 1>
+          bool kPipelined = false, u32 kMulticast = 1, bool kPrefetchC = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescriptor& tmap_sfa,
                                                                   const TmaDescriptor& tmap_sfb,
                                                                   const Sm90Fp8KGroupedMaps& groups, float* d,
@@ -327,7 +341,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescr
                                                                   u32 num_groups, u32 scale_k_block0) {
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined, kMulticast>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined, kMulticast, kPrefetchC>(
         groups.a, groups.b, tmap_sfa, tmap_sfb, d, c, n, n, m, n, 0u, groups.k, num_groups, scale_k_block0);
 }
 
