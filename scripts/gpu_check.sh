@@ -2,7 +2,7 @@
 # Everything that needs the H200, in one call: build the extension and the C++ GPU smoke programs, run the
 # GPU tests, compute-sanitizer and the benchmarks. Logs go to $OUT (the device tool's folder) or
 # ./gpu_logs. Usage: scripts/gpu_check.sh [build] [smoke] [test] [sanitize] [peer] [peer_tests] [vs_peer] [bench]
-# [roofline] [host] [host_peer] [profile] [profile_grouped] [profile_bf16] [profile_full]
+# [roofline] [host] [host_peer] [profile] [profile_grouped] [profile_bf16] [profile_full] [sweep_moe]
 # (default: build smoke test sanitize bench). PYTEST_JOBS=N runs the GPU test files in N processes side by side.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -126,6 +126,20 @@ if has vs_peer; then
             done
         done
     done
+fi
+
+if has sweep_moe; then
+    # The MoE GEMMs' forced-config variants (docs/performance.md, "Not yet measured on a GPU"), each timed in the
+    # same turns as the default and the peer, one round: contiguous FP8, then K-grouped and dense 1D1D FP8.
+    OUT="$OUT/sweep_contiguous" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_contiguous VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
+        VS_PEER_VARIANTS="${SWEEP_CONTIGUOUS:-DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=128,128,5,1,1;DG_FP8_GEMM_CONFIG=128,192,4,0,2;DG_FP8_GEMM_CONFIG=256,128,0,0,2;DG_FP8_GEMM_CONFIG=128,128,5,1,0,16}" \
+        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
+    note "sweep_moe contiguous: $(tail -1 "$OUT/sweep_contiguous/summary.txt" 2>/dev/null)"
+    OUT="$OUT/sweep_1d1d" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_k_grouped,fp8_1d1d VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
+        VS_PEER_VARIANTS="${SWEEP_1D1D:-DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1;DG_FP8_1D1D_GEMM_CONFIG=128,160,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,160;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1,1}" \
+        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
+    note "sweep_moe 1d1d: $(tail -1 "$OUT/sweep_1d1d/summary.txt" 2>/dev/null)"
+    cat "$OUT"/sweep_*/vs_peer.md 2>/dev/null
 fi
 
 if has bench; then
