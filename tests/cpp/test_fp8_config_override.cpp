@@ -3,6 +3,7 @@
 // No GPU needed.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 #include "jit/errors.hpp"
@@ -111,25 +112,18 @@ TEST(Fp8ConfigOverride, RejectsMalformed) {
 TEST(Fp8_1d1dConfigOverride, AcceptsTiles) {
     using deep_gemm::kernels::parse_sm90_fp8_1d1d_config_override;
     EXPECT_FALSE(parse_sm90_fp8_1d1d_config_override(" ").active());
-    const auto a = parse_sm90_fp8_1d1d_config_override(" 128 , 176 ");
-    EXPECT_TRUE(a.active());
-    EXPECT_EQ(a.block_m, 128);
-    EXPECT_EQ(a.block_n, 176);
-    EXPECT_EQ(a.num_stages, 0);
-    EXPECT_EQ(a.group_n, 0);
-    const auto b = parse_sm90_fp8_1d1d_config_override("64,144,4,16");
-    EXPECT_EQ(b.block_m, 64);
-    EXPECT_EQ(b.block_n, 144);
-    EXPECT_EQ(b.num_stages, 4);
-    EXPECT_EQ(b.group_n, 16);
-    EXPECT_EQ(b.pipelined, 0);
-    EXPECT_EQ(parse_sm90_fp8_1d1d_config_override("128,112,0,0,1").pipelined, 1);
-    EXPECT_EQ(b.multicast, 0);
-    const auto c = parse_sm90_fp8_1d1d_config_override("128,160,0,0,0,1");
-    EXPECT_EQ(c.multicast, 1);
-    EXPECT_EQ(c.pipelined, 0);
-    EXPECT_EQ(c.prefetch_c, 0);
-    EXPECT_EQ(parse_sm90_fp8_1d1d_config_override("128,128,0,0,0,0,1").prefetch_c, 1);
+    // text -> block_m, block_n, stages, group_n, pipelined, multicast, prefetch_c (absent fields 0)
+    const std::pair<const char*, std::array<int, 7>> cases[] = {
+        {" 128 , 176 ", {128, 176, 0, 0, 0, 0, 0}},   {"64,144,4,16", {64, 144, 4, 16, 0, 0, 0}},
+        {"128,112,0,0,1", {128, 112, 0, 0, 1, 0, 0}}, {"128,160,0,0,0,1", {128, 160, 0, 0, 0, 1, 0}},
+        {"128,128,0,0,0,0,1", {128, 128, 0, 0, 0, 0, 1}},
+    };
+    for (const auto& [text, want] : cases) {
+        const auto o = parse_sm90_fp8_1d1d_config_override(text);
+        EXPECT_TRUE(o.active()) << text;
+        const std::array<int, 7> got = {o.block_m, o.block_n, o.num_stages, o.group_n, o.pipelined, o.multicast, o.prefetch_c};
+        EXPECT_EQ(got, want) << text;
+    }
 }
 
 TEST(Fp8_1d1dConfigOverride, RejectsWithTheVariableNamed) {

@@ -177,7 +177,9 @@ protected:
             if (key.n != 0 && key.k != 0) expect_uniform_wgmma_descriptors(sass, "QGMMA");
             if (key.epilogue == kDirectStore || key.with_c) {
                 EXPECT_EQ(count_op(sass, "UTMASTG"), 0) << "direct-store epilogues use no TMA store";
-                if (key.with_c) EXPECT_GT(count_op(sass, "LDG"), 0) << "no C loads in SASS";
+                if (key.with_c) {
+                    EXPECT_GT(count_op(sass, "LDG"), 0) << "no C loads in SASS";
+                }
                 EXPECT_GT(count_op(sass, "STG"), 0) << "no global store in SASS";
             } else {
                 EXPECT_GT(count_op(sass, "UTMASTG"), 0) << "no TMA store in SASS";
@@ -363,47 +365,43 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dGroupedNvrtc) {
     for (size_t i = 2; i < keys.size(); ++i) build_and_check(keys[i]);
 }
 
-// Contiguous on 2-CTA clusters sharing A (multicast 2: pairs of N blocks of one M block, so of one group), as
-// DG_FP8_GEMM_CONFIG forces them: the heuristics' index-layout pick with zero padding (NVCC), and psum with
-// unspecified padding on 256-row tiles (two segments, second visits) with NVRTC. The source names the pair
-// order; the SASS has the multicast A load besides build_and_check's checks.
-TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastA) {
-    const auto keys = grouped_fp8_keys();
-    for (const auto& [base, nvrtc] : {std::pair{keys[6], "0"}, std::pair{keys[1], "1"}}) {
-        ScopedEnv compiler("DG_JIT_USE_NVRTC", nvrtc);
-        GemmKernelKey key = base;
-        key.multicast = 2;
-        const auto src = deep_gemm::kernels::gemm_kernel_source(key);
-        EXPECT_NE(src.code.find("u, deep_gemm::ClusterPairNScheduler<"), std::string::npos) << "no N-pair order in " << src.code;
-        EXPECT_NE(src.symbol.find("_mca_"), std::string::npos) << src.symbol;
-        build_and_check(key, [](const std::string& sass) {
-            EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
-        });
-    }
-}
-
-// Contiguous on 2-CTA clusters sharing B (multicast 1: M blocks 2p and 2p + 1, which may hold two groups; B is
-// multicast only when they hold one, each CTA loads its own otherwise), as DG_FP8_GEMM_CONFIG forces them: the
-// heuristics' index-layout pick with zero padding (NVCC), psum with unspecified padding on the pipelined
-// 128x128 tile and on 64-row tiles (NVRTC). The SASS has both B loads: multicast and the CTA's own.
-TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticastB) {
+// Contiguous on 2-CTA clusters, as DG_FP8_GEMM_CONFIG forces them: the generated source names the pair order, the
+// SASS has the multicast TMA load besides build_and_check's checks.
+//   Sharing A (multicast 2: pairs of N blocks of one M block, so of one group): the heuristics' index-layout pick
+//   with zero padding (NVCC), and psum with unspecified padding on 256-row tiles (two segments, second visits)
+//   with NVRTC.
+//   Sharing B (multicast 1: M blocks 2p and 2p + 1, which may hold two groups; B is multicast only when they
+//   hold one, each CTA loads its own otherwise): the heuristics' index-layout pick (NVCC), psum with unspecified
+//   padding on the pipelined 128x128 tile and on 64-row tiles (NVRTC); the SASS also has the own B loads.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticast) {
     const auto keys = grouped_fp8_keys();
     GemmKernelKey pipelined = keys[6];
     pipelined.mode = int(deep_gemm::kernels::GemmGroupedMode::kMGroupedContiguousPsum);
     pipelined.padding = 0, pipelined.group_align = 128;
     pipelined.block_n = 128, pipelined.pipelined = 1;
     pipelined.num_stages = deep_gemm::heuristics::sm90_fp8_max_stages(128, 128, kH200SmemOptin);
-    for (const auto& [base, nvrtc] : {std::pair{keys[6], "0"}, std::pair{pipelined, "1"}, std::pair{keys[2], "1"}}) {
+    struct Case {
+        GemmKernelKey base;
+        const char* nvrtc;
+        uint8_t multicast;
+    };
+    for (const auto& [base, nvrtc, multicast] : {Case{keys[6], "0", 2}, Case{keys[1], "1", 2}, Case{keys[6], "0", 1},
+                                                 Case{pipelined, "1", 1}, Case{keys[2], "1", 1}}) {
         ScopedEnv compiler("DG_JIT_USE_NVRTC", nvrtc);
         GemmKernelKey key = base;
-        key.multicast = 1;
+        key.multicast = multicast;
+        const bool share_b = multicast == 1;
         const auto src = deep_gemm::kernels::gemm_kernel_source(key);
-        EXPECT_NE(src.code.find("u, deep_gemm::ClusterPairScheduler<"), std::string::npos) << "no M-pair order in " << src.code;
-        EXPECT_NE(src.symbol.find("_mcb_"), std::string::npos) << src.symbol;
-        build_and_check(key, [](const std::string& sass) {
+        const std::string order = share_b ? "u, deep_gemm::ClusterPairScheduler<" : "u, deep_gemm::ClusterPairNScheduler<";
+        EXPECT_NE(src.code.find(order), std::string::npos) << "no pair order in " << src.code;
+        EXPECT_NE(src.symbol.find(share_b ? "_mcb_" : "_mca_"), std::string::npos) << src.symbol;
+        build_and_check(key, [share_b](const std::string& sass) {
             EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
-            // A and its scales, and B's two half-tile loads of a pair that holds two groups.
-            EXPECT_GE(count_op(sass, "UTMALDG.3D") - count_op(sass, "UTMALDG.3D.MULTICAST"), 4) << "no own B loads in SASS";
+            // Sharing B: A and its scales, and B's two half-tile loads of a pair that holds two groups.
+            if (share_b) {
+                EXPECT_GE(count_op(sass, "UTMALDG.3D") - count_op(sass, "UTMALDG.3D.MULTICAST"), 4)
+                    << "no own B loads in SASS";
+            }
         });
     }
 }

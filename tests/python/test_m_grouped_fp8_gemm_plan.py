@@ -17,22 +17,15 @@ def plan(op, **kw):
 
 @pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
 @pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-def test_contiguous_honours_multicast_on_a(forced_config, psum, zero_padding):
-    forced_config('128,192,4,0,2')
+@pytest.mark.parametrize('multicast,suffix,order,on_a', [(2, '_mca_', 'ClusterPairNScheduler', 'true'),
+                                                         (1, '_mcb_', 'ClusterPairScheduler', 'false')],
+                         ids=['share-a', 'share-b'])
+def test_contiguous_honours_multicast(forced_config, psum, zero_padding, multicast, suffix, order, on_a):
+    forced_config(f'128,192,4,0,{multicast}')
     symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous', use_psum_layout=psum, ensure_zero_padding=zero_padding)
-    assert '_bm128_bn192_s4_' in symbol and '_mca_' in symbol, symbol
-    assert 'u, deep_gemm::ClusterPairNScheduler<128u, 192u, 8u>>' in code  # the N-pair order, in the scheduler's type
-    assert '2, true>(' in code  # the kernel's cluster of 2 with A multicast
-
-
-@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
-@pytest.mark.parametrize('zero_padding', [True, False], ids=['zero', 'unspecified'])
-def test_contiguous_honours_multicast_on_b(forced_config, psum, zero_padding):
-    forced_config('128,192,4,0,1')
-    symbol, code = plan('m_grouped_fp8_gemm_nt_contiguous', use_psum_layout=psum, ensure_zero_padding=zero_padding)
-    assert '_bm128_bn192_s4_' in symbol and '_mcb_' in symbol, symbol
-    assert 'u, deep_gemm::ClusterPairScheduler<128u, 192u, 8u>>' in code  # the M-pair order
-    assert '2, false>(' in code  # the kernel's cluster of 2 with B multicast
+    assert '_bm128_bn192_s4_' in symbol and suffix in symbol, symbol
+    assert f'u, deep_gemm::{order}<128u, 192u, 8u>>' in code  # the pair order, in the scheduler's type
+    assert f'2, {on_a}>(' in code  # the kernel's cluster of 2, multicasting A or B
 
 
 @pytest.mark.parametrize('value', ['256,128,3,0,1', '128,192,4,0,0'])
