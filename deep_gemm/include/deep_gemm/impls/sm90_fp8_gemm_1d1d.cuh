@@ -190,7 +190,6 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         float acc2[kPipelined ? kNumAccum : 1];
 #pragma unroll
         for (u32 i = 0; i < (kPipelined ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
-        PipelineState<kNumStages> rel;  // the pipelined loop's next slot to read scales from and release
 
         // One arrival per math warp on the slot's empty barrier (with multicast on the peer's too: it wrote here).
         auto release = [&](const PipelineState<kNumStages>& s) {
@@ -240,7 +239,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
         };
         // Pipelined loop: the oldest issued K block (slot `rel`, accumulator `a`) has completed: its scales are
         // read, its slot released, and it is promoted.
-        auto retire = [&](float(&a)[kNumAccum]) {
+        auto retire = [&](PipelineState<kNumStages>& rel, float(&a)[kNumAccum]) {
             float a_lo, a_hi;
             read_scales(rel, a_lo, a_hi);
             release(rel);
@@ -264,6 +263,7 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
                 // As in the 1D2D kernel's pipelined loop, the set of in-flight accumulators is the same on every
                 // path (ptxas serialises all wgmmas when it cannot prove an accumulator idle before it is read).
                 if (kbs > 0) {
+                    PipelineState<kNumStages> rel = st;  // the next slot to retire (all are at a tile's start)
                     issue(acc);
                     st.advance();
                     u32 kb = 0;
@@ -272,22 +272,22 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
                         issue(acc2);
                         st.advance();
                         ptx::wgmma_wait_group<1>();
-                        retire(acc);
+                        retire(rel, acc);
                         issue(acc);
                         st.advance();
                         ptx::wgmma_wait_group<1>();
-                        retire(acc2);
+                        retire(rel, acc2);
                     }
                     if (kb + 1 < kbs) {
                         issue(acc2);
                         st.advance();
                         ptx::wgmma_wait_group<1>();
-                        retire(acc);
+                        retire(rel, acc);
                         ptx::wgmma_wait_group<0>();
-                        retire(acc2);
+                        retire(rel, acc2);
                     } else {
                         ptx::wgmma_wait_group<0>();
-                        retire(acc);
+                        retire(rel, acc);
                     }
                 }
             } else {
