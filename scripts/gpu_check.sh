@@ -130,7 +130,7 @@ fi
 
 if has sweep_moe; then
     # The MoE GEMMs' forced-config variants (docs/performance.md, "Not yet measured on a GPU"), each timed in the
-    # same turns as the default and the peer, one round: contiguous FP8, then K-grouped and dense 1D1D FP8.
+    # same turns as the default and the peer, one round: contiguous FP8, K-grouped and dense 1D1D FP8, masked FP8.
     OUT="$OUT/sweep_contiguous" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_contiguous VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
         VS_PEER_VARIANTS="${SWEEP_CONTIGUOUS:-DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=128,128,5,1,1;DG_FP8_GEMM_CONFIG=128,192,4,0,2;DG_FP8_GEMM_CONFIG=256,128,0,0,2;DG_FP8_GEMM_CONFIG=128,128,5,1,0,16}" \
         "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
@@ -139,6 +139,10 @@ if has sweep_moe; then
         VS_PEER_VARIANTS="${SWEEP_1D1D:-DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1;DG_FP8_1D1D_GEMM_CONFIG=128,160,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,160;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1,1}" \
         "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
     note "sweep_moe 1d1d: $(tail -1 "$OUT/sweep_1d1d/summary.txt" 2>/dev/null)"
+    OUT="$OUT/sweep_masked" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_masked VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
+        VS_PEER_VARIANTS="${SWEEP_MASKED:-DG_FP8_GEMM_CONFIG=128,128,0,1,1;DG_FP8_GEMM_CONFIG=256,128,0,0,1;DG_FP8_GEMM_CONFIG=64,128,0,0,1;DG_FP8_GEMM_CONFIG=192,128,4}" \
+        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
+    note "sweep_moe masked: $(tail -1 "$OUT/sweep_masked/summary.txt" 2>/dev/null)"
     cat "$OUT"/sweep_*/vs_peer.md 2>/dev/null
 fi
 

@@ -280,6 +280,14 @@ def check_m_grouped_fp8_gemm_masked_128pp() -> None:
         m_grouped_fp8_masked_case()
 
 
+def check_m_grouped_fp8_gemm_masked_multicast() -> None:
+    # 2-CTA clusters on pairs of one group's M blocks sharing B: 64-row tiles (groups of 100 rows: two blocks, one
+    # pair; 37: one block, the pair's second tile past masked_m) and pipelined 128-row tiles (one block per group).
+    for value in ("64,128,0,0,1", "128,128,0,1,1"):
+        with forced_config("DG_FP8_GEMM_CONFIG", value):
+            m_grouped_fp8_masked_case()
+
+
 def m_grouped_fp8_masked_case() -> None:
     # max_m = 100 (not a multiple of 64); masked_m 0, 37, 100, > max_m and negative (clamped on the device).
     values, max_m, n, k = [0, 37, 100, 1000, -7], 100, 200, 320

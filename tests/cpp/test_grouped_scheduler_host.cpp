@@ -256,3 +256,64 @@ TEST(KGroupedSchedulerHost, OneCtaAndPairsOfMBlocks) {
 }
 
 }  // namespace
+
+namespace {
+
+// The masked scheduler (kCluster 1 and 2): every M block of every group's masked_m rows once per N block, the
+// CTAs of a cluster on M blocks 2p and 2p + 1 of one group and N block, a tile past masked_m only as a pair's
+// second (its rows start at or past d_row_end(): nothing written).
+template <uint32_t kBlockM, uint32_t kCluster>
+void check_masked(const std::vector<int32_t>& masked_m, uint32_t max_m, uint32_t n, uint32_t grid) {
+    using Scheduler = deep_gemm::MaskedGroupedScheduler<kBlockM, kBlockN, kGroupN, kCluster>;
+    const uint32_t n_blocks = (n + kBlockN - 1) / kBlockN;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> seen;  // (group, m block, n block) -> visits
+    for (uint32_t cta = 0; cta < grid; cta += kCluster) {
+        std::vector<std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>> walks;
+        for (uint32_t r = 0; r < kCluster; ++r) {
+            blockIdx.x = cta + r, gridDim.x = grid;
+            Scheduler s(max_m, n, masked_m.data(), uint32_t(masked_m.size()));
+            walks.emplace_back();
+            uint32_t mb, nb;
+            while (s.next(mb, nb) && walks.back().size() < 100000u) {
+                const uint32_t g = s.b_group();
+                EXPECT_EQ(s.a_group(), g);
+                EXPECT_EQ(s.d_row0(), g * max_m + mb * kBlockM);
+                const uint32_t rows = uint32_t(std::clamp<int32_t>(masked_m[g], 0, int32_t(max_m)));
+                EXPECT_EQ(s.d_row_end(), g * max_m + rows);
+                if (mb * kBlockM >= rows) {
+                    EXPECT_TRUE(kCluster == 2 && mb % 2 == 1 && (mb - 1) * kBlockM < rows) << "tile past masked_m";
+                } else {
+                    ++seen[{g, mb, nb}];
+                }
+                walks.back().emplace_back(g, mb, nb);
+            }
+        }
+        if (kCluster == 2) {
+            ASSERT_EQ(walks[0].size(), walks[1].size());
+            for (size_t i = 0; i < walks[0].size(); ++i) {
+                const auto &[g0, m0, n0] = walks[0][i];
+                const auto &[g1, m1, n1] = walks[1][i];
+                EXPECT_TRUE(g0 == g1 && n0 == n1 && m0 % 2 == 0 && m1 == m0 + 1) << "cluster " << cta / 2 << " tile " << i;
+            }
+        }
+    }
+    size_t expected = 0;
+    for (const int32_t rows : masked_m)
+        expected += (uint32_t(std::clamp<int32_t>(rows, 0, int32_t(max_m))) + kBlockM - 1) / kBlockM * n_blocks;
+    EXPECT_EQ(seen.size(), expected);
+    for (const auto& [tile, visits] : seen) EXPECT_EQ(visits, 1) << "group " << std::get<0>(tile);
+}
+
+TEST(MaskedSchedulerHost, OneCtaAndPairsOfMBlocks) {
+    // Empty, one-row, odd and even block counts, past max_m and negative (clamped).
+    const std::vector<int32_t> masked_m = {0, 1, 64, 127, 128, 129, 200, 255, 256, 257, 300, 1000, -7};
+    for (const uint32_t grid : {2u, 8u, 132u}) {
+        SCOPED_TRACE(testing::Message() << "grid " << grid);
+        check_masked<128, 1>(masked_m, 300, 640, grid);
+        check_masked<128, 2>(masked_m, 300, 640, grid);
+        check_masked<64, 2>(masked_m, 300, 640, grid);
+        check_masked<256, 2>(masked_m, 300, 640, grid);
+    }
+}
+
+}  // namespace

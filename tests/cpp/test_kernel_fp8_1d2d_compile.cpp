@@ -387,6 +387,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticast) {
     };
     for (const auto& [base, nvrtc, multicast] : {Case{keys[6], "0", 2}, Case{keys[1], "1", 2}, Case{keys[6], "0", 1},
                                                  Case{pipelined, "1", 1}, Case{keys[2], "1", 1}}) {
+        // (Masked pairs: Sm90Fp8Gemm1d2dMaskedMulticastB below.)
         ScopedEnv compiler("DG_JIT_USE_NVRTC", nvrtc);
         GemmKernelKey key = base;
         key.multicast = multicast;
@@ -402,6 +403,22 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dContiguousMulticast) {
                 EXPECT_GE(count_op(sass, "UTMALDG.3D") - count_op(sass, "UTMALDG.3D.MULTICAST"), 4)
                     << "no own B loads in SASS";
             }
+        });
+    }
+}
+
+// Masked on 2-CTA clusters pairing M blocks of one group (multicast 1, B shared), as DG_FP8_GEMM_CONFIG forces them:
+// the pipelined 128-row tile (a warpgroup without rows only passes slots on) and the 256-row one.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedMulticastB) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    const auto keys = grouped_fp8_keys();
+    for (const size_t i : {size_t(5), size_t(4)}) {
+        GemmKernelKey key = keys[i];
+        key.multicast = 1;
+        const auto src = deep_gemm::kernels::gemm_kernel_source(key);
+        EXPECT_NE(src.code.find("u, 2u>;"), std::string::npos) << "no pair order in " << src.code;
+        build_and_check(key, [](const std::string& sass) {
+            EXPECT_NE(sass.find("UTMALDG.3D.MULTICAST"), std::string::npos) << "no multicast TMA load in SASS";
         });
     }
 }

@@ -256,12 +256,14 @@ def test_contiguous_64_row_tiles_padding_unspecified(forced_config, psum, value)
                         zero_a_padding=zero_a_padding)
 
 
-@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,64,0,0,0', '192,128,0,0,0', '128,128,0,1,0', '128,192,0,0,0'])
+@pytest.mark.parametrize('value', ['256,128,0,0,0', '256,64,0,0,0', '192,128,0,0,0', '128,128,0,1,0', '128,192,0,0,0',
+                                   '128,128,0,1,1', '256,128,0,0,1', '64,128,0,0,1'])
 def test_masked_last_tile_rows(forced_config, value):
     """Masked groups on 256-row tiles (two 64-row waves per math warpgroup), 192-row ones and 128-row ones (pipelined
     and not): the rows at or past masked_m are clipped per wave, a warpgroup whose rows are all valid stores through
     TMA, and on tiles of one wave per warpgroup a warpgroup whose rows all lie at or past masked_m only passes the
-    pipeline's slots on."""
+    pipeline's slots on. 2-CTA clusters on pairs of a group's M blocks sharing B (multicast 1): groups with an odd
+    number of M blocks give their last pair a tile past masked_m, which writes nothing."""
     forced_config(value)
     masked_values = [0, 1, 64, 127, 128, 129, 200, 255, 256, 257, 300, 1000]
     max_m = 300

@@ -2,7 +2,7 @@
 as the op does): multicast 2 (a 2-CTA cluster sharing A, pairs of N blocks) is honoured by both contiguous
 layouts, whose CTA pairs compute one M block and so one group; multicast 1 (pairs of M blocks sharing B when they
 hold one group) too, on 64- and 128-row tiles (dropped on 256-row ones, whose halves may hold two groups); the
-masked GEMM pairs no CTAs at all."""
+masked GEMM pairs only M blocks of one group (multicast 1)."""
 import pytest
 
 from deep_gemm import _C
@@ -38,7 +38,12 @@ def test_contiguous_without_multicast_on_b(forced_config, value):
     assert '1, false>(' in code
 
 
-def test_masked_pairs_no_ctas(forced_config):
+def test_masked_pairs_m_blocks_of_a_group_only(forced_config):
+    """The masked GEMM pairs M blocks of one group (multicast 1, sharing B), never N blocks (multicast 2 dropped)."""
     forced_config('128,192,4,0,2')
     [(_, symbol, code)] = _C._plan_gemm_call('m_grouped_fp8_gemm_nt_masked', 256, N, K, num_groups=G, expected_m=200)
     assert '_mc' not in symbol and '1, false>(' in code, symbol
+    forced_config('128,192,4,0,1')
+    [(_, symbol, code)] = _C._plan_gemm_call('m_grouped_fp8_gemm_nt_masked', 256, N, K, num_groups=G, expected_m=200)
+    assert '_mcb_' in symbol and 'deep_gemm::MaskedGroupedScheduler<128u, 192u, 8u, 2u>' in code, symbol
+    assert '2, false>(' in code

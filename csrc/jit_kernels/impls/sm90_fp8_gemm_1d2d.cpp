@@ -255,13 +255,15 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
         if (mode != GemmGroupedMode::kNone) {
-            // Only the contiguous schedulers pair CTAs: N blocks of one M block (multicast 2, sharing A), or M
-            // blocks of 64 or 128 rows (multicast 1, sharing B when both blocks hold one group:
-            // ContiguousLayoutScheduler). They look groups up per 128-row segment, which three 64-row math
-            // warpgroups (BLOCK_M 192) do not fit.
+            // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64
+            // or 128 rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler);
+            // they look groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not
+            // fit. The masked one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
             const bool contiguous = mode == GemmGroupedMode::kMGroupedContiguous ||
                                     mode == GemmGroupedMode::kMGroupedContiguousPsum;
-            if (!contiguous || (config.multicast == 1 && config.block_m > 128)) config.multicast = 0;
+            const bool masked = mode == GemmGroupedMode::kMGroupedMasked;
+            if (contiguous ? config.multicast == 1 && config.block_m > 128 : !(masked && config.multicast == 1))
+                config.multicast = 0;
             if (config.split_k > 1)
                 fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));
             if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)

@@ -152,7 +152,9 @@ std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
             return fmt::format("deep_gemm::ContiguousLayoutScheduler<{}, {}, deep_gemm::PaddingRows::{}, {}u, deep_gemm::{}<{}>>",
                                tile, key.mode == uint8_t(GemmGroupedMode::kMGroupedContiguousPsum) ? "true" : "false",
                                kPadding[key.padding], key.group_align != 0 ? key.group_align : 128, dense, tile);
-        case GemmGroupedMode::kMGroupedMasked: return fmt::format("deep_gemm::MaskedGroupedScheduler<{}>", tile);
+        case GemmGroupedMode::kMGroupedMasked:
+            // (FP8 multicast 1: 2-CTA clusters on pairs of one group's M blocks.)
+            return fmt::format("deep_gemm::MaskedGroupedScheduler<{}{}>", tile, key.multicast == 1 ? ", 2u" : "");
         case GemmGroupedMode::kKGroupedContiguous: return fmt::format("deep_gemm::KGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kBatchReduced:
             return fmt::format("deep_gemm::BatchReducedScheduler<{}, {}u>", tile, std::max<int>(1, key.split_k));

@@ -219,15 +219,20 @@ using ContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlockN, k
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
 using PsumContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlockN, kGroupN, true>;
 
-template <u32 kBlockM, u32 kBlockN, u32 kGroupN>
+// kCluster 2: 2-CTA clusters walk pairs of M blocks of one group (CTA rank r takes block 2p + r of pair p) and one N
+// block, so both read the same B tile (TMA multicast of B) and run the same K blocks; a group with an odd number of
+// M blocks gives its last pair a tile past masked_m, which writes nothing (kClipRows) and whose warpgroups only
+// pass the pipeline's slots on.
+template <u32 kBlockM, u32 kBlockN, u32 kGroupN, u32 kCluster = 1>
 struct MaskedGroupedScheduler : WholeKRange {
+    static_assert(kCluster == 1 || kCluster == 2, "one CTA or a 2-CTA cluster per tile");
     static constexpr bool kClipRows = true;
     const i32* masked_m;
     u32 max_m;
     u32 num_groups;
     u32 num_n_blocks;
     u32 next_tile;
-    // Current group: index, first linear tile, tile count, M blocks, valid rows.
+    // Current group: index, first linear tile, tile count, M blocks (or pairs of them), valid rows.
     u32 group = 0;
     u32 group_first_tile = 0;
     u32 group_tiles = 0;
@@ -237,14 +242,18 @@ struct MaskedGroupedScheduler : WholeKRange {
 
     // m = max_m (rows per group), n = N, masked = masked_m [num_groups] int32.
     __device__ __forceinline__ MaskedGroupedScheduler(u32 m, u32 n, const i32* masked, u32 groups)
-        : masked_m(masked), max_m(m), num_groups(groups), num_n_blocks(ceil_div(n, kBlockN)), next_tile(blockIdx.x) {
+        : masked_m(masked),
+          max_m(m),
+          num_groups(groups),
+          num_n_blocks(ceil_div(n, kBlockN)),
+          next_tile(blockIdx.x / kCluster) {
         if (num_groups > 0) load_group();
     }
 
     __device__ __forceinline__ void load_group() {
         const i32 rows = __ldg(masked_m + group);
         group_rows = rows <= 0 ? 0u : min_of(static_cast<u32>(rows), max_m);
-        group_m_blocks = ceil_div(group_rows, kBlockM);
+        group_m_blocks = ceil_div(ceil_div(group_rows, kBlockM), kCluster);
         group_tiles = group_m_blocks * num_n_blocks;
     }
 
@@ -257,10 +266,10 @@ struct MaskedGroupedScheduler : WholeKRange {
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         // (Fits in 32 bits: it is about G * max_m * N / (BLOCK_M * BLOCK_N) plus a row or column of tiles per
         // group, far below 2^32 for any D and B that fit in a GPU's memory.)
-        const u32 bound = num_groups * ceil_div(max_m, kBlockM) * num_n_blocks;
+        const u32 bound = num_groups * ceil_div(ceil_div(max_m, kBlockM), kCluster) * num_n_blocks;
         while (next_tile < bound) {
             const u32 t = next_tile;
-            next_tile += gridDim.x;
+            next_tile += gridDim.x / kCluster;
             // Tiles only move forward, so the group cursor does too.
             while (group < num_groups && t >= group_first_tile + group_tiles) {
                 group_first_tile += group_tiles;
@@ -268,6 +277,7 @@ struct MaskedGroupedScheduler : WholeKRange {
             }
             if (group < num_groups) {
                 grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
+                if constexpr (kCluster == 2) m_block = m_block * 2 + blockIdx.x % 2;
                 cur_m0 = m_block * kBlockM;
                 return true;
             }
