@@ -22,11 +22,11 @@ struct Sm90GemmConfig {
     // FP8: TMA multicast over a 2-CTA cluster: 0 = off, 1 = the pair shares B (adjacent M blocks), 2 = the pair
     // shares A (adjacent N blocks; 1D2D only). (The BF16 kernel's multicast is chosen at the kernel key.)
     int multicast = 0;
-    // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue reads it (0 = off).
-    int prefetch_c = 0;
     // FP8 1D2D split-K (dense, no C): each tile's K blocks are shared by split_k units whose FP32 partials the
     // tile's last unit adds up; 1 = off.
     int split_k = 1;
+    // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue reads it (0 = off).
+    int prefetch_c = 0;
 
     // 256-row tiles (FP8 1D2D only): two math warpgroups of 128 rows (two 64-row wgmma waves each).
     int num_math_warpgroups() const { return block_m == 256 ? 2 : block_m / 64; }
