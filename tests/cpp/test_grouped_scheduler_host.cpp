@@ -61,20 +61,29 @@ struct Visit {
     std::vector<bool> valid;  // row_valid() of the tile's rows (kZero)
 };
 
-template <typename Scheduler>
-std::vector<Visit> walk(uint32_t cta, uint32_t grid, uint32_t m, const int32_t* layout, uint32_t groups) {
+// The tiles CTA `cta` of a `grid`-CTA launch visits: record(scheduler, m_block, n_block) for each, in order.
+template <typename Scheduler, typename Record>
+auto walk_tiles(uint32_t cta, uint32_t grid, uint32_t m, uint32_t n, const int32_t* layout, uint32_t groups,
+                Record record) {
     blockIdx.x = cta, gridDim.x = grid;
-    Scheduler s(m, kN, layout, groups);
-    std::vector<Visit> visits;
+    Scheduler s(m, n, layout, groups);
+    std::vector<decltype(record(s, 0u, 0u))> visits;
     uint32_t m_block, n_block;
     while (s.next(m_block, n_block)) {
-        Visit v{m_block, n_block, s.k_size(kK), s.b_group(), s.d_row_end(), s.pair_shares_b(), {}};
-        for (uint32_t r = 0; r < Scheduler::kSegmentRows; ++r) v.valid.push_back(s.row_valid(s.d_row0() + r));
-        visits.push_back(v);
+        visits.push_back(record(s, m_block, n_block));
         EXPECT_LT(visits.size(), 100000u) << "runaway tile walk";
         if (visits.size() >= 100000u) break;
     }
     return visits;
+}
+
+template <typename Scheduler>
+std::vector<Visit> walk(uint32_t cta, uint32_t grid, uint32_t m, const int32_t* layout, uint32_t groups) {
+    return walk_tiles<Scheduler>(cta, grid, m, kN, layout, groups, [](const Scheduler& s, uint32_t mb, uint32_t nb) {
+        Visit v{mb, nb, s.k_size(kK), s.b_group(), s.d_row_end(), s.pair_shares_b(), {}};
+        for (uint32_t r = 0; r < Scheduler::kSegmentRows; ++r) v.valid.push_back(s.row_valid(s.d_row0() + r));
+        return v;
+    });
 }
 
 // What a row of one column block of D ends up as: -2 not written, -1 zeros, g the product with group g's B.
@@ -208,15 +217,12 @@ void check_k_grouped(const std::vector<int32_t>& ks, uint32_t m, uint32_t n, uin
     for (uint32_t cta = 0; cta < grid; cta += kCluster) {
         std::vector<std::vector<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>>> walks;
         for (uint32_t r = 0; r < kCluster; ++r) {
-            blockIdx.x = cta + r, gridDim.x = grid;
-            Scheduler s(m, n, ks.data(), uint32_t(ks.size()));
-            walks.emplace_back();
-            uint32_t mb, nb;
-            while (s.next(mb, nb) && walks.back().size() < 100000u) {
-                walks.back().emplace_back(s.group_index(), mb, nb, s.k_offset(), s.k_size(0));
+            walks.push_back(walk_tiles<Scheduler>(cta + r, grid, m, n, ks.data(), uint32_t(ks.size()),
+                                                  [m](const Scheduler& s, uint32_t mb, uint32_t nb) {
                 EXPECT_EQ(s.d_row0(), s.group_index() * m + mb * kBlockM);
                 EXPECT_EQ(s.d_row_end(), s.group_index() * m + m);
-            }
+                return std::make_tuple(s.group_index(), mb, nb, s.k_offset(), s.k_size(0));
+            }));
         }
         if (kCluster == 2) {
             ASSERT_EQ(walks[0].size(), walks[1].size());
@@ -270,11 +276,8 @@ void check_masked(const std::vector<int32_t>& masked_m, uint32_t max_m, uint32_t
     for (uint32_t cta = 0; cta < grid; cta += kCluster) {
         std::vector<std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>> walks;
         for (uint32_t r = 0; r < kCluster; ++r) {
-            blockIdx.x = cta + r, gridDim.x = grid;
-            Scheduler s(max_m, n, masked_m.data(), uint32_t(masked_m.size()));
-            walks.emplace_back();
-            uint32_t mb, nb;
-            while (s.next(mb, nb) && walks.back().size() < 100000u) {
+            walks.push_back(walk_tiles<Scheduler>(cta + r, grid, max_m, n, masked_m.data(), uint32_t(masked_m.size()),
+                                                  [&](const Scheduler& s, uint32_t mb, uint32_t nb) {
                 const uint32_t g = s.b_group();
                 EXPECT_EQ(s.a_group(), g);
                 EXPECT_EQ(s.d_row0(), g * max_m + mb * kBlockM);
@@ -285,8 +288,8 @@ void check_masked(const std::vector<int32_t>& masked_m, uint32_t max_m, uint32_t
                 } else {
                     ++seen[{g, mb, nb}];
                 }
-                walks.back().emplace_back(g, mb, nb);
-            }
+                return std::make_tuple(g, mb, nb);
+            }));
         }
         if (kCluster == 2) {
             ASSERT_EQ(walks[0].size(), walks[1].size());
