@@ -247,8 +247,8 @@ const std::vector<SettingInfo>& setting_registry() {
          "\"rules\" / \"legacy\" instead of the config model (tuning)"},
         {"DG_FP8_1D1D_GEMM_CONFIG", "string", "",
          "force the FP8 1D1D GEMM config (recipe (1, 1, 128) and k_grouped_fp8_gemm_nt_contiguous): "
-         "\"block_m,block_n[,stages[,group_n]]\", block_m 64/128, block_n a multiple of 16 up to 176, "
-         "stages 0 = as many as fit (tuning)"},
+         "\"block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]\", block_m 64/128, block_n a "
+         "multiple of 16 up to 176, stages 0 = as many as fit (docs/env_vars.md; tuning)"},
         {"DG_BF16_GEMM_CONFIG", "string", "",
          "force the dense BF16 GEMM config (bf16_gemm_{nt,nn,tn,tt}; not the grouped ops): "
          "\"block_m,block_n,stages[,multicast]\", stages 0 = as many as fit, multicast 0 = off, "

@@ -33,7 +33,8 @@ inline int sm90_fp8_1d1d_max_stages(int block_m, int block_n, int smem_limit) {
 }
 
 // Minimum modelled cost over BLOCK_M in {64, 128} x BLOCK_N in {16, 32, ..., 128}. The model is the 1D2D
-// kernel's (sm90_fp8_cost, without pipelined promotion or multicast: this kernel has neither), which
+// kernel's (sm90_fp8_cost, without pipelined promotion or multicast: this kernel has both only under a forced
+// config, not measured yet), which
 // covers waves, tensor-core time plus the promotion bubble, and load bandwidth; the 1D1D promotion does
 // one more multiply per element and the FP32 output doubles the store bytes, which shifts all tiles alike.
 // `multiples` (set_block_size_multiple_of) filters the candidates.

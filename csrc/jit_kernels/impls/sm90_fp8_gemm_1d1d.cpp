@@ -14,11 +14,9 @@ namespace {
 
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
-bool is_k_grouped(const GemmKernelKey& key) { return key.mode == uint8_t(GemmGroupedMode::kKGroupedContiguous); }
-
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (key.multicast ? "_mcb" : "") +
-           (is_k_grouped(key) ? "_kgrouped" : "") + (key.with_c ? "_c" : "") + (key.prefetch_c ? "_pfc" : "");
+           grouped_symbol_suffix(key) + (key.with_c ? "_c" : "") + (key.prefetch_c ? "_pfc" : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);

@@ -24,8 +24,8 @@ struct Fp8Gemm1d1dTraits {
     DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
 
-// DG_FP8_1D1D_GEMM_CONFIG, "block_m,block_n[,stages[,group_n]]" (the field syntax of config_fields.hpp): the
-// forced tile, or all zeros for the model's. Malformed or unsupported values raise jit::Error naming the variable.
+// DG_FP8_1D1D_GEMM_CONFIG, "block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]" (the field
+// syntax of config_fields.hpp): the forced config, or all zeros for the model's. Malformed or unsupported values raise jit::Error naming the variable.
 struct Sm90Fp8_1d1dConfigOverride {
     int block_m = 0, block_n = 0, num_stages = 0, group_n = 0, pipelined = 0, multicast = 0, prefetch_c = 0;
     bool active() const { return block_m != 0; }

@@ -259,10 +259,8 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
             // or 128 rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler);
             // they look groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not
             // fit. The masked one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
-            const bool contiguous = mode == GemmGroupedMode::kMGroupedContiguous ||
-                                    mode == GemmGroupedMode::kMGroupedContiguousPsum;
-            const bool masked = mode == GemmGroupedMode::kMGroupedMasked;
-            if (contiguous ? config.multicast == 1 && config.block_m > 128 : !(masked && config.multicast == 1))
+            if (is_contiguous(mode) ? config.multicast == 1 && config.block_m > 128
+                                    : !(is_masked(mode) && config.multicast == 1))
                 config.multicast = 0;
             if (config.split_k > 1)
                 fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));

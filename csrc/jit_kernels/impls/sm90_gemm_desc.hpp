@@ -66,12 +66,16 @@ struct GemmProblem {
     int head_left = 0, head_mid = 0, head_right = 0;
 };
 
-// The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts).
-inline bool is_masked(const GemmProblem& p) { return p.mode == GemmGroupedMode::kMGroupedMasked; }
-inline bool is_k_grouped(const GemmProblem& p) { return p.mode == GemmGroupedMode::kKGroupedContiguous; }
-inline bool is_contiguous(const GemmProblem& p) {
-    return p.mode == GemmGroupedMode::kMGroupedContiguous || p.mode == GemmGroupedMode::kMGroupedContiguousPsum;
+// The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts), of a mode or a problem
+// (and of a kernel key, below).
+inline bool is_masked(GemmGroupedMode mode) { return mode == GemmGroupedMode::kMGroupedMasked; }
+inline bool is_k_grouped(GemmGroupedMode mode) { return mode == GemmGroupedMode::kKGroupedContiguous; }
+inline bool is_contiguous(GemmGroupedMode mode) {
+    return mode == GemmGroupedMode::kMGroupedContiguous || mode == GemmGroupedMode::kMGroupedContiguousPsum;
 }
+inline bool is_masked(const GemmProblem& p) { return is_masked(p.mode); }
+inline bool is_k_grouped(const GemmProblem& p) { return is_k_grouped(p.mode); }
+inline bool is_contiguous(const GemmProblem& p) { return is_contiguous(p.mode); }
 
 // The tensors of a call (unused ones null / 0). Strides are in elements.
 //   a    FP8: [M, K] (masked [G, max_m, K], a_group_stride); BF16 K-major [M, K] or MN-major stored [K, M]
@@ -140,6 +144,7 @@ struct GemmKernelKey {
     bool operator==(const GemmKernelKey&) const = default;
 };
 static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");
+inline bool is_k_grouped(const GemmKernelKey& key) { return is_k_grouped(GemmGroupedMode(key.mode)); }
 
 // The kernel key of a kernel's config: tile, stages, scheduler group and the FP8 1D2D knobs set, the FP8 1D1D
 // kernel's one epilogue, every other field at its default (the kernels' kernel_key fills them in for a call).

@@ -163,6 +163,19 @@ struct SplitKScheduler : GroupedOrderScheduler<kBlockM, kBlockN, kGroupN> {
     }
 };
 
+// How the persistent grid's clusters of kCluster CTAs (1 or 2) stripe over units of work: cluster
+// c = blockIdx.x / kCluster takes units c, c + (clusters), ...; with 2, a unit is a pair of blocks along the paired
+// dimension and CTA rank r takes block 2p + r of pair p (units(n) pairs cover n blocks). Every tile order that
+// pairs CTAs walks its units with it, so both CTAs of a cluster see the same sequence.
+template <u32 kCluster>
+struct ClusterStripe {
+    static_assert(kCluster == 1 || kCluster == 2, "one CTA or a 2-CTA cluster per unit");
+    static __device__ __forceinline__ u32 first() { return blockIdx.x / kCluster; }
+    static __device__ __forceinline__ u32 step() { return gridDim.x / kCluster; }
+    static __device__ __forceinline__ u32 units(u32 blocks) { return ceil_div(blocks, kCluster); }
+    static __device__ __forceinline__ u32 block(u32 unit) { return unit * kCluster + blockIdx.x % kCluster; }
+};
+
 // Dense GEMM on 2-CTA clusters: cluster c = blockIdx.x / 2 walks pairs of blocks along one dimension x
 // one block of the other in grouped order (groups of kGroupN N blocks, or with kPairsN of kGroupN N-block
 // pairs); CTA rank r of the cluster takes block 2p + r of the pair p. When the number of blocks along the
@@ -176,37 +189,36 @@ template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kPairsN>
 struct ClusterPairOrderScheduler : DenseTileRows {
     static_assert(kGroupN >= 1, "group size");
     static constexpr bool kPairsMBlocks = !kPairsN;
+    using Stripe = ClusterStripe<2>;
     u32 num_m_units;  // M blocks, or pairs of them
     u32 num_n_units;  // N blocks, or pairs of them
     u32 num_tiles;    // pair tiles
     u32 next_tile;
-    u32 rank;
 
     __device__ __forceinline__ ClusterPairOrderScheduler(u32 m, u32 n, const i32* = nullptr, u32 = 0)
         : DenseTileRows(m),
-          num_m_units(kPairsN ? ceil_div(m, kBlockM) : ceil_div(ceil_div(m, kBlockM), 2u)),
-          num_n_units(kPairsN ? ceil_div(ceil_div(n, kBlockN), 2u) : ceil_div(n, kBlockN)),
+          num_m_units(kPairsN ? ceil_div(m, kBlockM) : Stripe::units(ceil_div(m, kBlockM))),
+          num_n_units(kPairsN ? Stripe::units(ceil_div(n, kBlockN)) : ceil_div(n, kBlockN)),
           num_tiles(num_m_units * num_n_units),
-          next_tile(blockIdx.x / 2),
-          rank(blockIdx.x % 2) {}
+          next_tile(Stripe::first()) {}
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         if (next_tile >= num_tiles) return false;
         const u32 t = next_tile;
-        next_tile += gridDim.x / 2;
+        next_tile += Stripe::step();
         u32 pair;
         if constexpr (kPairsN) {
             grouped_order_tile<kGroupN>(t, num_m_units, num_n_units, m_block, pair);
-            n_block = pair * 2 + rank;
+            n_block = Stripe::block(pair);
         } else {
             grouped_order_tile<kGroupN>(t, num_m_units, num_n_units, pair, n_block);
-            m_block = pair * 2 + rank;
+            m_block = Stripe::block(pair);
         }
         cur_m0 = m_block * kBlockM;
         return true;
     }
     // The next next() gives the same pair tile again (both CTAs of the cluster step back alike).
-    __device__ __forceinline__ void repeat_last() { next_tile -= gridDim.x / 2; }
+    __device__ __forceinline__ void repeat_last() { next_tile -= Stripe::step(); }
 };
 
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN>

@@ -225,7 +225,7 @@ using PsumContiguousGroupedScheduler = ContiguousLayoutScheduler<kBlockM, kBlock
 // pass the pipeline's slots on.
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, u32 kCluster = 1>
 struct MaskedGroupedScheduler : WholeKRange {
-    static_assert(kCluster == 1 || kCluster == 2, "one CTA or a 2-CTA cluster per tile");
+    using Stripe = ClusterStripe<kCluster>;
     static constexpr bool kClipRows = true;
     const i32* masked_m;
     u32 max_m;
@@ -246,14 +246,14 @@ struct MaskedGroupedScheduler : WholeKRange {
           max_m(m),
           num_groups(groups),
           num_n_blocks(ceil_div(n, kBlockN)),
-          next_tile(blockIdx.x / kCluster) {
+          next_tile(Stripe::first()) {
         if (num_groups > 0) load_group();
     }
 
     __device__ __forceinline__ void load_group() {
         const i32 rows = __ldg(masked_m + group);
         group_rows = rows <= 0 ? 0u : min_of(static_cast<u32>(rows), max_m);
-        group_m_blocks = ceil_div(ceil_div(group_rows, kBlockM), kCluster);
+        group_m_blocks = Stripe::units(ceil_div(group_rows, kBlockM));
         group_tiles = group_m_blocks * num_n_blocks;
     }
 
@@ -266,10 +266,10 @@ struct MaskedGroupedScheduler : WholeKRange {
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         // (Fits in 32 bits: it is about G * max_m * N / (BLOCK_M * BLOCK_N) plus a row or column of tiles per
         // group, far below 2^32 for any D and B that fit in a GPU's memory.)
-        const u32 bound = num_groups * ceil_div(ceil_div(max_m, kBlockM), kCluster) * num_n_blocks;
+        const u32 bound = num_groups * Stripe::units(ceil_div(max_m, kBlockM)) * num_n_blocks;
         while (next_tile < bound) {
             const u32 t = next_tile;
-            next_tile += gridDim.x / kCluster;
+            next_tile += Stripe::step();
             // Tiles only move forward, so the group cursor does too.
             while (group < num_groups && t >= group_first_tile + group_tiles) {
                 group_first_tile += group_tiles;
@@ -277,7 +277,7 @@ struct MaskedGroupedScheduler : WholeKRange {
             }
             if (group < num_groups) {
                 grouped_order_tile<kGroupN>(t - group_first_tile, group_m_blocks, num_n_blocks, m_block, n_block);
-                if constexpr (kCluster == 2) m_block = m_block * 2 + blockIdx.x % 2;
+                m_block = Stripe::block(m_block);
                 cur_m0 = m_block * kBlockM;
                 return true;
             }
@@ -304,7 +304,7 @@ struct MaskedGroupedScheduler : WholeKRange {
 // last pair's second tile lies past M (its rows are not written: d_row0() >= d_row_end()).
 template <u32 kBlockM, u32 kBlockN, u32 kGroupN, bool kKsInParams = false, u32 kCluster = 1>
 struct KGroupedScheduler : WholeKRange {
-    static_assert(kCluster == 1 || kCluster == 2, "one CTA or a 2-CTA cluster per tile");
+    using Stripe = ClusterStripe<kCluster>;
     static constexpr bool kMayHaveEmptyK = true;
     const i32* ks;
     u32 num_groups;
@@ -324,10 +324,10 @@ struct KGroupedScheduler : WholeKRange {
         : ks(k_sizes),
           num_groups(groups),
           rows(m),
-          num_m_blocks(ceil_div(ceil_div(m, kBlockM), kCluster)),
+          num_m_blocks(Stripe::units(ceil_div(m, kBlockM))),
           num_n_blocks(ceil_div(n, kBlockN)),
-          group_tiles(ceil_div(ceil_div(m, kBlockM), kCluster) * ceil_div(n, kBlockN)),
-          next_tile(blockIdx.x / kCluster) {
+          group_tiles(Stripe::units(ceil_div(m, kBlockM)) * ceil_div(n, kBlockN)),
+          next_tile(Stripe::first()) {
         if (num_groups > 0) group_k = load_k(0);
     }
 
@@ -338,7 +338,7 @@ struct KGroupedScheduler : WholeKRange {
 
     __device__ __forceinline__ bool next(u32& m_block, u32& n_block) {
         const u32 t = next_tile;
-        next_tile += gridDim.x / kCluster;
+        next_tile += Stripe::step();
         if (group_tiles == 0) return false;
         const u32 g = t / group_tiles;
         if (g >= num_groups) return false;
@@ -348,7 +348,7 @@ struct KGroupedScheduler : WholeKRange {
             group_k = load_k(++group);
         }
         grouped_order_tile<kGroupN>(t - g * group_tiles, num_m_blocks, num_n_blocks, m_block, n_block);
-        if constexpr (kCluster == 2) m_block = m_block * 2 + blockIdx.x % 2;
+        m_block = Stripe::block(m_block);
         cur_m0 = m_block * kBlockM;
         return true;
     }
