@@ -129,20 +129,20 @@ if has vs_peer; then
 fi
 
 if has sweep_moe; then
-    # The MoE GEMMs' forced-config variants (docs/performance.md, "Not yet measured on a GPU"), each timed in the
-    # same turns as the default and the peer, one round: contiguous FP8, K-grouped and dense 1D1D FP8, masked FP8.
-    OUT="$OUT/sweep_contiguous" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_contiguous VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
-        VS_PEER_VARIANTS="${SWEEP_CONTIGUOUS:-DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=128,128,5,1,1;DG_FP8_GEMM_CONFIG=128,192,4,0,2;DG_FP8_GEMM_CONFIG=256,128,0,0,2;DG_FP8_GEMM_CONFIG=128,128,5,1,0,16}" \
-        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
-    note "sweep_moe contiguous: $(tail -1 "$OUT/sweep_contiguous/summary.txt" 2>/dev/null)"
-    OUT="$OUT/sweep_1d1d" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_k_grouped,fp8_1d1d VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
-        VS_PEER_VARIANTS="${SWEEP_1D1D:-DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1;DG_FP8_1D1D_GEMM_CONFIG=128,160,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,160;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1,1}" \
-        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
-    note "sweep_moe 1d1d: $(tail -1 "$OUT/sweep_1d1d/summary.txt" 2>/dev/null)"
-    OUT="$OUT/sweep_masked" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES=fp8_masked VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
-        VS_PEER_VARIANTS="${SWEEP_MASKED:-DG_FP8_GEMM_CONFIG=128,128,0,1,1;DG_FP8_GEMM_CONFIG=256,128,0,0,1;DG_FP8_GEMM_CONFIG=64,128,0,0,1;DG_FP8_GEMM_CONFIG=192,128,4}" \
-        "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
-    note "sweep_moe masked: $(tail -1 "$OUT/sweep_masked/summary.txt" 2>/dev/null)"
+    # The MoE GEMMs' forced-config variants, each timed in the same turns as the default and the peer, one round
+    # each. SWEEP_FAMILIES picks the sweeps (default: contiguous 1d1d masked; also dense = FP8 dense M=4096's
+    # DeepGEMM picks); SWEEP_CONTIGUOUS / SWEEP_1D1D / SWEEP_MASKED / SWEEP_DENSE replace a sweep's variants.
+    declare -A sweep_fam=([contiguous]=fp8_contiguous [1d1d]=fp8_k_grouped,fp8_1d1d [masked]=fp8_masked [dense]=fp8_dense)
+    declare -A sweep_var=(
+        [contiguous]="${SWEEP_CONTIGUOUS:-DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=128,128,5,1,1;DG_FP8_GEMM_CONFIG=128,192,4,0,2;DG_FP8_GEMM_CONFIG=256,128,0,0,2;DG_FP8_GEMM_CONFIG=128,128,5,1,0,16}"
+        [1d1d]="${SWEEP_1D1D:-DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1;DG_FP8_1D1D_GEMM_CONFIG=128,160,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,160;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,0,0,1;DG_FP8_1D1D_GEMM_CONFIG=128,128,0,0,1,1,1}"
+        [masked]="${SWEEP_MASKED:-DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=128,128,0,1,1;DG_FP8_GEMM_CONFIG=256,128,0,0,1;DG_FP8_GEMM_CONFIG=64,128,8,0,1;DG_FP8_GEMM_CONFIG=64,192,6,0,1}"
+        [dense]="${SWEEP_DENSE:-DG_FP8_GEMM_CONFIG=256,128,3,0,2,16;DG_FP8_GEMM_CONFIG=128,192,4,0,1;DG_FP8_GEMM_CONFIG=256,128,3,0,0,16}")
+    for s in ${SWEEP_FAMILIES:-contiguous 1d1d masked}; do
+        OUT="$OUT/sweep_$s" VS_PEER_ROUNDS=1 VS_PEER_FAMILIES="${sweep_fam[$s]}" VS_PEER_TIMEOUT="${SWEEP_TIMEOUT:-240}" \
+            VS_PEER_VARIANTS="${sweep_var[$s]}" "$PWD/scripts/gpu_check.sh" vs_peer >/dev/null 2>&1
+        note "sweep_moe $s: $(tail -1 "$OUT/sweep_$s/summary.txt" 2>/dev/null)"
+    done
     cat "$OUT"/sweep_*/vs_peer.md 2>/dev/null
 fi
 
