@@ -9,6 +9,8 @@ The two sides get identical work: every case builds its inputs from a fixed seed
     python3 benchmarks/bench_vs_peer.py --list                    # the families and their cases
     python3 benchmarks/bench_vs_peer.py ... --ours-variants 'DG_FP8_GEMM_CONFIG=256,128,0,0,2;...'
         # also ours under each setting, in the same turns: one more table per variant, against the same peer times
+    python3 benchmarks/bench_vs_peer.py ... --ours-variants 'DG_BENCH_INCLUDE_DIR=/tmp/old/deep_gemm/include'
+        # ours also with another commit's kernel headers (git archive <commit> deep_gemm/include | tar -x -C /tmp/old)
 
 The peer is built by `.peers/build_deepgemm.sh` (see scripts/gpu_check.sh, step `peer`). Times are medians
 of CUDA-event timings with the L2 flushed before each call; "peer/ours" above 1 means we are faster.
@@ -24,6 +26,10 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# --ours-variants 'DG_BENCH_INCLUDE_DIR=DIR': ours with the JIT reading the kernel headers from DIR (the
+# deep_gemm/include tree of another commit, e.g. from `git archive`): a same-run A/B of kernel changes.
+INCLUDE_VARIABLE = 'DG_BENCH_INCLUDE_DIR'
 
 # ---- the cases (pure data: the parent lists them without torch or a GPU) ------------------------------
 
@@ -146,6 +152,8 @@ def _child(families, runs, with_baseline, only=None):
     import torch
     import deep_gemm
     from _timing import time_interleaved
+    if os.environ.get(INCLUDE_VARIABLE):
+        deep_gemm._C.set_include_dir(os.environ[INCLUDE_VARIABLE])   # ours only: an A/B of kernel headers
 
     def randn(*shape):
         return torch.randn(*shape, device='cuda', dtype=torch.bfloat16)
