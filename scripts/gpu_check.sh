@@ -225,7 +225,7 @@ if has profile_grouped; then
             env PYTHONPATH="$([ $side = peer ] && echo "$PEER_SRC" || echo "$PWD")" DG_JIT_CACHE_DIR="/tmp/dg_vs_peer/$side" \
                 timeout "${PROFILE_TIMEOUT:-120}" ncu --clock-control none -k regex:sm90_fp8_gemm --launch-skip 4 --launch-count 1 \
                 --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats \
-                --section Occupancy --metrics "regex:^sm__pipe_tensor_op.*cycles_active\.avg\.pct_of_peak_sustained_active$,sm__cycles_elapsed.avg.per_second" \
+                --section Occupancy --section MemoryWorkloadAnalysis --metrics "regex:^sm__pipe_tensor_op.*cycles_active\.avg\.pct_of_peak_sustained_active$,sm__cycles_elapsed.avg.per_second" \
                 python3 benchmarks/bench_vs_peer.py --child --families "${PROFILE_FAMILY:-fp8_contiguous}" --case "$c" --runs 6 >>"$log" 2>&1
             note "ncu grouped [$i] $side ($c): rc=$? $(grep -m1 -E 'Duration' "$log" | tr -s ' ')"
         done
