@@ -223,8 +223,9 @@ def check_m_grouped_fp8_gemm_contiguous_multicast() -> None:
     # 2-CTA clusters sharing A (N = 200: two 128-column blocks, one pair; and 256-row tiles with a block of two
     # groups, visited twice by both CTAs of the pair). Clusters sharing B (pairs of M blocks): one pair in one
     # group (B multicast), one of two groups (each CTA loads its own B), an all-padding block beside one past M;
-    # on 64-row tiles also padding blocks beside group blocks (computed along, written as padding).
-    for value in ("128,128,0,0,2", "256,128,0,0,2", "128,128,0,0,1", "64,128,0,0,1"):
+    # on 64-row tiles also padding blocks beside group blocks (computed along, written as padding); 128x192 sharing
+    # B is the model's pick for large contiguous calls without zeroing (B scales straddle 128-column blocks).
+    for value in ("128,128,0,0,2", "256,128,0,0,2", "128,128,0,0,1", "64,128,0,0,1", "128,192,0,0,1"):
         with forced_config("DG_FP8_GEMM_CONFIG", value):
             m_grouped_fp8_contiguous_case()
 

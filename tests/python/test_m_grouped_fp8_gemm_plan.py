@@ -47,3 +47,20 @@ def test_masked_pairs_m_blocks_of_a_group_only(forced_config):
     [(_, symbol, code)] = _C._plan_gemm_call('m_grouped_fp8_gemm_nt_masked', 256, N, K, num_groups=G, expected_m=200)
     assert '_mcb_' in symbol and 'deep_gemm::MaskedGroupedScheduler<128u, 192u, 8u, 2u>' in code, symbol
     assert '2, false>(' in code
+
+
+@pytest.mark.parametrize('psum', [False, True], ids=['index', 'psum'])
+def test_contiguous_without_zeroing_shares_b_on_large_problems(psum):
+    """The model's pick (no forced config): contiguous calls that leave padding rows unwritten take 128x192
+    tiles on 2-CTA clusters sharing B instead of the pipelined 128x128 tile, on problems of 8+ waves of such
+    tiles (measured faster on the benchmark shapes); with zeroing, or on small problems, the pipelined tile stays."""
+    def symbol(m, n, k, groups, zero_padding):
+        [(_, sym, _)] = _C._plan_gemm_call('m_grouped_fp8_gemm_nt_contiguous', m, n, k, num_groups=groups,
+                                           use_psum_layout=psum, ensure_zero_padding=zero_padding)
+        return sym
+    for m, n, k, groups in ((8 * 4256, 7168, 3072, 8), (4 * 8576, 4096, 4096, 4)):
+        unzeroed, zeroed = symbol(m, n, k, groups, False), symbol(m, n, k, groups, True)
+        assert '_bm128_bn192_s4_' in unzeroed and '_mcb_' in unzeroed and '_pp_' not in unzeroed, unzeroed
+        assert '_bm128_bn128_' in zeroed and '_pp_' in zeroed and '_mc' not in zeroed, zeroed
+    small = symbol(8 * 128, 4096, 7168, 8, False)
+    assert '_mcb_' not in small and '_pp_' in small, small

@@ -355,7 +355,8 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 }
 
 // M-grouped calls (contiguous: m = sum of M, rows_per_group = expected_m_for_psum_layout or 0; masked: m =
-// max_m, rows_per_group = expected_m). No multicast: the grouped schedulers pair no CTAs. Each candidate BLOCK_M
+// max_m, rows_per_group = expected_m). No multicast here (sm90_fp8_contiguous_unzeroed_config below adds it for
+// large contiguous calls without zeroing; forced configs reach the rest). Each candidate BLOCK_M
 // is scored by the dense model on the rows it would compute, and the cheapest wins (the smaller tile unless
 // the larger is > 1% cheaper):
 // - Contiguous: BLOCK_M 64 or 128 on sum of M. The scheduler also runs 256-row tiles (two 128-row segments;
@@ -410,6 +411,29 @@ inline Sm90GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int nu
         return choose_sm90_fp8_model_config(model_m, n, k, num_sms, smem_limit, space);
     }
     return best;
+}
+
+// Contiguous calls that leave padding rows unwritten (ensure_zero_padding=False): the model's pipelined
+// 128-row tiles give way to 128x192 tiles on 2-CTA clusters sharing B (pairs of M blocks of one group). Same
+// H100 run against DeepGEMM, peer/ours on 8 x ~4256 x 7168 x 3072 and 4 x ~8576 x 4096 x 4096 (index / psum):
+// pipelined 128x128 0.816 / 0.859 and 0.810 / 0.792, 128x192 B-shared 0.915 / 0.895 and 0.911 / 0.894; with
+// zeroing the pipelined tile stays ahead (0.908 and 0.937 against 0.886 and 0.886), and where the model already
+// picks 128x192 (8 x ~4256 x 6144 x 7168) sharing B measured within 1.5% (docs/kernels/sm90_fp8_gemm_1d2d.md,
+// "Against DeepGEMM on the same tile"). Only for problems of 8 or more waves of 128x192 tiles (the measured
+// shapes have 44 and 76 on 132 SMs; smaller ones are unmeasured), where 4 stages of 128x192 fit in shared memory and the
+// caller's block multiples allow the tile.
+inline Sm90GemmConfig sm90_fp8_contiguous_unzeroed_config(Sm90GemmConfig config, int m, int n, int num_sms,
+                                                          int smem_limit, BlockMultiples multiples = {}) {
+    const long tiles = long((m + 127) / 128) * long((n + 191) / 192);
+    if (!config.pipelined || config.block_m != 128 || tiles < 8L * num_sms || !multiples.allows(128, 192))
+        return config;
+    const int stages = sm90_fp8_max_stages(128, 192, smem_limit);
+    if (stages < 4) return config;
+    config.block_n = 192;
+    config.num_stages = 4;
+    config.pipelined = false;
+    config.multicast = 1;
+    return config;
 }
 
 }  // namespace deep_gemm::heuristics

@@ -206,6 +206,7 @@ gemm_launch::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, i
     q.groups = p.mode != GemmGroupedMode::kNone ? p.num_groups : 1;
     q.n = p.n, q.k = p.k, q.num_sms = num_sms, q.smem_limit = smem_limit;
     q.mode = int(p.mode);
+    q.zero_padding = is_contiguous(p.mode) && p.ensure_zero_padding;
     // The config depends on the epilogue only through C: with C it is added in the epilogue and K is not split.
     q.epilogue = int(p.with_c ? Epilogue::kAccumDirect : Epilogue::kBf16Tma);
     return q;
@@ -242,6 +243,9 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
                                                                          mode == GemmGroupedMode::kHeadBatched,
                                                                      ov.chooser(),
                                                                      gemm_launch::block_multiples(q));
+    if (is_contiguous(mode) && !q.zero_padding && ov.chooser() == heuristics::Sm90Fp8Chooser::kModel)
+        config = heuristics::sm90_fp8_contiguous_unzeroed_config(config, m, n, num_sms, smem_limit,
+                                                                 gemm_launch::block_multiples(q));
     if (ov.active()) {
         config.block_m = ov.block_m;
         config.block_n = ov.block_n;

@@ -43,6 +43,7 @@ struct ConfigQuery {
     int32_t m = 0, n = 0, k = 0, num_sms = 0, smem_limit = 0;  // the shape the cost model sees
     int32_t mode = 0, rows_per_group = 0, groups = 0;
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
+    int32_t zero_padding = 0;  // M-contiguous: padding rows written as zeros (ensure_zero_padding)
     int32_t block_m_multiple = 1, block_n_multiple = 1;
     int32_t forced[7] = {0, 0, 0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
     bool operator==(const ConfigQuery&) const = default;
