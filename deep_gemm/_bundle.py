@@ -7,11 +7,12 @@ A bundle is a tar archive (gzip-compressed) that holds, relative to nothing (it 
   kernel name, key, arch, and each file's size and SHA-256;
 - ``entries/kernel.<name>.<key>/{manifest,kernel.cubin[,kernel.cu,kernel.ptx,kernel.sass]}``.
 
-Import reads the whole archive and verifies it before installing anything: every member a regular file
-with an expected name (no directories, links, devices, absolute or ``..`` paths), no member twice, sizes and
-hashes as ``BUNDLE.json`` lists them, nothing listed missing. Each entry is then installed by the JIT core
-(``_C.cache_install_entry``): written into a build directory, checked against its own manifest, renamed into
-place under the key lock. A verified bundle is still only as trustworthy as whoever made it: the hashes catch
+Import reads the whole archive and verifies it before installing anything: ``BUNDLE.json`` first, then every
+member a regular file with an expected name (no directories, links, devices, absolute or ``..`` paths), listed
+there, no member twice, its size checked before it is read and its hash while it is copied into a private
+staging folder, nothing listed missing. Each entry is then installed by the JIT core
+(``_C.cache_install_entry``, one file in memory at a time): written into a build directory, checked against
+its own manifest, renamed into place under the key lock. A verified bundle is still only as trustworthy as whoever made it: the hashes catch
 damage, not a bundle built to harm you. Import bundles you made or got from someone you trust.
 """
 import hashlib
@@ -20,7 +21,9 @@ import json
 import os
 import re
 import tarfile
+import tempfile
 import time
+import zlib
 from typing import Dict, List, Optional
 
 from . import _C
@@ -30,7 +33,12 @@ FORMAT = 1
 _ENTRY_FILES = ('manifest', 'kernel.cubin', 'kernel.cu', 'kernel.ptx', 'kernel.sass')
 _ENTRY_DIR = re.compile(r'kernel\.[A-Za-z0-9_-]{1,64}\.[0-9a-f]{32}')
 _MEMBER = re.compile(r'entries/(' + _ENTRY_DIR.pattern + r')/(' + '|'.join(re.escape(f) for f in _ENTRY_FILES) + r')')
-_MAX_MEMBER_BYTES = 1 << 30
+# Import reads BUNDLE.json whole (its parsed form takes several times its size) and every other member in
+# chunks; installing holds one file at a time. Members are cubins and their dumps, far below the cap: the
+# caps keep an import under 64 MB of memory whatever a bundle holds.
+_MAX_LISTING_BYTES = 2 << 20
+_MAX_MEMBER_BYTES = 32 << 20
+_CHUNK = 1 << 20
 
 
 class BundleError(ValueError):
@@ -53,6 +61,20 @@ def _driver_version() -> Optional[str]:
     except Exception:
         pass
     return None
+
+
+def _create_exclusive(path: str):
+    """A new temporary file beside ``path`` (same folder, so the final rename is atomic), created with O_EXCL
+    under a random name: a name planted in a shared folder (a symlink to a victim's file) is never followed.
+    Returns (open binary file, its path)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OSError(f'cannot write the bundle {path}: the folder {folder} does not exist')
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.', suffix='.tmp', dir=folder)
+    except OSError as e:
+        raise OSError(f'cannot write the bundle {path}: {e.strerror} (creating a file in {folder})') from None
+    return os.fdopen(fd, 'wb'), tmp
 
 
 def export_bundle(root: str, path: str, dirs: Optional[List[str]] = None) -> dict:
@@ -85,24 +107,84 @@ def export_bundle(root: str, path: str, dirs: Optional[List[str]] = None) -> dic
     header = {'format': FORMAT, 'deep_gemm_version': version, 'created': now,
               'compiler': {'kind': compiler.get('kind'), 'version': compiler.get('version')},
               'driver_version': _driver_version(), 'entries': listed}
-    tmp = f'{path}.tmp.{os.getpid()}'
+    listing = json.dumps(header, indent=1).encode()
+    if len(listing) > _MAX_LISTING_BYTES:
+        raise BundleError(f'{path}: {len(listed)} entries are more than one bundle holds; export fewer '
+                          '(--from-record) into several bundles')
+    out, tmp = _create_exclusive(path)
     try:
-        with tarfile.open(tmp, 'w:gz', format=tarfile.PAX_FORMAT) as tar:
-            for member, data in [('BUNDLE.json', json.dumps(header, indent=1).encode())] + payload:
+        with out, tarfile.open(fileobj=out, mode='w:gz', format=tarfile.PAX_FORMAT) as tar:
+            for member, data in [('BUNDLE.json', listing)] + payload:  # BUNDLE.json first: import reads it first
                 info = tarfile.TarInfo(member)
                 info.size, info.mode, info.mtime = len(data), 0o644, now
                 tar.addfile(info, io.BytesIO(data))
+        os.chmod(tmp, 0o644)  # as before: mkstemp makes it 0600
         os.replace(tmp, path)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.unlink(tmp)
     return {'file': path, 'entries': len(listed), 'skipped': skipped, 'compiler': header['compiler']}
 
 
-def read_bundle(path: str) -> dict:
-    """Reads and verifies the bundle at ``path``; returns its header with each entry's ``data`` (file name ->
-    bytes). Raises BundleError naming the first problem."""
-    members: Dict[str, bytes] = {}
+def _listing(path: str, text: bytes) -> Dict[str, tuple]:
+    """Checks the shape of ``BUNDLE.json`` and returns its header and {member name: (entry, size, sha256)}.
+    Every malformed field raises BundleError saying which."""
+    def bad(what):
+        return BundleError(f'{path}: malformed BUNDLE.json: {what}')
+    try:
+        header = json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise bad(f'not JSON ({e})')
+    if not isinstance(header, dict):
+        raise bad('not an object')
+    if header.get('format') != FORMAT:
+        raise BundleError(f"{path}: bundle format {header.get('format')!r}, this deep_gemm reads {FORMAT}")
+    entries = header.get('entries')
+    if not isinstance(entries, list):
+        raise bad('"entries" is not a list')
+    listed = {}
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get('dir'), str) or not _ENTRY_DIR.fullmatch(entry['dir']):
+            raise bad(f'entry {i} has no valid "dir" (kernel.<name>.<key>)')
+        files = entry.get('files')
+        if not isinstance(files, dict) or 'manifest' not in files or 'kernel.cubin' not in files:
+            raise bad(f'entry {entry["dir"]} does not list its manifest and kernel.cubin in "files"')
+        for file, meta in files.items():
+            if file not in _ENTRY_FILES:
+                raise bad(f'entry {entry["dir"]} lists an unexpected file {file!r}')
+            if (not isinstance(meta, dict) or type(meta.get('size')) is not int or not 0 <= meta['size'] <= _MAX_MEMBER_BYTES
+                    or not isinstance(meta.get('sha256'), str) or not re.fullmatch(r'[0-9a-f]{64}', meta['sha256'])):
+                raise bad(f'entry {entry["dir"]}, file {file!r}: needs a "size" (at most {_MAX_MEMBER_BYTES} bytes) '
+                          'and a "sha256"')
+            name = f'entries/{entry["dir"]}/{file}'
+            if name in listed:
+                raise bad(f'{name} is listed twice')
+            listed[name] = (entry, meta['size'], meta['sha256'])
+    return header, listed
+
+
+def _stage_member(path: str, name: str, source, size: int, sha256: str, target: str) -> None:
+    """Copies one member into ``target`` in chunks, hashing as it goes; raises BundleError unless its size
+    and SHA-256 are those listed."""
+    digest, done = hashlib.sha256(), 0
+    with open(target, 'xb') as out:
+        while chunk := source.read(min(_CHUNK, size - done + 1)):
+            done += len(chunk)
+            if done > size:
+                break
+            digest.update(chunk)
+            out.write(chunk)
+    if done != size or digest.hexdigest() != sha256:
+        raise BundleError(f'{path}: {name!r} does not match its size and SHA-256 in BUNDLE.json')
+
+
+def read_bundle(path: str, staging: str) -> dict:
+    """Reads and verifies the bundle at ``path``, copying each member into the folder ``staging``; returns the
+    header of ``BUNDLE.json`` with each entry's ``files`` ({file name: staged path}). Memory stays bounded
+    whatever the bundle holds or claims: ``BUNDLE.json`` comes first and is small, every other member is
+    checked against it (name, size) before it is read, and read in chunks. Raises BundleError naming the
+    first problem."""
+    header, listed, staged = None, None, {}
     try:
         with tarfile.open(path, 'r:*') as tar:
             for info in tar:
@@ -110,56 +192,49 @@ def read_bundle(path: str) -> dict:
                 if not info.isreg():
                     raise BundleError(f'{path}: member {name!r} is not a regular file (links, directories and '
                                       'devices are refused)')
+                if listed is None:
+                    if name != 'BUNDLE.json':
+                        raise BundleError(f'{path}: the first member is {name!r}, not BUNDLE.json')
+                    if info.size > _MAX_LISTING_BYTES:
+                        raise BundleError(f'{path}: BUNDLE.json is too large ({info.size} bytes)')
+                    header, listed = _listing(path, tar.extractfile(info).read(_MAX_LISTING_BYTES))
+                    continue
                 if name != 'BUNDLE.json' and not _MEMBER.fullmatch(name):
                     raise BundleError(f'{path}: unexpected member {name!r}')
-                if name in members:
+                if name in staged or name == 'BUNDLE.json':
                     raise BundleError(f'{path}: member {name!r} appears twice')
-                if info.size > _MAX_MEMBER_BYTES:
-                    raise BundleError(f'{path}: member {name!r} is too large ({info.size} bytes)')
-                data = tar.extractfile(info).read()
-                if len(data) != info.size:
-                    raise BundleError(f'{path}: member {name!r} is truncated')
-                members[name] = data
-    except (tarfile.TarError, EOFError, OSError) as e:
-        if isinstance(e, FileNotFoundError):
+                if name not in listed:
+                    raise BundleError(f'{path}: member {name!r} is not listed in BUNDLE.json')
+                _, size, sha256 = listed[name]
+                if info.size != size:
+                    raise BundleError(f'{path}: {name!r} has {info.size} bytes, BUNDLE.json says {size}')
+                staged[name] = os.path.join(staging, str(len(staged)))
+                _stage_member(path, name, tar.extractfile(info), size, sha256, staged[name])
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        if isinstance(e, FileNotFoundError) and e.filename == path:
             raise
         raise BundleError(f'{path}: not a readable bundle ({e})')
-    if 'BUNDLE.json' not in members:
+    if listed is None:
         raise BundleError(f'{path}: no BUNDLE.json')
-    try:
-        header = json.loads(members.pop('BUNDLE.json'))
-        if header.get('format') != FORMAT:
-            raise BundleError(f"{path}: bundle format {header.get('format')!r}, this deep_gemm reads {FORMAT}")
-        entries = header['entries']
-        listed = {f"entries/{e['dir']}/{file}": (e, meta) for e in entries for file, meta in e['files'].items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        if isinstance(e, BundleError):
-            raise
-        raise BundleError(f'{path}: malformed BUNDLE.json ({e})')
-    for name in members:
-        if name not in listed:
-            raise BundleError(f'{path}: member {name!r} is not listed in BUNDLE.json')
-    for name, (entry, meta) in listed.items():
-        if name not in members:
+    for name, (entry, _, _) in listed.items():
+        if name not in staged:
             raise BundleError(f'{path}: {name!r} is listed in BUNDLE.json but missing')
-        data = members[name]
-        if len(data) != meta.get('size') or hashlib.sha256(data).hexdigest() != meta.get('sha256'):
-            raise BundleError(f'{path}: {name!r} does not match its size and SHA-256 in BUNDLE.json')
-        entry.setdefault('data', {})[name.rsplit('/', 1)[1]] = data
-    for entry in entries:
-        manifest = _manifest_fields(entry['data'].get('manifest', b''))
-        cubin = entry['data'].get('kernel.cubin')
-        if cubin is None or manifest.get('cubin_sha256') != hashlib.sha256(cubin).hexdigest():
+        entry.setdefault('staged', {})[name.rsplit('/', 1)[1]] = staged[name]
+    for entry in header['entries']:
+        with open(entry['staged']['manifest'], 'rb') as f:
+            manifest = _manifest_fields(f.read())
+        if manifest.get('cubin_sha256') != entry['files']['kernel.cubin']['sha256']:
             raise BundleError(f"{path}: entry {entry['dir']} has no cubin matching its manifest")
     return header
 
 
 def import_bundle(root: str, path: str) -> dict:
     """Verifies the bundle at ``path`` completely, then installs its entries into the cache at ``root``."""
-    header = read_bundle(path)
     installed, present = [], []
-    for entry in header['entries']:
-        files = sorted(entry['data'].items())
-        (installed if _C.cache_install_entry(root, entry['dir'], files) else present).append(entry['dir'])
+    with tempfile.TemporaryDirectory(prefix='deep_gemm-import-') as staging:
+        header = read_bundle(path, staging)
+        for entry in header['entries']:
+            files = sorted(entry['staged'].items())
+            (installed if _C.cache_install_entry(root, entry['dir'], files) else present).append(entry['dir'])
     return {'file': path, 'installed': installed, 'present': present, 'compiler': header.get('compiler'),
             'driver_version': header.get('driver_version')}

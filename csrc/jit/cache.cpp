@@ -220,7 +220,7 @@ std::optional<std::string> validate_entry(const std::filesystem::path& entry, co
     if (::lstat(entry.c_str(), &st) != 0) return fail("no entry");
     if (!S_ISDIR(st.st_mode)) return fail("the entry is not a directory (a symlink?)");
     const std::optional<std::string> text = read_file(entry / "manifest", /*follow_symlinks=*/false);
-    if (!text) return fail("no manifest");
+    if (!text) return fail(errno == ENOENT ? "no manifest" : "cannot read its manifest: " + errno_text(errno));
     const std::optional<Manifest> m = parse_manifest(*text);
     if (!m) return fail("malformed or truncated manifest");
     if (m->key != key || m->arch != arch || m->name != name) return fail("manifest describes another kernel");
@@ -364,10 +364,14 @@ void check_compile_allowed(const KernelSource& src, const std::string& arch, con
               "warmup FILE` (or `warmup --call 'op:m=..,n=..,k=..'`) into this cache"
             : "it was recorded in " + s.record_path.string() + ": `python -m deep_gemm warmup " +
                   s.record_path.string() + "` builds it into this cache";
+    // The warm-up compiles, so it must not run under DG_JIT_COMPILE=error itself.
+    const std::string unset = cache_settings().compile_mode == CacheSettings::CompileMode::kError
+                                  ? " (run the warm-up without DG_JIT_COMPILE=error)"
+                                  : "";
     const std::string what = "kernel " + src.name + " (" + arch + ", key " + k.key + ") is not in the kernel cache " +
                              s.cache_dir.string();
     if (cache_settings().compile_mode == CacheSettings::CompileMode::kError) {
-        throw ConfigError("DG_JIT_COMPILE=error: " + what + "; " + how);
+        throw ConfigError("DG_JIT_COMPILE=error: " + what + "; " + how + unset);
     }
     {
         std::lock_guard<std::mutex> lock(g_warned_mutex);
@@ -439,8 +443,11 @@ CachedKernel build(const KernelSource& src, const std::string& arch) {
     try {
         ensure_cache_dirs(root);
     } catch (const ConfigError& e) {
-        throw ConfigError("kernel " + src.name + " (" + arch + ") is not in the kernel cache, and cannot be compiled "
-                          "into it: " + e.what());
+        const std::string state = why.empty() || why == "no entry"
+                                      ? "is not in the kernel cache"
+                                      : "has an unusable entry in the kernel cache (" + why + ": " + entry.string() + ")";
+        throw ConfigError("kernel " + src.name + " (" + arch + ") " + state + ", and cannot be compiled into it: " +
+                          e.what());
     }
 
     FileLock lock(key_lock_path(root, key));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <unistd.h>
 
@@ -165,6 +166,13 @@ PruneReport prune_cache(const fs::path& root, const PruneOptions& options) {
     for (const char* sub : {"tmp", "locks"}) {
         detail::check_trusted_if_present(root / sub, /*is_root=*/false, detail::trust_policy(), detail::root_origin(root));
     }
+    // Removing takes key locks and renames through tmp/: say so plainly when the cache is read-only for us.
+    for (const char* sub : {"cache", "tmp", "locks"}) {
+        if (fs::is_directory(root / sub, ec) && ::access((root / sub).c_str(), W_OK | X_OK) != 0) {
+            throw ConfigError("the kernel cache " + root.string() + " is read-only for you (" + (root / sub).string() +
+                              ": " + std::strerror(errno) + "); prune and clear need write access to it");
+        }
+    }
 
     // Takes the key lock without waiting, moves the directory out of the cache in one rename, deletes it.
     auto remove_locked = [&](const fs::path& path, const std::string& key, std::int64_t bytes) {
@@ -232,6 +240,12 @@ PruneReport prune_cache(const fs::path& root, const PruneOptions& options) {
         report.bytes_freed += bytes;
     }
     return report;
+}
+
+fs::path prepare_side_dir(const fs::path& root, const std::string& name) {
+    detail::ensure_cache_dirs(root);
+    detail::make_trusted_dir(root / name, /*is_root=*/false, detail::trust_policy(), detail::root_origin(root));
+    return root / name;
 }
 
 }  // namespace deep_gemm::jit

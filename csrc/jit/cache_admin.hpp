@@ -58,4 +58,9 @@ struct PruneReport {
 // vanishes meanwhile; throws ConfigError when the cache root exists but cannot be read.
 PruneReport prune_cache(const std::filesystem::path& root, const PruneOptions& options);
 
+// <root>/<name>, a directory beside the cache's own that another tool fills (the legacy kernels' Triton
+// cache, "triton"): created when absent and checked with the root as the cache's directories are (owner,
+// mode, no symlink, ancestors). Throws ConfigError for one that may not be trusted.
+std::filesystem::path prepare_side_dir(const std::filesystem::path& root, const std::string& name);
+
 }  // namespace deep_gemm::jit

@@ -19,22 +19,21 @@
 namespace deep_gemm::jit {
 
 bool install_entry(const std::filesystem::path& root, const std::string& dir_name,
-                   const std::vector<std::pair<std::string, std::string>>& files) {
+                   const std::vector<std::pair<std::string, std::filesystem::path>>& files) {
     using namespace detail;
     auto refuse = [&](const std::string& why) { return ConfigError("cannot install cache entry " + dir_name + ": " + why); };
     static const std::set<std::string> allowed = {"manifest", "kernel.cubin", "kernel.cu", "kernel.ptx", "kernel.sass"};
     std::optional<Manifest> manifest;
     std::set<std::string> seen;
-    for (const auto& [name, data] : files) {
+    for (const auto& [name, source] : files) {
         if (!allowed.count(name)) throw refuse("unexpected file '" + name + "'");
         if (!seen.insert(name).second) throw refuse("file '" + name + "' given twice");
-        if (name == "manifest") manifest = parse_manifest(data);
+        if (name == "manifest") {
+            const std::optional<std::string> text = read_file(source, /*follow_symlinks=*/false);
+            if (!text) throw refuse("cannot read " + source.string() + ": " + std::strerror(errno));
+            manifest = parse_manifest(*text);
+        }
     }
-    if (!manifest) throw refuse("no well-formed manifest");
-    if (entry_dir_name(manifest->name, manifest->key) != dir_name) {
-        throw refuse("the manifest describes " + entry_dir_name(manifest->name, manifest->key));
-    }
-
     ensure_cache_dirs(root);
     const std::filesystem::path entry = root / "cache" / dir_name;
     std::string why;
@@ -48,7 +47,12 @@ bool install_entry(const std::filesystem::path& root, const std::string& dir_nam
     try {
         ::chmod(tmp.c_str(), cache_dir_mode(trust_policy()));
         write_marker(tmp);
-        for (const auto& [name, data] : files) write_file_durable(tmp / name, data);
+        // One file in memory at a time: an import's memory does not grow with the entry.
+        for (const auto& [name, source] : files) {
+            const std::optional<std::string> data = read_file(source, /*follow_symlinks=*/false);
+            if (!data) throw refuse("cannot read " + source.string() + ": " + std::strerror(errno));
+            write_file_durable(tmp / name, *data);
+        }
         fsync_dir(tmp);
         if (!validate_entry(tmp, manifest->name, manifest->key, manifest->arch, &why)) throw refuse(why);
         FileLock lock(key_lock_path(root, manifest->key));

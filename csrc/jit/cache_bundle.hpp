@@ -21,12 +21,12 @@ struct CacheLookup {
 };
 CacheLookup lookup(const KernelSource& src, const std::string& arch);
 
-// Installs one entry named `dir_name` ("kernel.<name>.<key>") holding `files` (file name, bytes; only
-// manifest, kernel.cubin, kernel.cu, kernel.ptx, kernel.sass) into the cache at `root`: written into a
+// Installs one entry named `dir_name` ("kernel.<name>.<key>") holding `files` (file name, the file to copy
+// it from; only manifest, kernel.cubin, kernel.cu, kernel.ptx, kernel.sass) into the cache at `root`: written into a
 // marked build directory, checked against its manifest (name, key, size, SHA-256), then renamed into place
 // under the key's lock, so readers see the whole entry or none. Returns false (and changes nothing) when a
 // valid entry is already there. Throws ConfigError for a malformed entry or an unusable cache.
 bool install_entry(const std::filesystem::path& root, const std::string& dir_name,
-                   const std::vector<std::pair<std::string, std::string>>& files);
+                   const std::vector<std::pair<std::string, std::filesystem::path>>& files);
 
 }  // namespace deep_gemm::jit

@@ -19,8 +19,11 @@ unsigned cache_dir_mode(const TrustPolicy& policy);
 
 // Empty when `dir` (which must exist) may be trusted, else why not: the path, the owner and the mode.
 // `is_root`: the cache root itself may be a symlink, when the link is the user's (or root's) and what it
-// points to passes; every directory inside the root must be a real directory.
-std::string untrusted_reason(const std::filesystem::path& dir, bool is_root, const TrustPolicy& policy);
+// points to passes; every directory inside the root must be a real directory. The root's ancestors must not
+// be writable by others either (sticky ones excepted): they could swap the root. `path_problem` is set when
+// the reason is a path that leads to no directory (a file, a symlink loop) rather than one of trust.
+std::string untrusted_reason(const std::filesystem::path& dir, bool is_root, const TrustPolicy& policy,
+                             bool* path_problem = nullptr);
 
 // Throws ConfigError with untrusted_reason() when `dir` exists and may not be trusted. Returns whether it
 // exists (false: absent). `origin` names where the root came from (cache_settings().cache_dir_origin).

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <cstdlib>
@@ -35,6 +36,13 @@ std::filesystem::path resolve_nvcc(const Settings& s) {
     if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && home[0] != '\0') {
         const std::filesystem::path candidate = std::filesystem::path(home) / "bin" / "nvcc";
         if (is_executable_file(candidate)) return candidate;
+        // Not silently: the user meant this toolkit, and the search below may find another one.
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) {
+            log(LogLevel::kWarning, "CUDA_HOME='" + std::string(home) + "' has no executable bin/nvcc; looking for "
+                                    "nvcc on PATH and in /usr/local/cuda/bin instead (set CUDA_HOME to a CUDA toolkit, "
+                                    "or DG_JIT_NVCC_COMPILER to nvcc)");
+        }
     }
     if (std::filesystem::path on_path = find_on_path("nvcc"); !on_path.empty()) return on_path;
     const std::filesystem::path fallback = "/usr/local/cuda/bin/nvcc";
@@ -230,7 +238,9 @@ void dump_sass(const CompileJob& job, const Settings& s, const Compiler& c) {
     }
     const ProcessResult result = run_process(argv, run_dir.path(), extra_env);
     if (!result.ok()) {
-        throw CompileError("cuobjdump failed for kernel " + job.name + "\ncommand: " + command + "\n" +
+        const std::string tool = s.cuobjdump.empty() ? "cuobjdump" : "DG_JIT_CUOBJDUMP='" + s.cuobjdump + "'";
+        throw CompileError(tool + " failed for kernel " + job.name + " (its SASS dump, asked for by DG_JIT_DUMP_SASS or "
+                           "DG_JIT_DUMP_ASM)\ncommand: " + command + "\n" +
                            result.status_text() + "\nlog:\n" + result.err + result.out);
     }
     write_file_durable(job.work_dir / "kernel.sass", result.out);

@@ -27,7 +27,9 @@ std::optional<std::string> read_file(const std::filesystem::path& path, bool fol
         } else if (n == 0) {
             break;
         } else if (errno != EINTR) {
+            const int err = errno;
             ::close(fd);
+            errno = err;
             return std::nullopt;
         }
     }
@@ -39,6 +41,9 @@ namespace {
 void write_whole_file(const std::filesystem::path& path, const std::string& data, bool durable) {
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) throw Error("cannot create " + path.string() + ": " + std::strerror(errno));
+    // 0644 whatever the umask: in a group-shared cache, a member with umask 077 would otherwise write
+    // entries the others cannot read (the directories, not the files, keep other users out).
+    ::fchmod(fd, 0644);
     std::size_t done = 0;
     while (done < data.size()) {
         const ssize_t n = ::write(fd, data.data() + done, data.size() - done);

@@ -7,11 +7,12 @@
 
 namespace deep_gemm::jit::detail {
 
-// Whole file, or nullopt when it cannot be opened/read. Without `follow_symlinks`, a symlink (as the last
+// Whole file, or nullopt when it cannot be opened/read (errno then tells why). Without `follow_symlinks`, a symlink (as the last
 // component) counts as unreadable: cache entries are read that way.
 std::optional<std::string> read_file(const std::filesystem::path& path, bool follow_symlinks = true);
 
-// Creates/truncates `path` (never through a symlink), writes `data`, fsyncs and closes. Throws jit::Error on failure.
+// Creates/truncates `path` (never through a symlink) with mode 0644 whatever the umask, writes `data`, fsyncs
+// and closes. Throws jit::Error on failure.
 void write_file_durable(const std::filesystem::path& path, const std::string& data);
 
 // The same without the fsync: for scratch files, and for compiler outputs that build() rewrites durably

@@ -149,14 +149,23 @@ void register_cache_tools(py::module_& m) {
        "compiles and writes nothing.");
 
     m.def("cache_install_entry", [](const std::filesystem::path& root, const std::string& dir_name,
-                                    const std::vector<std::pair<std::string, py::bytes>>& files) {
-        std::vector<std::pair<std::string, std::string>> data;
-        for (const auto& [name, bytes] : files) data.emplace_back(name, std::string(bytes));
+                                    const std::vector<std::pair<std::string, std::filesystem::path>>& files) {
         py::gil_scoped_release no_gil;
-        return jit::install_entry(root, dir_name, data);
+        return jit::install_entry(root, dir_name, files);
     }, py::arg("root"), py::arg("dir_name"), py::arg("files"),
-       "Install one verified entry (list of (file name, bytes)) into the cache at `root`, atomically under the "
-       "key lock; False when a valid entry was already there.");
+       "Install one verified entry (list of (file name, path of a verified copy)) into the cache at `root`, "
+       "atomically under the key lock; False when a valid entry was already there.");
+
+    m.def("cache_prepare_dir", [](const std::filesystem::path& root, const std::string& name) {
+        std::filesystem::path dir;
+        {
+            py::gil_scoped_release no_gil;
+            dir = jit::prepare_side_dir(root, name);
+        }
+        return dir.string();
+    }, py::arg("root"), py::arg("name"),
+       "Create (if absent) and check <root>/<name> as the cache checks its own directories (docs/cache.md); "
+       "raises RuntimeError for one that may not be trusted. For the legacy kernels' Triton cache.");
 
     m.def("compiler_info", &compiler_info, "The compiler the JIT would use: kind, version, path (or error).");
 }

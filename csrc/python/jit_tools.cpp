@@ -6,6 +6,7 @@
 
 #include "apis/common.hpp"
 #include "apis/runtime.hpp"
+#include "jit/cache_settings.hpp"
 #include "jit/jit.hpp"
 #include "jit/settings.hpp"
 #include "jit_kernels/impls/layout_transpose_sf.hpp"
@@ -52,6 +53,10 @@ py::dict settings_dict() {
     const jit::Settings& s = jit::settings();
     py::dict d;
     d["cache_dir"] = s.cache_dir.string();
+    const jit::CacheSettings::CompileMode mode = jit::cache_settings().compile_mode;
+    d["compile_mode"] = mode == jit::CacheSettings::CompileMode::kError  ? "error"
+                        : mode == jit::CacheSettings::CompileMode::kWarn ? "warn"
+                                                                          : "compile";
     d["use_nvrtc"] = s.use_nvrtc;
     d["nvcc_compiler"] = s.nvcc_compiler;
     d["cpp_standard"] = s.cpp_standard;

@@ -4,7 +4,9 @@ Triton keeps its own cache (default ``~/.triton/cache``). The legacy kernels put
 deep_gemm kernels, in ``$DG_JIT_CACHE_DIR/triton`` (the same default root as the C++ JIT:
 ``$HOME/.deep_gemm``), unless ``TRITON_CACHE_DIR`` is set, which then wins. The directory is chosen per
 launch of a legacy kernel (:func:`launch_scope`), so it is in place before Triton compiles anything for
-them, and other Triton kernels of the process keep Triton's own setting.
+them, and other Triton kernels of the process keep Triton's own setting. That directory is checked as the
+C++ JIT checks its cache (:func:`checked_cache_dir`); under ``DG_JIT_COMPILE=error`` a kernel missing from
+Triton's cache raises instead of compiling (:func:`_no_compile_manager_class`).
 
 With ``DG_JIT_DEBUG`` set, every compile Triton does for a legacy kernel (the first use of each kernel,
 config and argument specialisation; the autotuner compiles each candidate config) is logged at DEBUG
@@ -15,6 +17,7 @@ Nothing here imports Triton at module import.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 
@@ -72,6 +75,34 @@ def log_compile(*, src, metadata, metadata_group=None, times=None, cache_hit: bo
               "loaded from Triton's cache (hit)" if cache_hit else "compiled (cache miss)", seconds)
 
 
+def checked_cache_dir(directory: str) -> str:
+    """``directory`` (``<root>/triton``), created if absent and checked as the C++ JIT checks its own cache
+    directories (owner, mode, no symlink, the root's ancestors; docs/cache.md): Triton loads whatever its
+    cache holds, so a directory someone else could write is refused with ``RuntimeError``."""
+    _C = importlib.import_module("deep_gemm._C")  # not at module import: see the module docstring
+    return _C.cache_prepare_dir(os.path.dirname(directory), os.path.basename(directory))
+
+
+def _no_compile_manager_class(base):
+    """A Triton cache manager for ``DG_JIT_COMPILE=error``: a kernel that Triton's cache lacks raises instead of
+    being compiled. ``triton.compile`` looks its metadata (``<kernel>.json``) up first; a miss there is the
+    compile."""
+    class NoCompileCacheManager(base):
+        def __init__(self, key, override=False, dump=False):
+            super().__init__(key, override=override, dump=dump)
+            self._gated = not override and not dump
+
+        def get_group(self, filename):
+            group = super().get_group(filename)
+            if group is None and self._gated and filename.endswith(".json"):
+                raise RuntimeError(
+                    f"DG_JIT_COMPILE=error: legacy Triton kernel {filename[:-5]} is not in Triton's cache "
+                    f"{self.cache_dir}; run the job's legacy ops once without DG_JIT_COMPILE=error on a machine of "
+                    "the same GPU model to fill it (docs/legacy.md)")
+            return group
+    return NoCompileCacheManager
+
+
 @contextlib.contextmanager
 def launch_scope(debug: bool, environ=os.environ):
     """Around one launch of a legacy kernel: Triton's cache directory set to :func:`legacy_cache_dir`
@@ -85,11 +116,18 @@ def launch_scope(debug: bool, environ=os.environ):
     cache_knobs = triton.knobs.cache
     compilation = triton.knobs.compilation
     directory = legacy_cache_dir(environ)
+    if directory is not None:
+        directory = checked_cache_dir(directory)
+    no_compile = importlib.import_module("deep_gemm._C").get_settings()["compile_mode"] == "error"
     missing = object()
     saved_dir = cache_knobs.__dict__.get("dir", missing)
+    saved_manager = cache_knobs.__dict__.get("manager_class", missing)
     saved_listener = compilation.listener
     if directory is not None:
         cache_knobs.__dict__["dir"] = directory
+    if no_compile:
+        from triton.runtime.cache import FileCacheManager
+        cache_knobs.__dict__["manager_class"] = _no_compile_manager_class(cache_knobs.manager_class or FileCacheManager)
     if debug:
         def listener(**kwargs):
             log_compile(**kwargs)
@@ -99,10 +137,13 @@ def launch_scope(debug: bool, environ=os.environ):
     try:
         yield directory
     finally:
-        if directory is not None:
-            if saved_dir is missing:
-                cache_knobs.__dict__.pop("dir", None)
+        for name, saved, changed in (("dir", saved_dir, directory is not None),
+                                     ("manager_class", saved_manager, no_compile)):
+            if not changed:
+                continue
+            if saved is missing:
+                cache_knobs.__dict__.pop(name, None)
             else:
-                cache_knobs.__dict__["dir"] = saved_dir
+                cache_knobs.__dict__[name] = saved
         if debug:
             compilation.listener = saved_listener

@@ -9,6 +9,9 @@
 
 #include <grp.h>
 
+#include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <functional>
 
 #include "jit/cache.hpp"
@@ -27,12 +30,19 @@ namespace {
 
 constexpr uid_t kOtherUser = 65534;  // nobody
 
-// Runs `body` in a child as `uid` (real, effective and saved); returns its exit code (or 100 + signal).
-int as_user(uid_t uid, const std::function<int()>& body) {
+// Makes this process `uid` (real, effective and saved) with the one group `gid`.
+bool become(uid_t uid, gid_t gid) {
+    return ::setresgid(gid, gid, gid) == 0 && ::setgroups(0, nullptr) == 0 && ::setresuid(uid, uid, uid) == 0;
+}
+
+// Runs `body` in a child as `uid` and group `gid` (default: the uid's number); returns its exit code (or
+// 100 + signal).
+int as_user(uid_t uid, const std::function<int()>& body, gid_t gid = static_cast<gid_t>(-1)) {
+    if (gid == static_cast<gid_t>(-1)) gid = uid;
     const pid_t pid = ::fork();
     if (pid == 0) {
         int rc = 3;
-        if (::setresgid(uid, uid, uid) == 0 && ::setgroups(0, nullptr) == 0 && ::setresuid(uid, uid, uid) == 0) {
+        if (become(uid, gid)) {
             try {
                 rc = body();
             } catch (const std::exception& e) {
@@ -159,6 +169,83 @@ TEST_F(CacheTrust, PlantedCubinInAnotherUsersCacheSubdirIsRefused) {
     EXPECT_NE(what.find((root() / "cache").string()), std::string::npos) << what;
     EXPECT_NE(what.find("uid 65534"), std::string::npos) << what;
     EXPECT_EQ(compiles(), 0);
+}
+
+// The swap race of a root whose parent others may write: between the checks and the reads, another user
+// exchanges the root with a directory of their own holding a valid-looking planted entry. Run for a bounded
+// time: no lookup may return the planted cubin (the root is refused for its parent).
+TEST_F(CacheTrust, RootSwappedThroughAWritableParentNeverServesAPlantedCubin) {
+    SKIP_UNLESS_ROOT();
+    const fs::path shared = dir_.path() / "shared";
+    fs::create_directories(shared);
+    env_.set("DG_JIT_CACHE_DIR", (shared / "root").string());
+    ASSERT_TRUE(build(dg_test::small_source(30), "sm_90a").compiled) << "the genuine entry, built before the parent opened";
+    const CacheLookup where = lookup(dg_test::small_source(30), "sm_90a");
+    ::chmod(shared.c_str(), 0777);  // writable by all, no sticky bit
+    const fs::path evil = shared / "evil";
+    const pid_t attacker = ::fork();
+    if (attacker == 0) {
+        if (!become(kOtherUser, kOtherUser)) ::_exit(3);
+        ::umask(022);
+        const fs::path planted = evil / "cache" / where.dir.filename();
+        for (const fs::path& d : {evil, evil / "cache", planted}) ::mkdir(d.c_str(), 0755);
+        plant({planted, where.key, false});
+        const fs::path root = shared / "root";
+        // Each state holds for about as long as a lookup takes, so a check can see one and the reads the other.
+        while (true) {
+            ::renameat2(AT_FDCWD, root.c_str(), AT_FDCWD, evil.c_str(), RENAME_EXCHANGE);
+            ::usleep(20);
+        }
+    }
+    ::usleep(100000);  // the attacker's entry is ready
+    int planted = 0, genuine = 0, refused = 0;
+    const auto stop = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < stop) {
+        detail::clear_build_memo();
+        try {
+            const CachedKernel got = build(dg_test::small_source(30), "sm_90a");
+            (got.cubin == "\x7f" "ELF planted" ? planted : genuine) += 1;
+        } catch (const Error&) {
+            ++refused;
+        }
+    }
+    ::kill(attacker, SIGKILL);
+    ::waitpid(attacker, nullptr, 0);
+    std::printf("[ stress   ] 2 s of lookups under the swap loop: %d planted, %d genuine, %d refused\n", planted,
+                genuine, refused);
+    EXPECT_EQ(planted, 0);
+    EXPECT_GT(planted + genuine + refused, 100) << "the loop ran";
+}
+
+TEST_F(CacheTrust, RootUnderAStickyWorldWritableParentIsAccepted) {
+    const fs::path shared = dir_.path() / "sticky";
+    fs::create_directories(shared);
+    ::chmod(shared.c_str(), 01777);  // like /tmp
+    env_.set("DG_JIT_CACHE_DIR", (shared / "root").string());
+    EXPECT_TRUE(build(dg_test::small_source(31), "sm_90a").compiled);
+}
+
+TEST_F(CacheTrust, GroupMemberWithUmask077WritesEntriesTheOthersRead) {
+    SKIP_UNLESS_ROOT();
+    constexpr gid_t kTeam = 60000;
+    fs::create_directories(root());
+    ::chown(root().c_str(), 0, kTeam);
+    ::chmod(root().c_str(), 02770);
+    env_.set("DG_JIT_CACHE_TRUST_GROUP", "1");
+    dg_test::write_text(counter(), "");
+    ::chmod(counter().c_str(), 0666);
+    auto build_as = [&](uid_t uid, mode_t mask) {
+        return as_user(uid, [&] {
+            ::umask(mask);
+            reload_settings();
+            return build(dg_test::small_source(32), "sm_90a").compiled ? 10 : 0;
+        }, kTeam);
+    };
+    EXPECT_EQ(build_as(60001, 077), 10) << "the first member compiles";
+    EXPECT_EQ(build_as(60002, 007), 0) << "the second finds the entry";
+    EXPECT_EQ(build_as(60001, 077), 0) << "and so does the first again";
+    EXPECT_EQ(compiles(), 1);
+    EXPECT_FALSE(fs::exists(root() / "quarantine")) << "no good entry was quarantined";
 }
 
 TEST_F(CacheTrust, SquattedHomelessFallbackDirectoryIsRefused) {
@@ -335,12 +422,50 @@ TEST_F(CacheTrust, ReadOnlyCompleteCacheServesHitsAndAMissSaysWhy) {
     EXPECT_EQ(compiles(), 1);
 }
 
+TEST_F(CacheTrust, ReadOnlyCacheNamesADamagedEntryAndRefusesPruneAsReadOnly) {
+    SKIP_UNLESS_ROOT();
+    const CachedKernel built = build(dg_test::small_source(33), "sm_90a");
+    std::string cubin = built.cubin;
+    cubin[cubin.size() / 2] ^= 1;
+    dg_test::write_text(built.dir / "kernel.cubin", cubin);
+    for (const char* sub : {"", "cache", "tmp", "locks"}) ::chmod((root() / sub).c_str(), 0755);
+    ::chmod(built.dir.c_str(), 0755);
+    const fs::path out = dir_.path() / "reader";
+    fs::create_directories(out);
+    ::chown(out.c_str(), kOtherUser, kOtherUser);
+    const int rc = as_user(kOtherUser, [&] {
+        reload_settings();
+        detail::clear_build_memo();  // the parent's memo holds the undamaged kernel
+        dg_test::write_text(out / "build.txt", error_of([] { build(dg_test::small_source(33), "sm_90a"); }));
+        PruneOptions options;
+        options.remove_all = true;
+        dg_test::write_text(out / "prune.txt", error_of([&] { prune_cache(root(), options); }));
+        return 0;
+    });
+    EXPECT_EQ(rc, 0);
+    const std::string what = dg_test::read_text(out / "build.txt");
+    EXPECT_NE(what.find("has an unusable entry"), std::string::npos) << what;
+    EXPECT_NE(what.find("SHA-256"), std::string::npos) << what;
+    const std::string pruned = dg_test::read_text(out / "prune.txt");
+    EXPECT_NE(pruned.find("is read-only for you"), std::string::npos) << pruned;
+    EXPECT_TRUE(fs::exists(built.dir / "kernel.cubin")) << "nothing removed";
+}
+
+TEST_F(CacheTrust, SymlinkLoopRootIsAPathErrorNotATrustOne) {
+    fs::create_symlink(root(), root());  // a link to itself
+    const std::string what = error_of([] { build(dg_test::small_source(34), "sm_90a"); });
+    EXPECT_NE(what.find("cannot be used"), std::string::npos) << what;
+    EXPECT_NE(what.find("symbolic links"), std::string::npos) << what;
+    EXPECT_EQ(what.find("writable by no one else"), std::string::npos) << "no trust boilerplate: " << what;
+}
+
 TEST_F(CacheTrust, CompileModeErrorNamesTheKernelAndTheWarmup) {
     const fs::path record = dir_.path() / "kernels.jsonl";
     env_.set("DG_JIT_COMPILE", "error").set("DG_JIT_RECORD", record.string());
     const std::string what = error_of([] { build(dg_test::small_source(14), "sm_90a"); });
     EXPECT_NE(what.find("dg_test_small"), std::string::npos) << what;
     EXPECT_NE(what.find("python -m deep_gemm warmup " + record.string()), std::string::npos) << what;
+    EXPECT_NE(what.find("without DG_JIT_COMPILE=error"), std::string::npos) << "the warm-up must compile: " << what;
     EXPECT_EQ(compiles(), 0);
     EXPECT_NE(dg_test::read_text(record).find("dg_test_small"), std::string::npos) << "recorded for the warm-up";
     env_.set("DG_JIT_COMPILE", std::nullopt);
@@ -405,6 +530,7 @@ TEST_F(CacheTrust, HomeThatIsAFileIsBlamedNotTheCacheVariable) {
     const std::string what = error_of([] { build(dg_test::small_source(20), "sm_90a"); });
     EXPECT_NE(what.find("HOME='" + (dir_.path() / "home file").string() + "'"), std::string::npos) << what;
     EXPECT_NE(what.find("DG_JIT_CACHE_DIR being unset"), std::string::npos) << what;
+    EXPECT_EQ(what.find("writable by no one else"), std::string::npos) << "no trust boilerplate: " << what;
 }
 
 TEST_F(CacheTrust, RelativeTmpdirIsIgnored) {

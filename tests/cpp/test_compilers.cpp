@@ -185,6 +185,33 @@ TEST_P(Compilers, MissingCuobjdumpIsAConfigError) {
     EXPECT_TRUE(dg_test::list_dir(cache_.path() / "tmp").empty());
 }
 
+TEST_P(Compilers, FailingCuobjdumpIsNamedByItsVariable) {
+    env_.set("DG_JIT_DUMP_SASS", "1").set("DG_JIT_CUOBJDUMP", "/bin/false");
+    try {
+        build(dg_test::small_source(2), "sm_90a");
+        FAIL() << "expected CompileError";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("DG_JIT_CUOBJDUMP='/bin/false' failed"), std::string::npos) << e.what();
+    }
+}
+
+TEST(CompilerSearch, CudaHomeWithoutNvccIsReportedNotIgnored) {
+    dg_test::ScopedEnv env;
+    dg_test::clear_dg_env(env);
+    env.set("CUDA_HOME", "/nonexistent/cuda");
+    std::vector<std::string> warnings;
+    set_log_sink([&](LogLevel level, const std::string& message) {
+        if (level == LogLevel::kWarning) warnings.push_back(message);
+    });
+    try {
+        detail::resolve_nvcc(settings());
+    } catch (const ConfigError&) {  // no nvcc anywhere else: fine, the warning is what is checked
+    }
+    set_log_sink({});
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("CUDA_HOME='/nonexistent/cuda' has no executable bin/nvcc"), std::string::npos) << warnings[0];
+}
+
 // DG_JIT_TRIM_HEADERS (default on) gives NVCC compiles of kernels that include only our headers the device
 // part of cuda_runtime.h (a prelude). The cubin must be the same byte for byte; the flags (so the cache key
 // and the manifest) say which way it was built; a kernel that includes a toolkit header itself keeps the

@@ -53,3 +53,51 @@ def test_docs_links_resolve():
             if '*' not in path and '<' not in path and not os.path.exists(os.path.join(ROOT, path)):
                 missing.append(f'{name}: {path}')
     assert missing == []
+
+
+COMPILE_MODES = '''
+import json, os, sys
+from deep_gemm import _C
+modes = {}
+for value in sys.argv[1:]:
+    os.environ['DG_JIT_COMPILE'] = value
+    try:
+        _C.reload_settings()
+        modes[value] = _C.get_settings()['compile_mode']
+    except RuntimeError:
+        modes[value] = None
+print(json.dumps(modes))
+'''
+
+
+def test_cache_doc_compile_mode_table_matches_the_parser():
+    """docs/cache.md's DG_JIT_COMPILE table: every value in a row selects that row's mode, and every value the
+    parser accepts (in any case) is in the table."""
+    import json
+    import subprocess
+    import sys
+    with open(os.path.join(ROOT, 'docs', 'cache.md')) as f:
+        text = f.read()
+    section = text.split('## No-compile serving', 1)[1].split('\n## ', 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith('| `')]
+    documented = {value: re.findall(r'`([^`]+)`', row.split('|')[1])[0]
+                  for row in rows for value in re.findall(r'`([^`]+)`', row.split('|')[1])}
+    candidates = ['compile', 'warn', 'error', '0', '1', 'true', 'false', 'yes', 'no', 'on', 'off', 'TRUE', 'Off',
+                  'enable', 'disable', '2']
+    result = subprocess.run([sys.executable, '-c', COMPILE_MODES, *candidates, *documented], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    parsed = json.loads(result.stdout)
+    for value, mode in documented.items():
+        assert parsed[value] == mode, f'docs/cache.md lists {value!r} under {mode}, the parser gives {parsed[value]}'
+    accepted = {value.lower() for value in candidates if parsed[value] is not None}
+    assert accepted - set(documented) == set(), 'accepted but not in the table of docs/cache.md'
+
+
+def test_cache_doc_says_another_users_readable_cache_is_refused():
+    """The read-only section once promised hits from another user's readable cache, which the trust model
+    refuses (tests/cpp/test_cache_trust.cpp, PlantedCubinInAnotherUsersCacheSubdirIsRefused)."""
+    with open(os.path.join(ROOT, 'docs', 'cache.md')) as f:
+        section = f.read().split('## Read-only caches', 1)[1].split('\n## ', 1)[0]
+    assert "another user's that you may read) serves hits" not in section
+    assert "A cache of another user's that you may read does not" in section

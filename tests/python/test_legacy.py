@@ -430,6 +430,78 @@ def test_launch_scope_sets_and_restores_triton_cache_dir(tmp_path, monkeypatch):
         assert chosen is None and triton.knobs.cache.dir == before
 
 
+@pytest.mark.parametrize("whose", ["root", "triton"])
+def test_launch_scope_refuses_a_triton_cache_another_user_can_write(tmp_path, monkeypatch, whose):
+    """Triton loads whatever its cache holds: the legacy kernels' <root>/triton gets the C++ cache's checks.
+    Another user's world-writable root, or a triton/ of theirs inside the victim's root, is refused."""
+    triton = pytest.importorskip("triton")
+    if os.geteuid() != 0:
+        pytest.skip("needs root to hand directories to a second user (chown)")
+    tc = _triton_cache_module()
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    root = tmp_path / "root"
+    (root / "triton" / "planted").mkdir(parents=True)
+    (root / "triton" / "planted" / "kernel.json").write_text("{}")
+    hostile = root if whose == "root" else root / "triton"
+    hostile.chmod(0o777)
+    os.chown(hostile, 65534, 65534)
+    before = triton.knobs.cache.dir
+    with pytest.raises(RuntimeError, match="refusing the kernel cache dir.*uid 65534"):
+        with tc.launch_scope(False, {"DG_JIT_CACHE_DIR": str(root)}):
+            pass
+    assert triton.knobs.cache.dir == before
+
+
+_NO_COMPILE = textwrap.dedent("""
+    import importlib, os, sys
+    import triton, triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    sys.path.insert(0, os.path.join(os.environ["REPO"], "tests", "python"))
+    from legacy_util import PRIVATE_NAME, load_legacy
+    load_legacy()
+    tc = importlib.import_module(PRIVATE_NAME + "._triton_cache")
+    from deep_gemm import _C
+
+    @triton.jit
+    def copy(x, y, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(y + offsets, tl.load(x + offsets))
+
+    def compile_once(mode):
+        os.environ["DG_JIT_COMPILE"] = mode
+        _C.reload_settings()
+        src = ASTSource(copy, {"x": "*fp32", "y": "*fp32", "BLOCK": "constexpr"}, {"BLOCK": 64})
+        try:
+            with tc.launch_scope(False):
+                triton.compile(src, target=GPUTarget("cuda", 90, 32))
+            return "compiled or hit"
+        except RuntimeError as e:
+            return "RuntimeError: " + str(e)
+
+    print(compile_once("error"))
+    print(compile_once("compile"))
+    print(compile_once("error"))
+""")
+
+
+def test_compile_mode_error_gates_the_legacy_triton_kernels(tmp_path):
+    """DG_JIT_COMPILE=error: a legacy kernel missing from Triton's cache raises instead of compiling; once the
+    cache has it, it is served."""
+    pytest.importorskip("triton")
+    if os.environ.get("TRITON_INTERPRET", "0").strip().lower() not in ("", "0", "false", "off"):
+        pytest.skip("TRITON_INTERPRET is set: nothing is compiled")
+    env = {**os.environ, "REPO": str(REPO), "DG_JIT_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("TRITON_CACHE_DIR", None)
+    script = tmp_path / "no_compile.py"  # Triton reads a kernel's source from its file
+    script.write_text(_NO_COMPILE)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    first, second, third = result.stdout.splitlines()
+    assert first.startswith("RuntimeError: DG_JIT_COMPILE=error: legacy Triton kernel copy"), first
+    assert second == "compiled or hit" and third == "compiled or hit", result.stdout
+
+
 _MOCK_COMPILE = textwrap.dedent("""
     import contextlib, importlib, os, sys, torch, triton
     import deep_gemm.legacy
