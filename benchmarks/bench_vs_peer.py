@@ -95,15 +95,17 @@ def plot_results(families, rounds):
 
 
 def merge_saved_rounds(paths):
-    """The rounds of several --json files (runs of different families) as one list: round i of every file merged."""
+    """The rounds of several --json files (runs of different families) as one list: round i of every file merged,
+    every side kept (ours, the peer, and ours under each forced variant)."""
     saved = []
     for path in paths:
         with open(path) as f:
             saved.append(json.load(f))
     merged = []
     for i in range(min(len(rounds) for rounds in saved)):
-        merged.append({side: {name: t for rounds in saved for name, t in rounds[i][side].items()}
-                       for side in ('ours', 'peer')})
+        sides = sorted({side for rounds in saved for side in rounds[i]})
+        merged.append({side: {name: t for rounds in saved for name, t in rounds[i].get(side, {}).items()}
+                       for side in sides})
     return merged
 
 
