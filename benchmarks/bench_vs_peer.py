@@ -12,7 +12,8 @@ The two sides get identical work: every case builds its inputs from a fixed seed
 
 The peer is built by `.peers/build_deepgemm.sh` (see scripts/gpu_check.sh, step `peer`). Times are medians
 of CUDA-event timings with the L2 flushed before each call; "peer/ours" above 1 means we are faster.
-A case one side cannot run is shown with its error instead of a time.
+A case one side cannot run is shown with its error instead of a time. Raw rounds committed to benchmarks/data/
+become docs/performance.md through benchmarks/report_performance.py (which reuses table() below).
 """
 import argparse
 import json
