@@ -9,16 +9,44 @@ Build-time environment:
   DG_JIT_USE_RUNTIME_API=1    load kernels through the CUDA Runtime API (links libcudart) instead of
                               the dlopen'ed Driver API
   DG_ALLOW_UNTESTED_TORCH=1   build against a torch outside TORCH_TESTED (pinning that torch)
+
+Each build records the torch it was built against and a digest of its sources in deep_gemm/_build_info.py
+(deep_gemm/_build_stamp.py): `import deep_gemm` under another torch stops with one clear line, and
+scripts/run_tests.sh skips a rebuild when nothing changed.
 """
 import glob
+import importlib.util
 import os
 import re
+import shutil
 import sys
 
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_build_stamp():
+    """deep_gemm/_build_stamp.py, loaded by path (importing the package would need the extension)."""
+    spec = importlib.util.spec_from_file_location('_dg_build_stamp', os.path.join(ROOT, 'deep_gemm', '_build_stamp.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _BuildExtension(BuildExtension.with_options(use_ninja=True)):
+    """Builds _C, then records the torch it was built against (checked by `import deep_gemm`)."""
+
+    def run(self):
+        import torch
+        stamp = _load_build_stamp()
+        digest = stamp.sources_digest(ROOT)  # the sources as they are compiled
+        super().run()
+        stamp.write_record(ROOT, torch.__version__, digest)
+        target = os.path.join(self.build_lib, 'deep_gemm')
+        if not self.inplace and os.path.isdir(target):  # a wheel: the record goes into it with _C
+            shutil.copy(os.path.join(ROOT, 'deep_gemm', stamp.RECORD_NAME), target)
 
 
 def _read_version() -> str:
@@ -127,7 +155,7 @@ setup(
     },
     include_package_data=True,
     ext_modules=[_extension()],
-    cmdclass={'build_ext': BuildExtension.with_options(use_ninja=True)},
+    cmdclass={'build_ext': _BuildExtension},
     python_requires='>=3.10',  # torch 2.11 needs 3.10
     install_requires=[_torch_requirement(), 'tqdm'],  # built against the torch already installed (README)
     zip_safe=False,

@@ -14,7 +14,8 @@ The two sides get identical work: every case builds its inputs from a fixed seed
 
 The peer is built by `.peers/build_deepgemm.sh` (see scripts/gpu_check.sh, step `peer`). Times are medians
 of CUDA-event timings with the L2 flushed before each call; "peer/ours" above 1 means we are faster.
-A case one side cannot run is shown with its error instead of a time.
+A case one side cannot run is shown with its error instead of a time. Raw rounds committed to benchmarks/data/
+become docs/performance.md through benchmarks/report_performance.py (which reuses table() below).
 """
 import argparse
 import json
@@ -101,15 +102,17 @@ def plot_results(families, rounds):
 
 
 def merge_saved_rounds(paths):
-    """The rounds of several --json files (runs of different families) as one list: round i of every file merged."""
+    """The rounds of several --json files (runs of different families) as one list: round i of every file merged,
+    every side kept (ours, the peer, and ours under each forced variant)."""
     saved = []
     for path in paths:
         with open(path) as f:
             saved.append(json.load(f))
     merged = []
     for i in range(min(len(rounds) for rounds in saved)):
-        merged.append({side: {name: t for rounds in saved for name, t in rounds[i][side].items()}
-                       for side in ('ours', 'peer')})
+        sides = sorted({side for rounds in saved for side in rounds[i]})
+        merged.append({side: {name: t for rounds in saved for name, t in rounds[i].get(side, {}).items()}
+                       for side in sides})
     return merged
 
 

@@ -29,7 +29,10 @@ from typing import Optional, Sequence, Tuple
 import torch
 
 from ._version import __version__
-from . import _C
+from . import _build_stamp
+# An extension built for another torch fails to load with an undefined C++ symbol; say which torch and how to rebuild.
+_build_stamp.check_torch(_build_stamp.read_record(_os.path.dirname(_os.path.abspath(__file__))), torch.__version__)
+from . import _C  # noqa: E402
 
 _C.set_include_dir(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'include'))
 _atexit.register(_C._uninstall_python_logging)

@@ -1,7 +1,15 @@
 """Smallest useful deep_gemm program: one block-scaled FP8 GEMM checked against BF16 torch.mm."""
+import sys
+
 import torch
 
 import deep_gemm
+
+if not torch.cuda.is_available():
+    # The set-up command of README.md ends with this example; on a machine without a GPU it has then done its job.
+    print("examples/fp8_gemm.py: no CUDA GPU visible, nothing to run (the kernels need a Hopper GPU); "
+          "`python -m deep_gemm info` shows what was found")
+    sys.exit(0)
 from deep_gemm.testing import calc_diff
 from deep_gemm.utils import per_block_cast_to_fp8, per_token_cast_to_fp8
 

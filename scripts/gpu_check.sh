@@ -92,7 +92,7 @@ if has peer; then
     note "peer build: rc=$? in $(( $(date +%s) - t0 )) s ($PEER_SRC)"
     cp "$(dirname "$PEER_SRC")/build.log" "$OUT/peer_build_full.log" 2>/dev/null
     python3 -c 'import sysconfig as s; print("python sysconfig: CC", s.get_config_var("CC"), "| LDSHARED", s.get_config_var("LDSHARED"))' >>"$OUT/peer_build.log"
-    # The peer crashed on its first call on an H200 host (SIGSEGV in std::regex, docs/performance.md): probe
+    # The peer crashed on its first call on an H200 host (SIGSEGV in std::regex, benchmarks/log/performance_2026-12-05.md): probe
     # std::regex on this host and take a native backtrace of one peer call.
     bash scripts/peer_probe/run.sh "$PEER_SRC" >"$OUT/peer_probe.log" 2>&1
     note "peer probe: $(grep -E 'standalone|after torch|no torch|peer smoke|max abs' "$OUT/peer_probe.log" | tr '\n' ';')"

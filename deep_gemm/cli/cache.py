@@ -4,6 +4,7 @@ The work is done by the JIT core (deep_gemm._C.cache_*), which takes the same pe
 process: an entry or build directory in use by another process is skipped and reported as busy, so these
 commands are safe to run while jobs use the cache.
 """
+import argparse
 import json
 import os
 import sys
@@ -12,9 +13,12 @@ import time
 from .units import format_age, format_size, parse_duration, parse_size
 
 
+DIR_HELP = 'cache root (default: DG_JIT_CACHE_DIR, else ~/.deep_gemm)'
+
+
 def add_parser(commands):
     parser = commands.add_parser('cache', help='inspect or trim the kernel cache')
-    parser.add_argument('--dir', help='cache root (default: DG_JIT_CACHE_DIR, else ~/.deep_gemm)')
+    parser.add_argument('--dir', help=DIR_HELP)
     actions = parser.add_subparsers(dest='action', metavar='ACTION', required=True)
 
     ls = actions.add_parser('ls', help='list entries, most recently used first')
@@ -53,6 +57,10 @@ def add_parser(commands):
     imp.add_argument('file', help='a bundle written by `cache export`')
     imp.add_argument('--json', action='store_true')
     imp.set_defaults(run=run_import)
+
+    # --dir after the action as well (`cache stats --dir X`); SUPPRESS keeps a --dir given before the action.
+    for action in (ls, stats, prune, clear, export, imp):
+        action.add_argument('--dir', default=argparse.SUPPRESS, help=DIR_HELP)
 
 
 def cache_root(args) -> str:
@@ -94,7 +102,8 @@ def run_stats(args) -> int:
     print(f"entries       {stats['entries']} ({format_size(stats['entry_bytes'])})")
     print(f"build dirs    {stats['build_dirs']} ({format_size(stats['build_bytes'])}): compiles running or interrupted")
     print(f"quarantined   {stats['quarantined']} ({format_size(stats['quarantine_bytes'])}): corrupt entries set aside")
-    print(f"lock files    {stats['lock_files']}")
+    print(f"lock files    {stats['lock_files']}: empty per-kernel files in locks/ (they make concurrent processes "
+          f"compile a kernel once); harmless, no cleaning needed")
     return 0
 
 

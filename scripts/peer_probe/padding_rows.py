@@ -1,4 +1,4 @@
-# Why DeepGEMM's test_bf16.test_m_grouped_gemm_contiguous fails against ours (docs/performance.md, "DeepGEMM's own
+# Why DeepGEMM's test_bf16.test_m_grouped_gemm_contiguous fails against ours (benchmarks/log/performance_2026-12-05.md, "DeepGEMM's own
 # test modules against ours"): its case m ~34304, n 6144, k 7168 with the index layout and ensure_zero_padding=False,
 # with d filled with 1e30 first. Prints, for both ensure_zero_padding values, calc_diff over the groups' rows, how
 # many padding rows kept 1e30 or became zeros, and the whole-output calc_diff the peer's test takes.

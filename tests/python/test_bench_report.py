@@ -61,7 +61,7 @@ def test_json_round_trip_and_from_json_cli(tmp_path):
 
 
 def test_plot_writes_a_png(tmp_path):
-    import matplotlib  # noqa: F401  (requirements-dev.txt: CI must draw the plot, not skip it)
+    import matplotlib  # noqa: F401  (requirements-test.txt: CI must draw the plot, not skip it)
     path = tmp_path / 'roofline.png'
     _report.plot(synthetic(), str(path))
     data = path.read_bytes()

@@ -116,6 +116,13 @@ def test_ls_and_stats(tmp_path, compiled_entry, capsys):
     assert text.splitlines()[2].startswith('layout_transpose_sf') and '2h ago' in text.splitlines()[4]
     stats = json.loads(cli(capsys, 'cache', '--dir', str(tmp_path), 'stats', '--json')[1])
     assert stats['entries'] == 3 and stats['entry_bytes'] == 3 * entry_bytes(compiled_entry)
+    # --dir also after the action, and each line of the text form says what it counts.
+    rc, out, err = cli(capsys, 'cache', 'stats', '--dir', str(tmp_path))
+    assert rc == 0, err
+    assert out.splitlines()[0] == f'cache dir     {tmp_path}' and 'entries       3 (' in out
+    assert 'empty per-kernel files in locks/' in out and 'no cleaning needed' in out
+    # Given before the action, --dir is not reset by the action's own (absent) --dir.
+    assert cli(capsys, 'cache', '--dir', str(tmp_path), 'stats')[1] == out
 
 
 def test_prune_by_age_and_size(tmp_path, compiled_entry, capsys):

@@ -26,6 +26,15 @@ def test_env_vars_doc_lists_every_setting():
     assert documented - registry == set(), 'documented but not in the registry (csrc/jit/settings.cpp)'
 
 
+def test_readme_env_table_lists_every_setting():
+    # README's table is the short form of docs/env_vars.md (which the test above ties to the registry).
+    def table_names(path):
+        with open(os.path.join(ROOT, path)) as f:
+            return {name for line in f if line.startswith('| `DG_') for name in re.findall(r'`(DG_[A-Z0-9_]+)`',
+                                                                                           line.split('|')[1])}
+    assert table_names('docs/env_vars.md') - table_names('README.md') == set(), 'add these to README.md'
+
+
 def test_no_citation_of_documents_outside_the_repository():
     # Markdown files named in prose must exist here; the team's planning notes are not shipped.
     outside = re.compile(r'\b(DESIGN|TARGETS|API_SM90)\.md\b|\bissue \d+\b')
