@@ -53,6 +53,18 @@ def test_compile_mode_compiles_instead_of_launching(compile_mode, monkeypatch):
     assert len(seen) == 1
 
 
+def test_compile_mode_skips_bf16_alpha_through_cublaslt(compile_mode, monkeypatch):
+    seen = []
+    monkeypatch.setattr(deep_gemm._C, '_cublaslt_gemm_scaled', lambda *args: seen.append(args))
+    a, b, d = torch.empty(64, 128, dtype=BF16), torch.empty(32, 128, dtype=BF16), torch.empty(64, 32, dtype=BF16)
+    deep_gemm.set_compile_mode(1)
+    deep_gemm.bf16_gemm_nt(a, b, d, alpha=2.0)
+    assert seen == []
+    deep_gemm.set_compile_mode(0)
+    deep_gemm.bf16_gemm_nt(a, b, d, alpha=2.0)
+    assert len(seen) == 1
+
+
 def test_compile_mode_reports_failures(compile_mode, monkeypatch):
     import deep_gemm._warmup as warmup_module
     monkeypatch.setattr(warmup_module, 'warmup',
