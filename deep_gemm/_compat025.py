@@ -8,7 +8,8 @@ that need no kernel of their own (docs/compat_2_8.md, "sgl-deep-gemm 0.2.5").
 
 import torch
 
-from . import _C, _wrappers
+from . import _C, _warmup, _wrappers
+from ._compat import _resolve_recipe
 
 # ---- compile mode (SGLang's warm-up) ----------------------------------------------------------------------
 
@@ -63,7 +64,6 @@ def plan_fields(name: str, args: tuple) -> dict:
     if bound.get('c') is not None:
         call['c_dtype'] = str(bound['c'].dtype).replace('torch.', '')
     if 'recipe' in bound:
-        from ._compat import _resolve_recipe
         recipe = _resolve_recipe(name, bound['recipe'], bound.get('recipe_a'), bound.get('recipe_b'))
         if recipe is not None:
             call['recipe'] = recipe
@@ -75,8 +75,7 @@ def plan_fields(name: str, args: tuple) -> dict:
 
 def _compile_only_entry(name: str):
     def compile_only(*args) -> None:
-        from ._warmup import warmup
-        result = warmup(calls=[plan_fields(name, args)], progress=False)
+        result = _warmup.warmup(calls=[plan_fields(name, args)], progress=False)
         if result.failed:
             raise RuntimeError(f'{name} (compile mode 1): ' + '\n'.join(result.details or result.failed))
     compile_only.__name__ = f'_c_{name}'
