@@ -19,7 +19,7 @@ import torch
 
 
 class Epilogue:
-    """Base class of the GEMM epilogues."""
+    """Base class of the GEMM epilogues; an instance of it is the plain store, as :class:`Identity`."""
 
     # Why deep_gemm cannot run this epilogue on SM90 (None: it can).
     _unsupported: Optional[str] = None
@@ -72,19 +72,18 @@ class BF16StochasticRounding(Epilogue):
 
 def resolve(op: str, epilogue, alpha=None, takes_alpha: bool = False):
     """The ``alpha`` a call means once its ``epilogue`` is read: ``alpha`` itself for no epilogue (``None``, kind
-    ``0``, :class:`Identity`), the class's value for :class:`Alpha` (where ``takes_alpha``). Anything else raises
+    ``0``, :class:`Identity` or the base :class:`Epilogue`), the class's value for :class:`Alpha` (where ``takes_alpha``). Anything else raises
     before any compile: ``NotImplementedError`` naming what is missing (or for an object that is no epilogue),
     ``ValueError`` for ``alpha=`` with :class:`Alpha`."""
-    if epilogue is None or isinstance(epilogue, Identity):
-        return alpha
-    if isinstance(epilogue, int) and not isinstance(epilogue, bool) and epilogue == 0:
+    if epilogue is None or (isinstance(epilogue, int) and not isinstance(epilogue, bool) and epilogue == 0):
         return alpha  # DeepGEMM 2.8's wrappers pass epilogue=None as kind 0
     if not isinstance(epilogue, Epilogue):
         raise NotImplementedError(f'{op}: epilogue must be None (or kind 0), or Identity / Alpha of deep_gemm.epilogue: the plain '
                                   f'D = alpha * A @ B (+ C) store is the only epilogue on SM90 in deep_gemm; got {epilogue!r}')
     if epilogue._unsupported is not None:
         raise NotImplementedError(f'{op}: epilogue {type(epilogue).__name__} needs {epilogue._unsupported}')
-    # Alpha
+    if not isinstance(epilogue, Alpha):
+        return alpha  # Identity, or the base class (0.2.5's kind 0): the plain store
     if not takes_alpha:
         raise NotImplementedError(f'{op}: epilogue Alpha is taken by the dense fp8_gemm_* and bf16_gemm_* on SM90 in deep_gemm '
                                   f'(as alpha=); {op} has no alpha scaling')

@@ -6,7 +6,7 @@ import torch
 
 import deep_gemm
 from deep_gemm import _compat025, _wrappers
-from deep_gemm.epilogue import Alpha, BF16StochasticRounding, FP8CastWithClamp, FP8Quantization, Identity
+from deep_gemm.epilogue import Alpha, BF16StochasticRounding, Epilogue, FP8CastWithClamp, FP8Quantization, Identity
 
 BF16, FP8 = torch.bfloat16, torch.float8_e4m3fn
 
@@ -119,6 +119,9 @@ def test_identity_is_the_plain_store(captured):
     a, b, d = _fp8_pair(128, 256), _fp8_pair(128, 256), torch.empty(128, 128, dtype=BF16)
     deep_gemm.fp8_gemm_nt(a, b, d, epilogue=Identity())
     assert captured['fp8_gemm_nt'][1] is b  # scales untouched: no alpha
+    del captured['fp8_gemm_nt']
+    deep_gemm.fp8_gemm_nt(a, b, d, epilogue=Epilogue())  # the base class: 0.2.5's kind 0
+    assert captured['fp8_gemm_nt'][1] is b
     deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d, None, 1, epilogue=Identity())
     assert 'm_grouped_fp8_gemm_nt_masked' in captured
 
