@@ -30,8 +30,9 @@ def set_compile_mode(mode: int) -> None:
     the call's sizes on this machine's GPU (the same config choice, source and cache key as a launch), so the
     later launch of that call finds them in the cache. ``0``: normal. In eager mode only (a torch.compile'd
     graph runs its ops). A ``bf16_gemm_*`` call with ``alpha`` (cuBLASLt, nothing to build) returns at once. Ops
-    outside the GEMM table still run (``cublaslt_gemm_*``, ``einsum``, the MQA-logits and quantisation ops). A call's problem (a size the kernels cannot take) raises as the planner reports it; a
-    failed compile raises ``RuntimeError`` with the compiler's message."""
+    outside the GEMM table still run (``cublaslt_gemm_*``, ``einsum``, the MQA-logits and quantisation ops). A
+    call's problem (a size the kernels cannot take) raises as the planner reports it; a failed compile raises
+    ``RuntimeError`` with the compiler's message."""
     global _compile_mode
     if isinstance(mode, bool) or mode not in (0, 1):
         raise ValueError(f'set_compile_mode: mode must be 0 (run) or 1 (compile without launching); got {mode!r}')
