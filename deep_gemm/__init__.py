@@ -289,3 +289,13 @@ __all__ += [name for name in _utils_all if name not in __all__]  # utils re-expo
 from ._compat28 import get_deterministic_algorithms, shutdown, use_deterministic_algorithms  # noqa: E402
 
 __all__ += ['use_deterministic_algorithms', 'get_deterministic_algorithms', 'shutdown']
+
+# ---- sgl-deep-gemm 0.2.5 / SGLang / DeepGEMM 2.8.1 extras / LMDeploy's fallbacks (docs/compat_2_8.md) -----------
+from . import epilogue  # noqa: E402,F401  (Identity, Alpha, FP8CastWithClamp, FP8Quantization, BF16StochasticRounding)
+from ._compat025 import (  # noqa: E402
+    SM90SymmBuffer, batched_symm, batched_syrk, fp8_mega_moe, get_compile_mode, mega_moe_pre_dispatch_sm90, set_compile_mode,
+)
+get_col_major_tma_aligned_tensor = get_mn_major_tma_aligned_tensor  # DeepGEMM 1.x's name (LMDeploy)
+
+__all__ += ['get_compile_mode', 'set_compile_mode', 'batched_syrk', 'batched_symm', 'get_col_major_tma_aligned_tensor',
+            'fp8_mega_moe', 'mega_moe_pre_dispatch_sm90', 'SM90SymmBuffer', 'epilogue']

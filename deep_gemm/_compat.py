@@ -13,6 +13,8 @@ from typing import Optional
 
 import torch
 
+from .epilogue import Identity
+
 _SM100 = 'needs SM100 (Blackwell); it does not run on SM90 (Hopper)'
 
 
@@ -58,15 +60,15 @@ def einsum(expr, a, b, d, c=None, use_cublaslt=False, epilogue=None):
 
     One SM90 BF16 GEMM kernel launch (FP32 accumulation). ``use_cublaslt=True`` runs a loop of
     :func:`cublaslt_gemm_nt` / :func:`cublaslt_gemm_nn` calls instead (one per batch or head).
-    ``epilogue`` (DeepGEMM 2.8) must be ``None``. DeepGEMM 2.8 has ``epilogue`` as the 6th positional parameter,
+    ``epilogue`` (DeepGEMM 2.8) must be ``None`` or ``deep_gemm.epilogue.Identity()``. DeepGEMM 2.8 has ``epilogue`` as the 6th positional parameter,
     where 2.6 (and this function) has ``use_cublaslt``: a 6th positional argument that is neither a bool, an int nor
     ``None`` is taken for a 2.8 epilogue and rejected like one."""
     if use_cublaslt is None:
         use_cublaslt = False
     elif not isinstance(use_cublaslt, (bool, int)):
         epilogue, use_cublaslt = use_cublaslt, False
-    if epilogue is not None:
-        raise ValueError(f'einsum: epilogue must be None (the only epilogue supported on SM90); got {epilogue!r}')
+    if epilogue is not None and not isinstance(epilogue, Identity):
+        raise ValueError(f'einsum: epilogue must be None or Identity (the only epilogue supported on SM90); got {epilogue!r}')
     if not isinstance(expr, str):
         raise TypeError(f'einsum: expr must be a str; got {type(expr).__name__}')
     if torch.compiler.is_dynamo_compiling():
@@ -83,11 +85,15 @@ def fp8_einsum(expr, a, b, d, c=None, recipe=(1, 128, 128), epilogue=None, use_1
     ``[H, ceil(D / 128), ceil(R / 128)]`` (per 128x128 block), ``d`` bfloat16 ``[B, H, D]``; ``recipe`` (1, 128, 128).
 
     One SM90 FP8 1D2D kernel launch (after one transposing copy of ``sx``). DeepGEMM 2.8's ``epilogue`` must be
-    ``None``, and ``d`` a tensor: an epilogue or a ``(d, sfd)`` FP8 output (``use_128x4_sfd_layout``) is SM100-only."""
-    if epilogue is not None:
-        raise ValueError(f'fp8_einsum: epilogue must be None; other epilogues are SM100-only; got {epilogue!r}')
-    if isinstance(d, (tuple, list)):
-        raise ValueError('fp8_einsum: d given as a (d, sfd) pair (an FP8 output with scales) is SM100-only; pass a bfloat16 d')
+    ``None`` or ``Identity()``, and ``d`` a tensor or sgl-deep-gemm 0.2.5's ``(d, None)``: another epilogue or a
+    ``(d, sfd)`` FP8 output (``use_128x4_sfd_layout``) is SM100-only."""
+    if epilogue is not None and not isinstance(epilogue, Identity):
+        raise ValueError(f'fp8_einsum: epilogue must be None or Identity; other epilogues are SM100-only; got {epilogue!r}')
+    if isinstance(d, (tuple, list)):  # sgl-deep-gemm 0.2.5's (d, sfd): sfd None is a plain bfloat16 d
+        if len(d) != 2 or d[1] is not None:
+            raise ValueError('fp8_einsum: d given as a (d, sfd) pair with scales (an FP8 output) is SM100-only; pass a bfloat16 d '
+                             'or (d, None)')
+        d = d[0]
     if not isinstance(expr, str):
         raise TypeError(f'fp8_einsum: expr must be a str; got {type(expr).__name__}')
     for name, pair in (('a', a), ('b', b)):

@@ -21,18 +21,12 @@ import numbers
 import torch
 
 from . import _C
+from .epilogue import resolve as _resolve_epilogue
 
 # The wrappers' layout letters -> api::CublasLtLayout (csrc/apis/cublaslt.hpp).
 _LAYOUTS = {'nt': 0, 'nn': 1, 'tn': 2, 'tt': 3}
 
 _deterministic = False
-
-
-def _check_epilogue(op: str, epilogue) -> None:
-    # DeepGEMM 2.8's wrappers pass epilogue=None as kind 0 (the plain D = alpha * A @ B + C store).
-    if epilogue is not None and not (isinstance(epilogue, int) and not isinstance(epilogue, bool) and epilogue == 0):
-        raise NotImplementedError(f'{op}: epilogue must be None (or kind 0): the plain D = alpha * A @ B (+ C) store is the only '
-                                  f'epilogue on SM90 in deep_gemm; got {epilogue!r}')
 
 
 def _alpha_value(op: str, alpha) -> float:
@@ -42,8 +36,9 @@ def _alpha_value(op: str, alpha) -> float:
 
 
 def fp8_scaled_b(op: str, b, alpha, epilogue):
-    """``b`` with its scales multiplied by ``alpha`` (``b`` itself when alpha is None or 1)."""
-    _check_epilogue(op, epilogue)
+    """``b`` with its scales multiplied by ``alpha`` (``b`` itself when alpha is None or 1); an ``Alpha`` epilogue
+    (deep_gemm.epilogue) gives alpha."""
+    alpha = _resolve_epilogue(op, epilogue, alpha, takes_alpha=True)
     if alpha is None:
         return b
     value = _alpha_value(op, alpha)
@@ -58,13 +53,16 @@ def fp8_scaled_b(op: str, b, alpha, epilogue):
 
 def bf16_scaled(op: str, a, b, d, c, alpha, epilogue) -> bool:
     """Runs ``d = c + alpha * (a @ b)`` through cuBLASLt and returns True; False (nothing done) when alpha is
-    None or 1, so the caller runs its kernel."""
-    _check_epilogue(op, epilogue)
+    None or 1, so the caller runs its kernel. An ``Alpha`` epilogue (deep_gemm.epilogue) gives alpha."""
+    alpha = _resolve_epilogue(op, epilogue, alpha, takes_alpha=True)
     if alpha is None:
         return False
     value = _alpha_value(op, alpha)
     if value == 1.0:
         return False
+    from ._compat025 import get_compile_mode
+    if get_compile_mode():  # set_compile_mode(1): nothing is launched, and cuBLASLt has no kernel of ours to build
+        return True
     layout = _LAYOUTS[op[-2:]]
     if torch.compiler.is_dynamo_compiling():
         torch.ops.deep_gemm._cublaslt_gemm_scaled(layout, a, b, d, c, value)
@@ -75,7 +73,7 @@ def bf16_scaled(op: str, a, b, d, c, alpha, epilogue) -> bool:
 
 def grouped_epilogue(op: str, epilogue) -> None:
     """The M-grouped FP8 GEMMs take ``epilogue`` (DeepGEMM 2.8) but no ``alpha``."""
-    _check_epilogue(op, epilogue)
+    _resolve_epilogue(op, epilogue)
 
 
 def use_deterministic_algorithms(enabled: bool) -> None:

@@ -70,17 +70,31 @@ def get_mn_major_tma_aligned_packed_ue8m0_tensor(sf: torch.Tensor, psum_layout: 
     return _mn_major_int32(pack_ue8m0_to_int(sf))
 
 
-def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf: torch.Tensor, grouped_layout: torch.Tensor, ks_cpu: Sequence[int],
-                                                           gran_k: int, k_alignment: int, use_psum_layout: bool = False) -> torch.Tensor:
+def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf: torch.Tensor, grouped_layout: torch.Tensor,
+                                                           ks_cpu: Optional[Sequence[int]], gran_k: int,
+                                                           k_alignment: Optional[int] = None, use_psum_layout: bool = False,
+                                                           use_padded_sf_layout: bool = False) -> torch.Tensor:
     """Packed UE8M0 scales of a K-grouped operand. ``sf [Σ_g ceil(K_g/gran_k), MN]`` float32 (power-of-two
     values, each group's K-blocks one after another, ``ks_cpu`` the K of each group, each a multiple of
     ``k_alignment``); every group's blocks are packed four per int32 (padding blocks are zero bytes) and
     the groups are stacked: int32 ``[Σ_g ceil(K_g/(4*gran_k)), MN]`` returned as its MN-major view.
-    ``grouped_layout`` (the device copy of ``ks_cpu``) is accepted for DeepGEMM compatibility and not
-    read (no device sync). ``use_psum_layout=True`` raises ``NotImplementedError``."""
+    ``grouped_layout`` (the device copy of ``ks_cpu``) is read only when ``ks_cpu`` is None (sgl-deep-gemm
+    0.2.5's form; one device-to-host copy). ``k_alignment=None`` is
+    :func:`get_mk_alignment_for_contiguous_layout`. ``use_padded_sf_layout`` (sgl-deep-gemm 0.2.5) stores each
+    group as ``ceil(align(K_g, k_alignment)/gran_k)`` blocks instead of ``ceil(K_g/gran_k)``: with every ``K_g`` a
+    multiple of ``k_alignment`` the two layouts are the same, so both values give this result.
+    ``use_psum_layout=True`` raises ``NotImplementedError``."""
     name = 'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor'
     if use_psum_layout:
         raise NotImplementedError(f'{name}: use_psum_layout=True is not implemented in deep_gemm')
+    if not isinstance(use_padded_sf_layout, bool):
+        raise TypeError(f'{name}: use_padded_sf_layout must be a bool; got {type(use_padded_sf_layout).__name__}')
+    if k_alignment is None:
+        k_alignment = get_mk_alignment_for_contiguous_layout()
+    if ks_cpu is None:
+        if not isinstance(grouped_layout, torch.Tensor):
+            raise ValueError(f'{name}: give ks_cpu (each group\'s K) or grouped_layout (their int tensor); got neither')
+        ks_cpu = grouped_layout.tolist()
     if not isinstance(sf, torch.Tensor) or sf.dtype != torch.float32 or sf.dim() != 2:
         raise ValueError(f'{name}: sf must be a 2-D float32 tensor [sum(ceil(K_g/gran_k)), MN]; got '
                          f'{getattr(sf, "dtype", None)} {list(getattr(sf, "shape", []))}')

@@ -65,7 +65,8 @@ EXPECTED = {
     'get_tma_aligned_size': 'x, element_size',
     'get_mn_major_tma_aligned_tensor': 'sf',
     'get_mn_major_tma_aligned_packed_ue8m0_tensor': 'sf, psum_layout=None',
-    'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor': 'sf, grouped_layout, ks_cpu, gran_k, k_alignment, use_psum_layout=False',
+    'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor': ('sf, grouped_layout, ks_cpu, gran_k, k_alignment=None, '
+                                                               'use_psum_layout=False, use_padded_sf_layout=False'),
     'per_token_cast_to_fp8': 'x, use_ue8m0, gran_k=128, use_packed_ue8m0=False',
     'per_block_cast_to_fp8': 'x, use_ue8m0, gran_k=128',
     'per_channel_cast_to_fp8': 'x, use_ue8m0, gran_k=128',

@@ -200,10 +200,10 @@ def test_fp8_einsum_valid_on_meta():
 
 def test_fp8_einsum_rules():
     a, b, z = fp8_heads()
-    with pytest.raises(ValueError, match=r'^fp8_einsum: epilogue must be None; other epilogues are SM100-only'):
+    with pytest.raises(ValueError, match=r'^fp8_einsum: epilogue must be None or Identity; other epilogues are SM100-only'):
         deep_gemm.fp8_einsum('bhr,hdr->bhd', a, b, z, epilogue='x')
     with pytest.raises(ValueError, match=r'^fp8_einsum: d given as a \(d, sfd\) pair .* is SM100-only'):
-        deep_gemm.fp8_einsum('bhr,hdr->bhd', a, b, (z, None))
+        deep_gemm.fp8_einsum('bhr,hdr->bhd', a, b, (z, a[1]))
     with pytest.raises(ValueError, match=r"^fp8_einsum: on SM90 expr must be 'bhr,hdr->bhd'"):
         deep_gemm.fp8_einsum('bhd,hdr->bhr', a, b, z)
     with pytest.raises(ValueError, match=r"^fp8_einsum: expr must be one of"):
