@@ -2,17 +2,19 @@
 (paged_mqa_reference.py).
 
 What vLLM does (facts from its published source): the kv cache is a pool of blocks of 32 or 64 rows
-(get_paged_mqa_page_sizes() on SM90), each row 128 FP8 bytes with the block's float32 scales after its rows; per
-step its metadata builder calls get_paged_mqa_logits_metadata(seq_lens, block_size, num_sms), with num_sms // 2 slots
-for next_n 4 (its bundled build runs 2-CTA clusters there), and the indexer then calls
-fp8_fp4_paged_mqa_logits((q_fp8, None), kv_cache, weights, seq_lens, block_table, schedule_metadata, max_model_len,
-clean_logits=False) and takes the top-k of each row over its seq_lens-bounded range.
+(get_paged_mqa_page_sizes() on SM90), each row 128 FP8 bytes with the block's float32 scales after its rows. Prompt
+tokens (prefill) are scored by the dense op over the request's keys gathered from the cache into one contiguous run
+(fp8_mqa_logits with per-token [ks, ke) windows, causal), decode tokens by the paged op: per step its metadata builder
+calls get_paged_mqa_logits_metadata(seq_lens, block_size, num_sms), with num_sms // 2 slots for next_n 4 (its bundled
+build runs 2-CTA clusters there), and the indexer then calls fp8_fp4_paged_mqa_logits((q_fp8, None), kv_cache, weights,
+seq_lens, block_table, schedule_metadata, max_model_len, clean_logits=False); the top-k of each row over its range
+follows.
 
 Here an engine model fills a shared block pool through a slot mapping as requests arrive: a prefill step (prompts of
-ragged lengths cached at once, the first logits over them) and then decode steps that append next_n tokens per request,
-growing the block tables from the pool (blocks of finished requests are reused), rebuilding the metadata every step.
-Every step's logits (output poisoned with NaN first) must match the reference inside each row's range, and the top-k
-picks must agree. Skipped without a Hopper GPU.
+ragged lengths cached at once and scored by the dense op over the gathered keys) and then decode steps that append
+next_n tokens per request, growing the block tables from the pool (blocks of finished requests are reused),
+rebuilding the metadata every step. Every call's logits (NaN-poisoned output) must match the reference inside each
+row's range, and the top-k picks must agree. Skipped without a Hopper GPU.
 """
 import random
 
@@ -28,6 +30,7 @@ if not _HAS_HOPPER:
 import deep_gemm  # noqa: E402
 from deep_gemm.testing import calc_diff  # noqa: E402
 import paged_mqa_reference as ref  # noqa: E402
+from mqa_logits_reference import mqa_logits_ref  # noqa: E402
 
 DEV = 'cuda'
 HEADS, DIM = 64, 128
@@ -68,6 +71,16 @@ class Engine:
         flat[block, self.block_size * DIM + offset * 4 + torch.arange(4, device=DEV)] = scales.view(torch.uint8).view(-1, 4)
         self.lens[req] = end
 
+    def gather(self, req):
+        """The request's keys as one contiguous run, as vLLM gathers them for prefill: (e4m3 [n, D], float32 [n])."""
+        pos = torch.arange(self.lens[req], device=DEV)
+        table = torch.tensor(self.blocks[req], device=DEV)
+        block, offset = table[pos // self.block_size][:, None], (pos % self.block_size)[:, None]
+        flat = self.cache.view(self.cache.shape[0], -1)
+        codes = flat[block, offset * DIM + torch.arange(DIM, device=DEV)].contiguous().view(torch.float8_e4m3fn)
+        scales = flat[block, self.block_size * DIM + offset * 4 + torch.arange(4, device=DEV)].contiguous().view(torch.float32)
+        return codes, scales.view(-1)
+
     def batch(self, reqs):
         """seq_lens int32 [B] and block_table int32 [B, max_blocks] (padded with stale entries, as vLLM's tables are)."""
         width = max(len(self.blocks[r]) for r in reqs) + 1
@@ -78,7 +91,40 @@ class Engine:
         return lens.to(DEV), table.to(DEV)
 
 
-def indexer_step(engine, reqs, next_n, lens_2d, topk=64):
+def check_topk(got, want, inside, topk=64):
+    """vLLM's next step: the top-k of each row over its range. Ties aside, the picks are the reference's."""
+    got_masked = torch.where(inside, got, torch.full_like(got, float('-inf')))
+    k = min(topk, int(inside.sum(1).min()))
+    picked = got_masked.topk(k, dim=1).indices.sort(1).values
+    wanted = want.topk(k, dim=1).indices.sort(1).values
+    agree = (picked == wanted).float().mean()
+    assert agree > 0.98, float(agree)
+
+
+def prefill_step(engine, reqs):
+    """The prompt tokens' scores: per request, the dense op over its gathered keys, token i seeing keys [0, i]."""
+    codes, scales, ks, ke = [], [], [], []
+    for r in reqs:
+        c, s = engine.gather(r)
+        start = sum(len(x) for x in codes)
+        codes.append(c)
+        scales.append(s)
+        ks.append(torch.full((len(c),), start, dtype=torch.int32))
+        ke.append(torch.arange(start + 1, start + len(c) + 1, dtype=torch.int32))
+    kv, sf = torch.cat(codes), torch.cat(scales)
+    ks, ke = torch.cat(ks), torch.cat(ke)
+    q = torch.randn(len(ks), HEADS, DIM, device=DEV, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    weights = torch.randn(len(ks), HEADS, device=DEV) * HEADS ** -0.5
+    logits = deep_gemm.fp8_mqa_logits(q, (kv, sf), weights, ks.to(DEV), ke.to(DEV), clean_logits=True)
+    torch.cuda.synchronize()
+    want, written, _ = mqa_logits_ref(q.cpu().float(), kv.cpu().float(), sf.cpu(), weights.cpu(), ks, ke, True)
+    got = logits.cpu().double()
+    assert torch.isneginf(got[~written]).all() and not torch.isnan(got[written]).any()
+    assert calc_diff(got[written], want[written]) < 5e-6
+    check_topk(got, want, written)
+
+
+def indexer_step(engine, reqs, next_n, lens_2d):
     """One indexer call as vLLM makes it, checked against the reference."""
     seq_lens, table = engine.batch(reqs)
     if lens_2d:  # per draft token: token t sees the context up to its own position
@@ -101,13 +147,7 @@ def indexer_step(engine, reqs, next_n, lens_2d, topk=64):
     assert not torch.isnan(logits[inside]).any(), 'positions inside a row left unwritten'
     assert torch.isnan(logits[~inside]).all(), 'written outside a row\'s range'
     assert calc_diff(logits[inside], want[inside]) < 5e-6
-    # vLLM's next step: the top-k of each row over its range. Ties aside, the picks are the reference's.
-    got_masked = torch.where(inside, logits, torch.full_like(logits, float('-inf')))
-    k = min(topk, int(inside.sum(1).min()))
-    got_top = got_masked.topk(k, dim=1)
-    want_top = want.topk(k, dim=1)
-    agree = (got_top.indices.sort(1).values == want_top.indices.sort(1).values).float().mean()
-    assert agree > 0.98, float(agree)
+    check_topk(logits, want, inside)
 
 
 @pytest.mark.parametrize('block_size', [64, 32])
@@ -117,10 +157,10 @@ def test_vllm_indexer_sequence(block_size, next_n):
     torch.manual_seed(block_size * 10 + next_n)
     engine = Engine(block_size, num_blocks=3 * MAX_MODEL_LEN // block_size, rng=rng)
     reqs = list(range(6))
-    # Prefill: ragged prompts (a block boundary, mid-block ends, a long one), the first indexer call over them.
+    # Prefill: ragged prompts (a block boundary, mid-block ends, a long one) cached, their tokens scored.
     for r, n in zip(reqs, [1 + next_n, block_size, block_size + 1, 300, 1000, 2047]):
         engine.add(r, n)
-    indexer_step(engine, reqs, next_n, lens_2d=False)
+    prefill_step(engine, reqs)
     # Decode: next_n tokens per request per step; a request finishes and a new one arrives (its blocks come from the
     # freed ones); 1-D and 2-D seq_lens alternate.
     for step in range(6):
@@ -131,3 +171,5 @@ def test_vllm_indexer_sequence(block_size, next_n):
             reqs[1] = 100
             engine.add(100, 77 + next_n)
         indexer_step(engine, reqs, next_n, lens_2d=bool(step % 2) and next_n > 1)
+        if step == 2:
+            prefill_step(engine, [100])  # the new request's prompt
