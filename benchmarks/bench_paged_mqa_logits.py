@@ -3,6 +3,7 @@
     python3 benchmarks/bench_paged_mqa_logits.py                       # ours + the unfused torch reference
     python3 benchmarks/bench_paged_mqa_logits.py --json ours.json
     PYTHONPATH=/path/to/DeepGEMM python3 benchmarks/bench_paged_mqa_logits.py --impl peer --json peer.json
+    python3 benchmarks/bench_paged_mqa_logits.py --block-kv 32 --next-n 1,2,4 --vllm-slots   # vLLM 0.34's SM90 calls
     python3 benchmarks/bench_paged_mqa_logits.py --against peer.json   # ours, with time(peer) / time(ours)
 
 Shapes (DeepGEMM's tests/test_attention.py, arch 9): batch 256 / 4096, next_n 1 / 2, H 32 / 64, D 128, average
@@ -29,27 +30,28 @@ import deep_gemm  # noqa: E402  (ours, or DeepGEMM with --impl peer)
 from _timing import time_fn  # noqa: E402  (a sibling module: the script's folder is on sys.path)
 
 
-def cases():
+def cases(next_ns=(1, 2)):
     for batch in (256, 4096):
         for avg in (8192, 65536):
             if batch * avg > 32 * 1024 * 1024:
                 continue
-            for next_n in (1, 2):
+            for next_n in next_ns:
                 for heads in (32, 64):
                     for dtype in (torch.bfloat16, torch.float32):
                         yield batch, next_n, heads, avg, dtype
 
 
-def make_inputs(batch, next_n, heads, avg, seed=0):
+def make_inputs(batch, next_n, heads, avg, seed=0, block_kv=64):
     g = torch.Generator(device='cuda').manual_seed(seed)
     lens = torch.randint(int(0.7 * avg), int(1.3 * avg), (batch,), device='cuda', dtype=torch.int32, generator=g)
-    pages = (lens + 63) // 64
+    pages = (lens + block_kv - 1) // block_kv
     width = int(pages.max())
     total = int(pages.sum())
-    kv_cache = torch.empty(total, 64, 1, 132, device='cuda', dtype=torch.uint8)
-    for i in range(0, total, 16384):  # in chunks: the float32 temporaries of 32M tokens would not fit
-        n = min(16384, total - i)
-        kv_cache[i:i + n] = ref.pack_kv_cache(torch.randn(n, 64, 1, 128, device='cuda', dtype=torch.bfloat16, generator=g))[0]
+    kv_cache = torch.empty(total, block_kv, 1, 132, device='cuda', dtype=torch.uint8)
+    step = 16384 * 64 // block_kv
+    for i in range(0, total, step):  # in chunks: the float32 temporaries of 32M tokens would not fit
+        n = min(step, total - i)
+        kv_cache[i:i + n] = ref.pack_kv_cache(torch.randn(n, block_kv, 1, 128, device='cuda', dtype=torch.bfloat16, generator=g))[0]
     pool = torch.randperm(total, device='cuda', dtype=torch.int32, generator=g)
     table = torch.zeros(batch, width, device='cuda', dtype=torch.int32)
     offsets = torch.cumsum(pages, 0) - pages
@@ -60,7 +62,7 @@ def make_inputs(batch, next_n, heads, avg, seed=0):
     weights = torch.randn(batch * next_n, heads, device='cuda', generator=g)
     rows = ((lens[:, None] + 1) * torch.rand(batch, next_n, device='cuda', generator=g)).int()
     rows[:, -1] = lens
-    return q, kv_cache, weights, rows.contiguous(), table, width * 64, int(lens.sum())
+    return q, kv_cache, weights, rows.contiguous(), table, width * block_kv, int(lens.sum())
 
 
 def torch_reference(q, kv_cache, weights, lens, table, max_len, chunk=32):
@@ -88,6 +90,10 @@ def main():
     parser.add_argument('--no-torch', action='store_true', help='skip the (slow) unfused torch reference')
     parser.add_argument('--json', help='save the results here')
     parser.add_argument('--against', help='a --json file of the other implementation: print its time / ours')
+    parser.add_argument('--block-kv', type=int, choices=(64, 32), default=64, help='the kv cache block size')
+    parser.add_argument('--next-n', default='1,2', help='comma-separated next_n values (DeepGEMM v2.6.1 tests 1 and 2)')
+    parser.add_argument('--vllm-slots', action='store_true',
+                        help='schedules as vLLM 0.34 builds them on SM90: num_sms // 2 slots for next_n 4')
     args = parser.parse_args()
     other = {}
     if args.against:
@@ -98,9 +104,10 @@ def main():
     print(f'{"B":>5} {"n":>2} {"H":>3} {"avg":>6} {"out":>5} | {"us":>8} {"TFLOPS":>7} {"GB/s":>6} | {"torch us":>9} {"x torch":>7} | '
           f'{"other us":>9} {"other/ours":>10}')
     results = []
-    for batch, next_n, heads, avg, dtype in cases():
-        q, kv_cache, weights, lens, table, max_len, sum_lens = make_inputs(batch, next_n, heads, avg)
-        meta = deep_gemm.get_paged_mqa_logits_metadata(lens, 64, deep_gemm.get_num_sms())
+    for batch, next_n, heads, avg, dtype in cases(tuple(int(n) for n in args.next_n.split(','))):
+        q, kv_cache, weights, lens, table, max_len, sum_lens = make_inputs(batch, next_n, heads, avg, block_kv=args.block_kv)
+        slots = deep_gemm.get_num_sms() // (2 if args.vllm_slots and next_n == 4 else 1)
+        meta = deep_gemm.get_paged_mqa_logits_metadata(lens, args.block_kv, slots)
 
         def kernel():
             return deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, lens, table, meta, max_len, False, dtype)

@@ -143,7 +143,8 @@ def get_paged_mqa_logits_metadata(context_lens: Tensor, block_kv: int, num_sms: 
 def _fp8_paged_mqa_logits(q: Tensor, q_sf: Optional[Tensor], kv_cache: Tensor, weights: Tensor, context_lens: Tensor,
                           block_table: Tensor, schedule_meta: Tensor, max_context_len: int, clean_logits: bool, logits_bf16: bool,
                           indices: Optional[Tensor] = None) -> Tensor: ...
-def _compile_paged_mqa_kernel(num_heads: int, next_n: int, lens_2d: bool, clean: bool, bf16_logits: bool) -> Dict[str, Any]: ...
+def _compile_paged_mqa_kernel(num_heads: int, next_n: int, lens_2d: bool, clean: bool, bf16_logits: bool,
+                              block_kv: int = 64) -> Dict[str, Any]: ...
 
 # ---- MQA logits of the sparse-attention indexer (csrc/python/attention_ops.cpp); unpacked operands ----
 def _fp8_mqa_logits_unpacked(q: Tensor, q_sf: Optional[Tensor], kv: Tensor, kv_sf: Tensor, weights: Tensor, cu_seq_len_k_start: Tensor,

@@ -17,10 +17,12 @@ _c_logits = _C._fp8_paged_mqa_logits
 def get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices=None):
     """Schedule of :func:`fp8_paged_mqa_logits`: int32 ``[num_sms + 1, 2]`` on ``context_lens``' device.
 
-    ``context_lens``: int32 ``[B]`` or ``[B, next_n]`` (contiguous); ``block_kv`` must be 64; ``indices``
-    (varlen rows) is SM100-only in DeepGEMM and raises ``NotImplementedError``. Batch ``b`` has
-    ``ceil(max_t context_lens[b, t] / 64)`` pages (``context_lens[b]`` for 1-D lengths; negative lengths count
-    0); the work units ``(b, page)`` are numbered batch-major, and row ``i < num_sms`` holds ``(batch, page)``
+    ``context_lens``: int32 ``[B]`` or ``[B, next_n]`` (contiguous); ``block_kv`` 64 or 32 (the kv cache's block
+    size; the result is the same for both); ``num_sms`` in ``[1, 65536]`` (any count works with the logits op, e.g.
+    vLLM's ``num_sms // 2`` for next_n 4); ``indices`` (varlen rows) is SM100-only in DeepGEMM and raises
+    ``NotImplementedError``. Batch ``b`` has ``ceil(max_t context_lens[b, t] / 64)`` tiles of 64 positions
+    (``context_lens[b]`` for 1-D lengths; negative lengths count 0); the work units ``(b, tile)`` are numbered
+    batch-major, and row ``i < num_sms`` holds ``(batch, tile)``
     of unit ``floor(i * total / num_sms)``, the first unit of SM ``i``; row ``num_sms`` is ``(B, 0)``. Built
     with tensor ops on the tensor's device: no host synchronisation, so it can be captured in a CUDA graph.
     """
@@ -73,18 +75,19 @@ def fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, sc
 
     - ``q``: float8_e4m3fn ``[B, next_n, H, 128]`` contiguous, or the pair ``(q, None)`` (FP4 q with scales is
       SM100-only: ``NotImplementedError``). ``H`` is 32 or 64 and ``next_n`` 1, 2 or 4.
-    - ``kv_cache``: uint8 (or float8_e4m3fn) ``[num_blocks, 64, 1, 132]``: each block (page) holds 64 rows of
-      128 FP8 bytes, then the 64 float32 scales ``sf`` (DeepGEMM's fused layout); block stride a multiple of 16 bytes.
+    - ``kv_cache``: uint8 (or float8_e4m3fn) ``[num_blocks, R, 1, 132]``, ``R`` 64 or 32: each block (page) holds
+      ``R`` rows of 128 FP8 bytes, then the ``R`` float32 scales ``sf`` (DeepGEMM's fused layout); block stride a
+      multiple of 16 bytes.
     - ``weights``: float32 ``[B * next_n, H]``; ``block_table``: int32 ``[B, max_blocks]``; token ``p`` of batch
-      ``b`` is row ``p % 64`` of block ``block_table[b, p // 64]``.
+      ``b`` is row ``p % R`` of block ``block_table[b, p // R]``.
     - ``context_lens``: int32 ``[B]``: row ``(b, t)`` sees ``p <= context_lens[b] - next_n + t``; or ``[B, next_n]``:
       row ``(b, t)`` sees ``p < context_lens[b, t]``.
-    - ``schedule_meta``: :func:`get_paged_mqa_logits_metadata` of the same ``context_lens``; its row count - 1 is
-      the number of CTAs.
+    - ``schedule_meta``: :func:`get_paged_mqa_logits_metadata` of the same ``context_lens`` (with either
+      ``block_kv``, any ``num_sms`` up to 65536); its row count - 1 is the number of CTAs.
     - Returns contiguous ``[B * next_n, max_context_len]`` logits of ``logits_dtype`` (float32 or bfloat16).
       Positions outside a row's range are ``-inf`` with ``clean_logits``, left unwritten otherwise.
 
-    Device data is clamped by the kernel: lengths to ``[0, min(max_context_len, 64 * max_blocks)]``, block
+    Device data is clamped by the kernel: lengths to ``[0, min(max_context_len, R * max_blocks)]``, block
     indices to ``[0, num_blocks)``, schedule entries to the batch range; bad values give wrong logits, never
     an access outside the tensors.
 

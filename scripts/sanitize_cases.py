@@ -481,24 +481,26 @@ def check_legacy_triton() -> None:
 
 
 
-def check_paged_mqa_logits() -> None:
-    """Paged MQA logits: ragged 1-D and 2-D context lengths, a shuffled block table, and device data out of range
-    (lengths past the table / negative, block indices outside the cache, a junk schedule) that the kernel clamps."""
+def paged_mqa_case(block_kv: int, forms) -> None:
+    """Paged MQA logits over a cache of block_kv-row blocks: ragged 1-D and 2-D context lengths, a shuffled block table
+    (an odd number of 32-row blocks: the last tile's second block read past the batch's blocks), schedules of 7 slots
+    or fewer, and device data out of range (lengths past the table / negative, block indices outside the cache, a
+    junk schedule) that the kernel clamps. forms: (next_n, heads, lens_2d, slots)."""
     _tests_dir()
     import paged_mqa_reference as ref
     torch.manual_seed(0)
     lens = torch.tensor([1, 64, 65, 200, 130], dtype=torch.int32)
-    pages = [(int(n) + 63) // 64 for n in lens]
-    num_blocks = sum(pages) + 2
-    table = torch.randint(0, num_blocks, (5, max(pages)), dtype=torch.int32)
-    kv_cache, _ = ref.pack_kv_cache(torch.randn(num_blocks, 64, 1, 128))
-    for next_n, heads, lens_2d in ((1, 64, False), (2, 32, True)):
+    blocks = [(int(n) + block_kv - 1) // block_kv for n in lens]
+    num_blocks = sum(blocks) + 2
+    table = torch.randint(0, num_blocks, (5, max(blocks)), dtype=torch.int32)
+    kv_cache, _ = ref.pack_kv_cache(torch.randn(num_blocks, block_kv, 1, 128))
+    for next_n, heads, lens_2d, slots in forms:
         q = torch.randn(5, next_n, heads, 128).to(torch.float8_e4m3fn)
         w = torch.randn(5 * next_n, heads)
-        cl = torch.stack([lens - 1, lens], 1).contiguous() if lens_2d and next_n == 2 else lens
+        cl = torch.stack([lens - next_n + 1 + t for t in range(next_n)], 1).contiguous() if lens_2d else lens
         want = ref.ref_paged_mqa_logits(q, kv_cache, w, cl, table, 256)
         args = [t.cuda() for t in (q, kv_cache, w, cl, table)]
-        meta = deep_gemm.get_paged_mqa_logits_metadata(args[3], 64, 7)
+        meta = deep_gemm.get_paged_mqa_logits_metadata(args[3], block_kv, slots)
         got = deep_gemm.fp8_paged_mqa_logits(*args[:5], meta, 256, True).cpu()
         inside = torch.isfinite(want)
         assert torch.equal(inside, torch.isfinite(got)), "paged mqa logits: -inf pattern wrong"
@@ -506,11 +508,21 @@ def check_paged_mqa_logits() -> None:
         bad_lens, bad_table = args[3].clone(), args[4].clone()
         bad_lens.view(-1)[0], bad_lens.view(-1)[-1] = 1 << 30, -9
         bad_table[0, 0], bad_table[1, 0] = -3, num_blocks + 50
-        for sched in (deep_gemm.get_paged_mqa_logits_metadata(bad_lens, 64, 7),
+        for sched in (deep_gemm.get_paged_mqa_logits_metadata(bad_lens, block_kv, 7),
                       torch.tensor([[-1, 5], [9, 9], [2, -4], [0, 0], [7, 1], [1, 1], [3, 2], [5, 0]], dtype=torch.int32).cuda()):
             deep_gemm.fp8_fp4_paged_mqa_logits((args[0], None), args[1], args[2], bad_lens, bad_table, sched, 200, True,
                                                torch.bfloat16)
         torch.cuda.synchronize()
+
+
+def check_paged_mqa_logits() -> None:
+    paged_mqa_case(64, ((1, 64, False, 7), (2, 32, True, 7)))
+
+
+def check_paged_mqa_logits_kv32() -> None:
+    """32-row blocks (two gathered per 64-row tile), next_n 1, 2 and 4 (the one-warpgroup N = 256 kernel, with a
+    schedule of half the slots as vLLM builds it for next_n 4)."""
+    paged_mqa_case(32, ((1, 64, False, 7), (2, 32, True, 7), (4, 64, True, 3)))
 
 
 def check_mqa_logits() -> None:

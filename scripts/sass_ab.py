@@ -56,6 +56,10 @@ HOOKS = [
      dict(num_heads=32, head_dim=128, bf16_logits=True, compressed=True, clean=False)),
     ('paged_mqa_logits', '_compile_paged_mqa_kernel',
      dict(num_heads=64, next_n=2, lens_2d=False, clean=True, bf16_logits=False)),
+    ('paged_mqa_logits', '_compile_paged_mqa_kernel',
+     dict(num_heads=32, next_n=1, lens_2d=True, clean=False, bf16_logits=True)),
+    ('paged_mqa_logits', '_compile_paged_mqa_kernel',  # N = 256: one math warpgroup
+     dict(num_heads=64, next_n=4, lens_2d=True, clean=True, bf16_logits=False)),
     ('tf32_hc_prenorm_gemm', '_compile_hc_prenorm_kernel', dict(m=13, n=24, k=28672)),
     ('swiglu_fp8_quant', '_compile_quant_kernel',
      dict(input='bf16', swiglu=True, group=128, sf_layout='ue8m0', round_scale=True, weights=True, clamp=True,

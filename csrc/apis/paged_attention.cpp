@@ -16,6 +16,9 @@ namespace {
 
 using kernels::kPagedMqaBlockKv;
 using kernels::kPagedMqaHeadDim;
+using kernels::kPagedMqaSmallBlockKv;
+
+constexpr int64_t kMaxScheduleSms = 1 << 16;  // get_paged_mqa_logits_metadata's num_sms bound (the grid)
 
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
@@ -40,15 +43,19 @@ at::Tensor get_paged_mqa_logits_metadata(const at::Tensor& context_lens, int64_t
                                          const std::optional<at::Tensor>& indices, bool fake) {
     const Checker check("get_paged_mqa_logits_metadata", fake ? CheckMode::kFake : CheckMode::kReal);
     check_context_lens(check, context_lens);
-    if (block_kv != kPagedMqaBlockKv)
-        check.value_error(fmt::format("block_kv must be {} on SM90 (the kv cache page size); got {}", kPagedMqaBlockKv, block_kv));
-    if (num_sms <= 0 or num_sms > (1 << 16)) check.value_error(fmt::format("num_sms must be in [1, 65536]; got {}", num_sms));
+    if (block_kv != kPagedMqaBlockKv and block_kv != kPagedMqaSmallBlockKv)
+        check.value_error(fmt::format("block_kv must be {} or {} on SM90 (the kv cache block size); got {}", kPagedMqaBlockKv,
+                                      kPagedMqaSmallBlockKv, block_kv));
+    if (num_sms <= 0 or num_sms > kMaxScheduleSms)
+        check.value_error(fmt::format("num_sms must be in [1, {}]; got {}", kMaxScheduleSms, num_sms));
     check_no_indices(check, indices);
     const auto options = context_lens.options().dtype(at::kInt);
     if (fake) return at::empty({num_sms + 1, 2}, options);
 
-    // Pages per batch = ceil(longest row / 64) (1-D lens: the batch's length); units are (batch, page) in
-    // batch-major order and SM i starts at unit floor(i * total / num_sms).
+    // Tiles per batch = ceil(longest row / 64) (1-D lens: the batch's length); units are (batch, tile) in
+    // batch-major order and SM i starts at unit floor(i * total / num_sms). A tile is 64 positions whatever the
+    // block size (the kernel gathers two 32-row blocks into one), so block_kv does not change the schedule: a
+    // schedule built for either block size is the right one for both caches.
     const at::Tensor longest = context_lens.dim() == 2 ? std::get<0>(context_lens.max(1)) : context_lens;
     const at::Tensor pages = at::floor_divide(longest.to(at::kLong).clamp_min(0) + (kPagedMqaBlockKv - 1), kPagedMqaBlockKv);
     const at::Tensor inclusive = pages.cumsum(0);
@@ -86,23 +93,25 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     if (known(batch) and batch * next_n * heads > kIntMax)
         check.value_error(fmt::format("B * next_n * H must fit in int32; got q shape {}", qv.shape_str()));
 
-    // kv_cache [num_pages, 64, 1, 128 + 4] bytes: a page is 64 x 128 e4m3 then 64 float32 scales.
+    // kv_cache [num_blocks, block_kv, 1, 128 + 4] bytes, block_kv 64 or 32: a block is block_kv x 128 e4m3 then
+    // block_kv float32 scales.
     check.dtype_in(kv_cache, "kv_cache", {at::kByte, at::kFloat8_e4m3fn});
     const View kv = check.view(kv_cache, "kv_cache");
-    check.rank(kv, 4, "[num_blocks, 64, 1, D + 4]");
+    check.rank(kv, 4, "[num_blocks, block_kv, 1, D + 4]");
     const int64_t row_bytes = kPagedMqaHeadDim + 4;
-    if ((known(kv.size[1]) and kv.size[1] != kPagedMqaBlockKv) or (known(kv.size[2]) and kv.size[2] != 1) or
-        (known(kv.size[3]) and kv.size[3] != row_bytes))
-        check.value_error(fmt::format("kv_cache must have shape [num_blocks, {}, 1, {}] (D = {} FP8 bytes + a float32 scale per row); "
-                                      "got {}",
-                                      kPagedMqaBlockKv, row_bytes, kPagedMqaHeadDim, kv.shape_str()));
+    if ((known(kv.size[1]) and kv.size[1] != kPagedMqaBlockKv and kv.size[1] != kPagedMqaSmallBlockKv) or
+        (known(kv.size[2]) and kv.size[2] != 1) or (known(kv.size[3]) and kv.size[3] != row_bytes))
+        check.value_error(fmt::format("kv_cache must have shape [num_blocks, block_kv, 1, {}] with block_kv {} or {} (D = {} FP8 "
+                                      "bytes + a float32 scale per row); got {}",
+                                      row_bytes, kPagedMqaBlockKv, kPagedMqaSmallBlockKv, kPagedMqaHeadDim, kv.shape_str()));
+    const int64_t block_kv = known(kv.size[1]) ? kv.size[1] : kPagedMqaSmallBlockKv;  // unknown (fake): the smaller bound
     if (known(kv.size[0]) and (kv.size[0] < 1 or kv.size[0] > kIntMax))
         check.value_error(fmt::format("kv_cache must hold between 1 and 2^31 - 1 blocks; got shape {}", kv.shape_str()));
     const bool packed_page = (not known(kv.stride[3]) or kv.stride[3] == 1) and (not known(kv.stride[1]) or kv.stride[1] == row_bytes);
     if (not packed_page)
         check.value_error(
             fmt::format("kv_cache blocks must be packed (strides [*, {}, *, 1]); got strides {}", row_bytes, kv.stride_str()));
-    check.tma_outer_stride(kv, 0, kPagedMqaBlockKv * row_bytes);
+    check.tma_outer_stride(kv, 0, block_kv * row_bytes);
     check.tma_base(kv);
 
     // weights [B * next_n, H] float32, contiguous (the kernel reads a batch's weights as one run of floats).
@@ -131,9 +140,13 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     // schedule_meta [num_sms + 1, 2] int32 contiguous (get_paged_mqa_logits_metadata).
     check.dtype(schedule_meta, "schedule_meta", at::kInt);
     const View sv = check.view(schedule_meta, "schedule_meta");
-    if (sv.dim != 2 or (known(sv.size[1]) and sv.size[1] != 2) or (known(sv.size[0]) and sv.size[0] < 2))
-        check.value_error(fmt::format("schedule_meta must be [num_sms + 1, 2] (get_paged_mqa_logits_metadata); got shape {}",
-                                      sv.shape_str()));
+    // Any slot count runs correctly (one CTA per slot; the slots of a schedule cover every unit): num_sms, or
+    // num_sms // 2 as vLLM builds it for next_n 4, alike. Its content does not depend on block_kv (see above).
+    const bool slots_ok = not known(sv.size[0]) or (sv.size[0] >= 2 and sv.size[0] <= kMaxScheduleSms + 1);
+    if (sv.dim != 2 or (known(sv.size[1]) and sv.size[1] != 2) or not slots_ok)
+        check.value_error(fmt::format("schedule_meta must be [num_sms + 1, 2] with num_sms in [1, {}] (get_paged_mqa_logits_metadata); "
+                                      "got shape {}",
+                                      kMaxScheduleSms, sv.shape_str()));
     check.contiguous(sv, "");
 
     if (max_context_len < 0 or max_context_len > kIntMax)
@@ -160,10 +173,11 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     a.config.lens_2d = context_lens.dim() == 2;
     a.config.clean = clean_logits;
     a.config.bf16_logits = logits_bf16;
+    a.config.block_kv = int(block_kv);
     a.q = q.const_data_ptr();
     a.kv_cache = kv_cache.const_data_ptr();
     // One page: its stride is never used, and any value must still make a valid tensor map.
-    a.page_stride = kv_cache.size(0) > 1 ? kv_cache.stride(0) : int64_t(kPagedMqaBlockKv) * (kPagedMqaHeadDim + 4);
+    a.page_stride = kv_cache.size(0) > 1 ? kv_cache.stride(0) : block_kv * row_bytes;
     a.num_pages = int(kv_cache.size(0));
     a.weights = weights.const_data_ptr<float>();
     a.context_lens = context_lens.const_data_ptr<int>();

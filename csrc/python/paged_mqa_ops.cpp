@@ -64,9 +64,10 @@ at::Tensor logits_entry(const at::Tensor& q, const Opt& q_sf, const at::Tensor& 
 }
 
 // Builds one kernel config for sm_90a without a GPU; returns the cache entry.
-py::dict compile_paged_mqa_kernel(int num_heads, int next_n, bool lens_2d, bool clean, bool bf16_logits) {
+py::dict compile_paged_mqa_kernel(int num_heads, int next_n, bool lens_2d, bool clean, bool bf16_logits, int block_kv) {
     kernels::PagedMqaConfig c;
     c.num_heads = num_heads, c.next_n = next_n, c.lens_2d = lens_2d, c.clean = clean, c.bf16_logits = bf16_logits;
+    c.block_kv = block_kv;
     const jit::KernelSource src = kernels::paged_mqa_logits_source(c);
     return build_entry(src, "sm_90a");
 }
@@ -75,7 +76,7 @@ py::dict compile_paged_mqa_kernel(int num_heads, int next_n, bool lens_2d, bool 
 
 void register_paged_mqa_entries(py::module_& m) {
     m.def("_compile_paged_mqa_kernel", &compile_paged_mqa_kernel, py::arg("num_heads"), py::arg("next_n"), py::arg("lens_2d"),
-          py::arg("clean"), py::arg("bf16_logits"));
+          py::arg("clean"), py::arg("bf16_logits"), py::arg("block_kv") = 64);
     m.def("get_paged_mqa_logits_metadata", &metadata_entry, py::arg("context_lens"), py::arg("block_kv"), py::arg("num_sms"),
           py::arg("indices") = py::none(), "Paged MQA-logits schedule; see deep_gemm.get_paged_mqa_logits_metadata.");
     m.def("_fp8_paged_mqa_logits", &logits_entry, py::arg("q"), py::arg("q_sf"), py::arg("kv_cache"), py::arg("weights"),

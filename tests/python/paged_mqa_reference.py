@@ -4,27 +4,34 @@ shared by tests/python/test_paged_mqa_logits*.py and benchmarks/bench_paged_mqa_
 
 import torch
 
-BLOCK_KV = 64
+BLOCK_KV = 64  # positions per schedule unit (the kernel's kv tile); a cache block holds 64 or 32 rows
+BLOCK_SIZES = (64, 32)
 
 
 def pack_kv_cache(x: torch.Tensor):
-    """bf16/float [num_blocks, 64, 1, D] -> (uint8 kv cache [num_blocks, 64, 1, D + 4], float32 dequantised copy).
+    """bf16/float [num_blocks, R, 1, D] -> (uint8 kv cache [num_blocks, R, 1, D + 4], float32 dequantised copy), R the
+    block size (64 or 32).
 
-    Per kv row: scale = max(amax|row|, 1e-4) / 448, FP8 e4m3 codes of row / scale. A page stores the 64 rows' codes
-    (64 * D bytes) and then the 64 float32 scales."""
+    Per kv row: scale = max(amax|row|, 1e-4) / 448, FP8 e4m3 codes of row / scale. A block stores the R rows' codes
+    (R * D bytes) and then the R float32 scales."""
     num_blocks, rows, heads, dim = x.shape
-    assert heads == 1 and rows == BLOCK_KV
-    xf = x.float()
-    scale = xf.abs().amax(dim=3, keepdim=True).clamp(min=1e-4) / 448.0
-    codes = (xf * (1.0 / scale)).to(torch.float8_e4m3fn)
+    assert heads == 1 and rows in BLOCK_SIZES
+    codes, scale = quantize_rows(x.reshape(-1, dim))
     page = torch.empty((num_blocks, rows * (dim + 4)), dtype=torch.uint8, device=x.device)
     page[:, :rows * dim] = codes.view(torch.uint8).reshape(num_blocks, rows * dim)
-    page[:, rows * dim:] = scale.reshape(num_blocks, rows).contiguous().view(torch.uint8).reshape(num_blocks, rows * 4)
-    return page.view(num_blocks, rows, 1, dim + 4), codes.float() * scale
+    page[:, rows * dim:] = scale.view(torch.uint8).reshape(num_blocks, rows * 4)
+    return page.view(num_blocks, rows, 1, dim + 4), (codes.float() * scale[:, None]).view(x.shape)
+
+
+def quantize_rows(x: torch.Tensor):
+    """[n, D] -> (e4m3 codes [n, D], float32 scales [n]): scale = max(amax|row|, 1e-4) / 448, codes of row / scale."""
+    xf = x.float()
+    scale = xf.abs().amax(dim=1).clamp(min=1e-4) / 448.0
+    return (xf * (1.0 / scale[:, None])).to(torch.float8_e4m3fn), scale
 
 
 def unpack_kv_cache(kv_cache: torch.Tensor):
-    """uint8 [num_blocks, 64, 1, D + 4] -> (float32 codes [num_blocks, 64, D], float32 scales [num_blocks, 64])."""
+    """uint8 [num_blocks, R, 1, D + 4] -> (float32 codes [num_blocks, R, D], float32 scales [num_blocks, R])."""
     num_blocks, rows, _, row_bytes = kv_cache.shape
     dim = row_bytes - 4
     flat = kv_cache.reshape(num_blocks, rows * row_bytes)
@@ -45,8 +52,10 @@ def ref_paged_mqa_logits(q: torch.Tensor, kv_cache: torch.Tensor, weights: torch
                          block_table: torch.Tensor, max_context_len: int, magnitude: bool = False) -> torch.Tensor:
     """float32 [B * next_n, max_context_len]; -inf outside each row's range. q: [B, next_n, H, D] (any float dtype,
     FP8 included: its values are used exactly). magnitude=True gives instead sum_h |w_h| * (|q_h| . |k|) * scale,
-    the scale of the rounding error an FP32-accumulated evaluation of the same sum can make."""
+    the scale of the rounding error an FP32-accumulated evaluation of the same sum can make. Position p of batch b is
+    row p % R of block block_table[b, p // R], R = kv_cache.shape[1]."""
     batch, next_n, heads, dim = q.shape
+    block_kv = kv_cache.shape[1]
     codes, scales = unpack_kv_cache(kv_cache)
     lens = row_lengths(context_lens, next_n).clamp(0, max_context_len)
     out = torch.full((batch * next_n, max_context_len), float('-inf'), dtype=torch.float32, device=q.device)
@@ -54,7 +63,7 @@ def ref_paged_mqa_logits(q: torch.Tensor, kv_cache: torch.Tensor, weights: torch
         n = int(lens[b].max())
         if n == 0:
             continue
-        pages = block_table[b, :(n + BLOCK_KV - 1) // BLOCK_KV].long()
+        pages = block_table[b, :(n + block_kv - 1) // block_kv].long()
         kv = codes[pages].reshape(-1, dim)[:n]                     # [n, D]
         sf = scales[pages].reshape(-1)[:n]                         # [n]
         w = weights[b * next_n:(b + 1) * next_n].float()           # [next_n, H]

@@ -18,12 +18,13 @@ META = deep_gemm.get_paged_mqa_logits_metadata
 
 # ---- the float reference ---------------------------------------------------------------------------
 
-def make_problem(batch, next_n, heads, dim, lens, lens_2d, seed=0, device='cpu', extra_blocks=3):
-    """Random q (e4m3), a packed kv cache with a shuffled block table, float32 weights, int32 lengths."""
+def make_problem(batch, next_n, heads, dim, lens, lens_2d, seed=0, device='cpu', extra_blocks=3, block_kv=64):
+    """Random q (e4m3), a packed kv cache of block_kv-row blocks with a shuffled block table, float32 weights, int32
+    lengths."""
     g = torch.Generator().manual_seed(seed)
     lens = torch.tensor(lens, dtype=torch.int32)
     longest = lens.amax(1) if lens_2d else lens
-    pages = [max(0, (int(n) + 63) // 64) for n in longest]
+    pages = [max(0, (int(n) + block_kv - 1) // block_kv) for n in longest]
     width = max(pages + [1])
     num_blocks = sum(pages) + extra_blocks
     perm = torch.randperm(num_blocks, generator=g)
@@ -32,7 +33,7 @@ def make_problem(batch, next_n, heads, dim, lens, lens_2d, seed=0, device='cpu',
     for b, p in enumerate(pages):
         table[b, :p] = perm[used:used + p].int()
         used += p
-    x = torch.randn(num_blocks, 64, 1, dim, generator=g)
+    x = torch.randn(num_blocks, block_kv, 1, dim, generator=g)
     kv_cache, kv_dequant = ref.pack_kv_cache(x)
     q = (torch.randn(batch, next_n, heads, dim, generator=g) * 2).to(torch.float8_e4m3fn)
     w = torch.randn(batch * next_n, heads, generator=g)
@@ -42,15 +43,17 @@ def make_problem(batch, next_n, heads, dim, lens, lens_2d, seed=0, device='cpu',
 def loop_formula(q, kv_dequant, w, lens, table, max_len):
     """DeepGEMM's test formula in other words, one element at a time: row (b, t) of a batch with 1-D length L
     covers p <= L - next_n + t (its draft position); with 2-D lengths p < lens[b, t]. A row's value at p is
-    sum_h w[row, h] * relu(q[b, t, h] . kv(p)), kv(p) the dequantised row p % 64 of block table[b, p // 64]."""
+    sum_h w[row, h] * relu(q[b, t, h] . kv(p)), kv(p) the dequantised row p % R of block table[b, p // R], R the
+    block size."""
     batch, next_n, heads, dim = q.shape
+    block_kv = kv_dequant.shape[1]
     out = torch.full((batch * next_n, max_len), float('-inf'))
     qf = q.float()
     for b in range(batch):
         for t in range(next_n):
             last = int(lens[b, t]) - 1 if lens.dim() == 2 else int(lens[b]) - next_n + t
             for p in range(min(last + 1, max_len)):
-                kv = kv_dequant[int(table[b, p // 64]), p % 64, 0]
+                kv = kv_dequant[int(table[b, p // block_kv]), p % block_kv, 0]
                 total = 0.0
                 for h in range(heads):
                     total += float(w[b * next_n + t, h]) * max(0.0, float(qf[b, t, h] @ kv))
@@ -58,13 +61,15 @@ def loop_formula(q, kv_dequant, w, lens, table, max_len):
     return out
 
 
-@pytest.mark.parametrize('next_n,lens_2d,lens', [
-    (1, False, [1, 64, 70, 0]),
-    (2, False, [2, 65, 128, 3]),
-    (2, True, [[0, 1], [64, 63], [100, 129], [5, 5]]),
+@pytest.mark.parametrize('next_n,lens_2d,lens,block_kv', [
+    (1, False, [1, 64, 70, 0], 64),
+    (2, False, [2, 65, 128, 3], 64),
+    (2, True, [[0, 1], [64, 63], [100, 129], [5, 5]], 64),
+    (1, False, [1, 32, 33, 70, 0], 32),
+    (4, True, [[0, 1, 31, 32], [64, 63, 65, 97], [5, 5, 5, 5]], 32),
 ])
-def test_reference_matches_loop_formula(next_n, lens_2d, lens):
-    q, kv_cache, kv_dequant, w, lens_t, table = make_problem(len(lens), next_n, 4, 32, lens, lens_2d)
+def test_reference_matches_loop_formula(next_n, lens_2d, lens, block_kv):
+    q, kv_cache, kv_dequant, w, lens_t, table = make_problem(len(lens), next_n, 4, 32, lens, lens_2d, block_kv=block_kv)
     max_len = 160
     got = ref.ref_paged_mqa_logits(q, kv_cache, w, lens_t, table, max_len)
     want = loop_formula(q, kv_dequant, w, lens_t, table, max_len)
@@ -86,10 +91,11 @@ def test_reference_magnitude_is_the_abs_loop_formula():
     assert (plain[finite].abs() <= got[finite] * (1 + 1e-6)).all()
 
 
-def test_pack_unpack_round_trip():
-    x = torch.randn(3, 64, 1, 128)
+@pytest.mark.parametrize('block_kv', ref.BLOCK_SIZES)
+def test_pack_unpack_round_trip(block_kv):
+    x = torch.randn(3, block_kv, 1, 128)
     kv_cache, dequant = ref.pack_kv_cache(x)
-    assert kv_cache.shape == (3, 64, 1, 132) and kv_cache.dtype == torch.uint8
+    assert kv_cache.shape == (3, block_kv, 1, 132) and kv_cache.dtype == torch.uint8
     codes, scales = ref.unpack_kv_cache(kv_cache)
     torch.testing.assert_close(codes * scales[..., None], dequant[:, :, 0], rtol=0, atol=0)
     torch.testing.assert_close(dequant[:, :, 0], x[:, :, 0], rtol=0.07, atol=1e-2)
@@ -132,6 +138,15 @@ def test_schedule_shares_are_balanced_and_ordered():
     assert max(shares) - min(shares) <= 1
 
 
+@pytest.mark.parametrize('num_sms', [1, 66, 132])
+def test_schedule_does_not_depend_on_block_kv(num_sms):
+    """The units are 64-position tiles whatever the cache's block size (the kernel gathers two 32-row blocks into a
+    tile), so block_kv 32 and 64 give the same schedule: one built for either is right for both caches."""
+    lens = torch.tensor([[0, 31], [32, 33], [64, 65], [1, 4000]], dtype=torch.int32)
+    for lens_t in (lens, lens[:, 1].contiguous()):
+        assert META(lens_t, 32, num_sms).tolist() == META(lens_t, 64, num_sms).tolist() == ref.ref_schedule(lens_t, num_sms).tolist()
+
+
 def test_schedule_edge_cases():
     assert META(torch.zeros(0, dtype=torch.int32), 64, 4).tolist() == [[0, 0]] * 5
     assert META(torch.tensor([0, -3], dtype=torch.int32), 64, 2).tolist() == [[2, 0]] * 3
@@ -159,6 +174,49 @@ def kernel_walk(meta, pages, sm):
     return units
 
 
+def producer_blocks(units, table, num_blocks, block_kv):
+    """Python model of the producer warp's block reads in sm90_fp8_paged_mqa_logits.cuh: per unit (b, tile) the
+    cache blocks its TMA copies read, from 32 table entries loaded at once (one per lane) and shuffled out."""
+    per_tile = 64 // block_kv
+    tiles_per_chunk = 32 // per_tile
+    width = len(table[0])
+    prev_b, chunk_first, lanes, out = None, 0, None, []
+    for b, page in units:
+        if b != prev_b or page - chunk_first >= tiles_per_chunk:
+            chunk_first = page
+            entries = [page * per_tile + lane for lane in range(32)]
+            lanes = [min(max(table[b][p] if p < width else 0, 0), num_blocks - 1) for p in entries]
+        prev_b = b
+        src = [(page - chunk_first) * per_tile + i for i in range(per_tile)]
+        assert all(0 <= lane < 32 for lane in src), 'a shuffle from a lane that does not exist'
+        out.append([lanes[lane] for lane in src])
+    return out
+
+
+@pytest.mark.parametrize('block_kv', ref.BLOCK_SIZES)
+@pytest.mark.parametrize('num_sms', [1, 5, 66])
+def test_producer_reads_each_tiles_blocks(block_kv, num_sms):
+    """Every unit's copies read table[b, tile * 64 / block_kv + i] for the blocks that hold its positions (a 64-row
+    tile is two 32-row blocks), across the 32-entry chunks and batch changes; entries past a batch's blocks are
+    clamped into the cache."""
+    rng = random.Random(block_kv * 1000 + num_sms)
+    lens = [rng.choice([0, 1, 31, 32, 33, 64, 65, 2100, 2049]) for _ in range(9)] + [4096]
+    num_blocks = 500
+    width = (max(lens) + block_kv - 1) // block_kv + 1
+    table = [[rng.randrange(-3, num_blocks + 3) for _ in range(width)] for _ in lens]
+    pages = [(n + 63) // 64 for n in lens]
+    meta = META(torch.tensor(lens, dtype=torch.int32), block_kv, num_sms).tolist()
+    for sm in range(num_sms):
+        units = kernel_walk(meta, pages, sm)
+        for (b, j), blocks in zip(units, producer_blocks(units, table, num_blocks, block_kv)):
+            for i, got in enumerate(blocks):
+                entry = j * (64 // block_kv) + i
+                if entry * block_kv < lens[b]:  # a block holding positions of the batch
+                    assert got == min(max(table[b][entry], 0), num_blocks - 1), (b, j, i)
+                else:
+                    assert 0 <= got < num_blocks
+
+
 @pytest.mark.parametrize('num_sms', [1, 5, 132])
 def test_kernel_walk_covers_every_unit_once(num_sms):
     lens = torch.tensor([300, 0, 64, 1, 4096, 65], dtype=torch.int32)
@@ -180,20 +238,23 @@ def test_kernel_walk_ends_on_any_schedule():
 
 # ---- validation (CPU tensors: every check runs before the device check) ------------------------------
 
-def valid_args(batch=2, next_n=2, heads=32, lens_2d=False, device='cpu'):
+def valid_args(batch=2, next_n=2, heads=32, lens_2d=False, device='cpu', block_kv=64, slots=8):
     q = torch.zeros(batch, next_n, heads, 128, dtype=torch.float8_e4m3fn, device=device)
-    kv = torch.zeros(5, 64, 1, 132, dtype=torch.uint8, device=device)
+    kv = torch.zeros(5, block_kv, 1, 132, dtype=torch.uint8, device=device)
     w = torch.zeros(batch * next_n, heads, device=device)
     lens = torch.full((batch, next_n) if lens_2d else (batch,), 70, dtype=torch.int32, device=device)
-    table = torch.zeros(batch, 3, dtype=torch.int32, device=device)
-    meta = torch.zeros(9, 2, dtype=torch.int32, device=device)
+    table = torch.zeros(batch, 3 * 64 // block_kv, dtype=torch.int32, device=device)
+    meta = torch.zeros(slots + 1, 2, dtype=torch.int32, device=device)
     return dict(q=q, kv_cache=kv, weights=w, context_lens=lens, block_table=table, schedule_meta=meta, max_context_len=192)
 
 
-def test_valid_cpu_call_reaches_device_check():
-    for lens_2d in (False, True):
+@pytest.mark.parametrize('block_kv', ref.BLOCK_SIZES)
+@pytest.mark.parametrize('next_n', [1, 2, 4])
+def test_valid_cpu_call_reaches_device_check(block_kv, next_n):
+    # Both block sizes, every next_n, a schedule of num_sms or num_sms // 2 slots (vLLM's next_n 4 form).
+    for lens_2d, slots in ((False, 132), (True, 66)):
         with pytest.raises(RuntimeError, match='^fp8_paged_mqa_logits: requires CUDA tensors'):
-            deep_gemm.fp8_paged_mqa_logits(**valid_args(lens_2d=lens_2d))
+            deep_gemm.fp8_paged_mqa_logits(**valid_args(next_n=next_n, lens_2d=lens_2d, block_kv=block_kv, slots=slots))
 
 
 def _bad(**changes):
@@ -212,8 +273,14 @@ BAD = [
     ('q', lambda t: t.transpose(0, 1), ValueError, 'q must be contiguous'),
     ('kv_cache', lambda t: t.float(), TypeError, 'kv_cache must have dtype'),
     ('kv_cache', lambda t: torch.zeros(5, 64, 1, 130, dtype=torch.uint8), ValueError,
-     r'kv_cache must have shape \[num_blocks, 64, 1, 132\]'),
-    ('kv_cache', lambda t: torch.zeros(5, 32, 1, 132, dtype=torch.uint8), ValueError, 'kv_cache must have shape'),
+     r'kv_cache must have shape \[num_blocks, block_kv, 1, 132\] with block_kv 64 or 32'),
+    ('kv_cache', lambda t: torch.zeros(5, 16, 1, 132, dtype=torch.uint8), ValueError, 'kv_cache must have shape'),
+    ('kv_cache', lambda t: torch.zeros(5, 128, 1, 132, dtype=torch.uint8), ValueError, 'kv_cache must have shape'),
+    ('kv_cache', lambda t: torch.zeros(5, 32, 2, 132, dtype=torch.uint8), ValueError, 'kv_cache must have shape'),
+    ('kv_cache', lambda t: torch.zeros(5, 4232, dtype=torch.uint8)[:, :4224].view(5, 32, 1, 132), ValueError,
+     'multiple of 16 bytes'),
+    ('kv_cache', lambda t: torch.zeros(20000, dtype=torch.uint8).as_strided((5, 32, 1, 132), (2112, 132, 132, 1)), ValueError,
+     'must be at least 4224'),
     ('kv_cache', lambda t: torch.zeros(0, 64, 1, 132, dtype=torch.uint8), ValueError, 'between 1 and'),
     ('kv_cache', lambda t: torch.zeros(5, 64, 1, 140, dtype=torch.uint8)[..., :132], ValueError, 'blocks must be packed'),
     ('kv_cache', lambda t: torch.zeros(5, 8452, dtype=torch.uint8)[:, :8448].view(5, 64, 1, 132), ValueError, 'multiple of 16 bytes'),
@@ -234,6 +301,7 @@ BAD = [
     ('schedule_meta', lambda t: t.long(), TypeError, 'schedule_meta must have dtype int32'),
     ('schedule_meta', lambda t: torch.zeros(9, 3, dtype=torch.int32), ValueError, r'schedule_meta must be \[num_sms \+ 1, 2\]'),
     ('schedule_meta', lambda t: torch.zeros(1, 2, dtype=torch.int32), ValueError, 'schedule_meta must be'),
+    ('schedule_meta', lambda t: torch.zeros(65538, 2, dtype=torch.int32), ValueError, r'num_sms in \[1, 65536\]'),
     ('max_context_len', -1, ValueError, 'max_context_len must be in'),
     ('max_context_len', 1 << 31, ValueError, 'max_context_len must be in'),
 ]
@@ -266,8 +334,11 @@ def test_sm100_only_arguments_raise_not_implemented():
 
 def test_metadata_validation():
     lens = torch.zeros(3, dtype=torch.int32)
-    with pytest.raises(ValueError, match='^get_paged_mqa_logits_metadata: block_kv must be 64'):
-        META(lens, 32, 4)
+    for block_kv in (0, 16, 48, 128):
+        with pytest.raises(ValueError, match='^get_paged_mqa_logits_metadata: block_kv must be 64 or 32 on SM90'):
+            META(lens, block_kv, 4)
+    with pytest.raises(ValueError, match=r'num_sms must be in \[1, 65536\]'):
+        META(lens, 32, 65537)
     with pytest.raises(ValueError, match='num_sms must be in'):
         META(lens, 64, 0)
     with pytest.raises(TypeError, match='context_lens must have dtype int32'):
@@ -333,6 +404,17 @@ def test_opcheck_meta():
     with pytest.raises(ValueError, match='head dim D must be 128'):
         torch.ops.deep_gemm.fp8_paged_mqa_logits(a['q'][..., :64], None, a['kv_cache'], a['weights'], a['context_lens'],
                                                  a['block_table'], a['schedule_meta'], 192, False, True, None)
+
+
+def test_meta_kernel_takes_32_row_blocks():
+    a = valid_args(device='meta', next_n=4, block_kv=32, slots=66)
+    args = (a['q'], None, a['kv_cache'], a['weights'], a['context_lens'], a['block_table'], a['schedule_meta'], 192, True, False, None)
+    torch.library.opcheck(torch.ops.deep_gemm.fp8_paged_mqa_logits.default, args)
+    out = torch.ops.deep_gemm.fp8_paged_mqa_logits(*args)
+    assert out.shape == (8, 192) and out.dtype == torch.float32
+    torch.library.opcheck(torch.ops.deep_gemm.get_paged_mqa_logits_metadata.default, (a['context_lens'], 32, 66, None))
+    with pytest.raises(ValueError, match='kv_cache must have shape'):
+        torch.ops.deep_gemm.fp8_paged_mqa_logits(a['q'], None, a['kv_cache'][:, :16], *args[3:])
 
 
 def test_opcheck_metadata_cpu():

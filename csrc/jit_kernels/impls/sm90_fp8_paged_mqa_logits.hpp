@@ -19,6 +19,7 @@ struct PagedMqaConfig {
     bool lens_2d = false;    // context_lens [B, next_n] (per row) instead of [B]
     bool clean = false;      // write -inf outside each row's context
     bool bf16_logits = false;
+    int block_kv = 64;       // kv rows per cache block: 64, or 32 (two blocks gathered into each 64-row tile)
 
     uint32_t key() const;
     bool operator==(const PagedMqaConfig& o) const { return key() == o.key(); }
@@ -28,7 +29,8 @@ struct PagedMqaConfigHash {
     size_t operator()(const PagedMqaConfig& c) const { return std::hash<uint32_t>()(c.key()); }
 };
 
-inline constexpr int kPagedMqaBlockKv = 64;   // kv rows per page
+inline constexpr int kPagedMqaBlockKv = 64;   // kv rows per tile (a schedule unit); a cache block holds 64 or 32
+inline constexpr int kPagedMqaSmallBlockKv = 32;
 inline constexpr int kPagedMqaHeadDim = 128;  // FP8 bytes per q / kv row
 inline constexpr int kPagedMqaStages = 8;     // kv pages in flight per SM (8 KB each)
 
@@ -40,7 +42,7 @@ inline int paged_mqa_threads(const PagedMqaConfig& c) { return 128 * paged_mqa_m
 struct PagedMqaArgs {
     PagedMqaConfig config;
     const void* q = nullptr;             // e4m3 [B * next_n * H, 128] contiguous rows
-    const void* kv_cache = nullptr;      // num_pages pages of page_stride bytes: 64 x 128 e4m3, then 64 fp32
+    const void* kv_cache = nullptr;      // num_pages blocks of page_stride bytes: block_kv x 128 e4m3, then block_kv fp32
     int64_t page_stride = 0;
     int num_pages = 0;
     const float* weights = nullptr;      // [B * next_n, H] contiguous

@@ -2,23 +2,26 @@
 //
 //   logits[b * kNextN + t, p] = sum_h w[b * kNextN + t, h] * relu(q[b, t, h, :] . kv(p)) * s(p)    for p < len(b, t)
 //
-// kv(p) / s(p) are the FP8 row and FP32 scale of token p of batch b: page block_table[b, p / 64], row p % 64.
-// A page of the kv cache is 64 * D FP8 bytes (row-major [64, D]) followed by 64 FP32 scales; pages are
-// page_stride bytes apart. len(b, t) is the row's context length (see row_len), clamped on the device to
-// [0, min(max_context_len, 64 * table_width)] so no length read from memory can address past the logits row
-// or the block table; page indices are clamped to [0, num_pages).
+// kv(p) / s(p) are the FP8 row and FP32 scale of token p of batch b: block block_table[b, p / kBlockKv], row
+// p % kBlockKv. A block (page) of the kv cache is kBlockKv * D FP8 bytes (row-major [kBlockKv, D]) followed by
+// kBlockKv FP32 scales; blocks are page_stride bytes apart; kBlockKv is 64 or 32. len(b, t) is the row's context
+// length (see row_len), clamped on the device to [0, min(max_context_len, kBlockKv * table_width)] so no length
+// read from memory can address past the logits row or the block table; block indices are clamped to
+// [0, num_pages).
 //
-// Work unit = (batch b, page j): one kv tile of 64 rows (wgmma M side, operand A) against the kNextN * H query
-// heads of batch b (N side, operand B). schedule_meta (get_paged_mqa_logits_metadata) holds, for SM i, the
-// first unit (batch, page) of its share; the units of batch b are j < ceil(max_t len(b, t) / 64), walked in
-// order b-major. CTA i takes the units from entry i up to (excluding) entry i + 1.
+// Work unit = (batch b, tile j): one kv tile of 64 positions (wgmma M side, operand A) against the kNextN * H query
+// heads of batch b (N side, operand B). With 32-row blocks a tile is gathered from two blocks (table entries 2j and
+// 2j + 1, two TMA copies into the two halves of one ring slot), so the tiles, the schedule and the math do not
+// depend on the block size. schedule_meta (get_paged_mqa_logits_metadata) holds, for SM i, the first unit
+// (batch, tile) of its share; the units of batch b are j < ceil(max_t len(b, t) / 64), walked in order b-major.
+// CTA i takes the units from entry i up to (excluding) entry i + 1.
 //
 // The per-tile math (QGMMA m64nNk32 of the kv tile against the batch's kNextN * H query rows, relu * w and the
 // sum over heads in registers) is the shared MQA tile of the dense kernel (mqa_logits_tile.cuh).
 //
 // Warp roles (threads_of<kMathWGs> = 128 * kMathWGs + 32): kMathWGs math warpgroups take the units of the CTA in
 // turns (unit i: warpgroup i % kMathWGs), so one's QGMMAs overlap another's reduction; the last warp issues the loads:
-// kv pages (the 64 x 128 FP8 rows and, through a second tensor map, the 64 scales) into a kStages ring, the
+// kv tiles (the 64 x 128 FP8 rows and, through a second tensor map, the 64 scales) into a kStages ring, the
 // query tile of a batch into one of two q slots when the batch changes.
 // With clean logits, after its units each CTA writes -inf to positions [len, max_context_len) of a strided
 // share of the rows (disjoint from what the units write, so no ordering between CTAs is needed).
@@ -35,7 +38,7 @@
 
 namespace deep_gemm::paged_mqa {
 
-constexpr u32 kPageRows = 64;   // block_kv: kv rows per page = wgmma M
+constexpr u32 kPageRows = 64;   // kv rows per tile (unit) = wgmma M; a kv block holds kPageRows or kPageRows / 2
 constexpr u32 kHeadDim = 128;   // FP8 bytes per kv / q row = one 128-byte swizzle row
 template <u32 kMathWGs>
 constexpr u32 threads_of = 128 * kMathWGs + 32;
@@ -58,34 +61,34 @@ struct Layout {
 
 // Context length of row (b, t): 2-D lens give it per row; 1-D lens give the batch's length L, and row t
 // (the t-th of the batch's kNextN draft tokens) sees positions p <= L - kNextN + t.
-template <u32 kNextN, bool kLens2d>
+template <u32 kNextN, bool kLens2d, u32 kBlockKv>
 __device__ __forceinline__ int row_len(const Args& a, int b, u32 t) {
     const long long raw = kLens2d ? (long long)__ldg(a.context_lens + (long long)b * kNextN + t)
                                   : (long long)__ldg(a.context_lens + b) - (long long)kNextN + t + 1;
-    const long long cap = min((long long)a.max_context_len, (long long)a.table_width * kPageRows);
+    const long long cap = min((long long)a.max_context_len, (long long)a.table_width * kBlockKv);
     return (int)max(0ll, min(raw, cap));
 }
 
-template <u32 kNextN, bool kLens2d>
+template <u32 kNextN, bool kLens2d, u32 kBlockKv>
 __device__ __forceinline__ int batch_pages(const Args& a, int b) {
     int longest = 0;
 #pragma unroll
-    for (u32 t = 0; t < kNextN; ++t) longest = max(longest, row_len<kNextN, kLens2d>(a, b, t));
+    for (u32 t = 0; t < kNextN; ++t) longest = max(longest, row_len<kNextN, kLens2d, kBlockKv>(a, b, t));
     return (longest + (int)kPageRows - 1) / (int)kPageRows;
 }
 
-// Calls f(b, page) for this CTA's units in order. Every value read from schedule is clamped and the walk
-// only moves forward, so any schedule ends after at most all units.
-template <u32 kNextN, bool kLens2d, typename F>
+// Calls f(b, page) for this CTA's units (64-position tiles) in order. Every value read from schedule is clamped
+// and the walk only moves forward, so any schedule ends after at most all units.
+template <u32 kNextN, bool kLens2d, u32 kBlockKv, typename F>
 __device__ __forceinline__ void for_each_unit(const Args& a, F&& f) {
     const int* s = a.schedule + 2 * blockIdx.x;
     int b = min(max(__ldg(s), 0), a.batch), page = max(__ldg(s + 1), 0);
     const int end_b = min(max(__ldg(s + 2), 0), a.batch), end_page = max(__ldg(s + 3), 0);
-    int pages = b < a.batch ? batch_pages<kNextN, kLens2d>(a, b) : 0;
+    int pages = b < a.batch ? batch_pages<kNextN, kLens2d, kBlockKv>(a, b) : 0;
     while (b < a.batch and (b < end_b or (b == end_b and page < end_page))) {
         if (page >= pages) {
             ++b, page = 0;
-            pages = b < a.batch ? batch_pages<kNextN, kLens2d>(a, b) : 0;
+            pages = b < a.batch ? batch_pages<kNextN, kLens2d, kBlockKv>(a, b) : 0;
             continue;
         }
         f(b, page);
@@ -93,7 +96,7 @@ __device__ __forceinline__ void for_each_unit(const Args& a, F&& f) {
     }
 }
 
-template <u32 kNumHeads, u32 kNextN, u32 kStages, u32 kMathWGs, bool kLens2d, bool kClean, typename OutT>
+template <u32 kNumHeads, u32 kNextN, u32 kStages, u32 kMathWGs, bool kLens2d, bool kClean, typename OutT, u32 kBlockKv>
 __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_q, const TmaDescriptor& tmap_kv,
                                                       const TmaDescriptor& tmap_sf, const Args& a) {
     using L = Layout<kNumHeads, kNextN, kStages>;
@@ -106,6 +109,9 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
     static_assert(Tile::kN == kN && Tile::kKvTileBytes == L::kKvTileBytes && Tile::kQTileBytes == L::kQTileBytes,
                   "paged layout and tile disagree");
     static_assert(Tile::kQueriesPerLane == 1, "one pseudo-query per lane");
+    static_assert(kBlockKv == kPageRows || kBlockKv == kPageRows / 2, "kv blocks of 64 or 32 rows");
+    constexpr u32 kBlocksPerTile = kPageRows / kBlockKv;  // kv blocks gathered into one 64-row tile: 1 or 2
+    constexpr int kTilesPerChunk = 32 / (int)kBlocksPerTile;  // tiles whose table entries one warp load covers
 
     extern __shared__ __align__(1024) u8 smem[];
     u8* kv_smem = smem;
@@ -130,11 +136,12 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
 
     if (warp == 4 * kMathWGs) {
         // Producer warp: every lane walks the units (the same data, so the same path); the block indices of up
-        // to 32 pages of a batch are loaded at once, one per lane, and lane 0 issues the barriers and TMA loads.
+        // to 32 blocks of a batch are loaded at once, one per lane, and lane 0 issues the barriers and TMA loads
+        // (one copy of rows and one of scales per block: kBlocksPerTile of each fill one ring slot).
         PipelineState<kStages> ks;
         PipelineState<2> qs;
         int prev_b = -1, chunk_first = 0, chunk_block = 0;
-        for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
+        for_each_unit<kNextN, kLens2d, kBlockKv>(a, [&](int b, int page) {
             const bool new_batch = b != prev_b;
             if (new_batch) {
                 if (prev_b >= 0) qs.advance();
@@ -145,18 +152,29 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
                     ptx::tma_load_2d(q_smem + qs.stage * L::kQTileBytes, tmap_q, &q_bars.full[qs.stage], 0, b * (int)kN);
                 }
             }
-            if (new_batch or page - chunk_first >= 32) {
+            if (new_batch or page - chunk_first >= kTilesPerChunk) {
                 chunk_first = page;
-                const int p = page + (int)lane;  // entries past the batch's pages are read but not used
+                // Entries past the batch's blocks (or the table: block 0) are read but their rows are not used.
+                const int p = page * (int)kBlocksPerTile + (int)lane;
                 const int raw = p < a.table_width ? __ldg(a.block_table + (long long)b * a.table_stride + p) : 0;
                 chunk_block = min(max(raw, 0), a.num_pages - 1);
             }
-            const int block = __shfl_sync(0xffffffffu, chunk_block, page - chunk_first);
+            int blocks[kBlocksPerTile];
+#pragma unroll
+            for (u32 i = 0; i < kBlocksPerTile; ++i)
+                blocks[i] = __shfl_sync(0xffffffffu, chunk_block, (page - chunk_first) * (int)kBlocksPerTile + (int)i);
             if (lane == 0) {
                 kv_bars.producer_acquire(ks);
                 kv_bars.producer_commit(ks, L::kKvTileBytes + L::kScaleBytes);
-                ptx::tma_load_3d(kv_smem + ks.stage * L::kKvTileBytes, tmap_kv, &kv_bars.full[ks.stage], 0, 0, block);
-                ptx::tma_load_2d(const_cast<float*>(sf_smem) + ks.stage * kPageRows, tmap_sf, &kv_bars.full[ks.stage], 0, block);
+#pragma unroll
+                for (u32 i = 0; i < kBlocksPerTile; ++i) {
+                    // Block i fills rows [i * kBlockKv, (i + 1) * kBlockKv) of the tile (a 1024-byte multiple: the
+                    // 128-byte swizzle of the half is that of the same rows in a 64-row box).
+                    ptx::tma_load_3d(kv_smem + ks.stage * L::kKvTileBytes + i * kBlockKv * kHeadDim, tmap_kv,
+                                     &kv_bars.full[ks.stage], 0, 0, blocks[i]);
+                    ptx::tma_load_2d(const_cast<float*>(sf_smem) + ks.stage * kPageRows + i * kBlockKv, tmap_sf,
+                                     &kv_bars.full[ks.stage], 0, blocks[i]);
+                }
             }
             __syncwarp();
             ks.advance();
@@ -177,14 +195,14 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
         const u32 my_t = (lane % 4) / kSpan;
         const bool writer = lane % kSpan == 0;
         const u32 row0 = Tile::row_of(0, warp % 4, lane);
-        for_each_unit<kNextN, kLens2d>(a, [&](int b, int page) {
+        for_each_unit<kNextN, kLens2d, kBlockKv>(a, [&](int b, int page) {
             if (b != prev_b) {
                 if (prev_b >= 0) {
                     q_bars.consumer_release_warp(qs, lane);
                     qs.advance();
                 }
                 prev_b = b;
-                my_len = row_len<kNextN, kLens2d>(a, b, my_t);
+                my_len = row_len<kNextN, kLens2d, kBlockKv>(a, b, my_t);
                 // Batch b's weights are the 4 pseudo-rows 4b .. 4b + 3 of kN / 4 floats (weights contiguous).
                 Tile::load_weights(w, a.weights, kN / 4, 4u * (u32)b, 4u, lane);
                 q_bars.consumer_wait(qs);
@@ -226,7 +244,7 @@ __device__ __forceinline__ void paged_mqa_logits_impl(const TmaDescriptor& tmap_
         const int rows = a.batch * (int)kNextN;
         for (int row = blockIdx.x; row < rows; row += gridDim.x) {
             const int b = row / (int)kNextN;
-            const int begin = row_len<kNextN, kLens2d>(a, b, (u32)(row % (int)kNextN));
+            const int begin = row_len<kNextN, kLens2d, kBlockKv>(a, b, (u32)(row % (int)kNextN));
             OutT* out = logits + (long long)row * a.logits_stride;
             for (int p = begin + (int)thread; p < a.max_context_len; p += (int)kThreads) out[p] = neg_inf;
         }
