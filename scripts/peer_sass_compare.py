@@ -40,8 +40,8 @@ OPS = {
 
 # Opcode families worth a column (prefix match on the SASS opcode, modifiers stripped).
 FAMILIES = ['QGMMA', 'HGMMA', 'WARPGROUP', 'FFMA', 'FMUL', 'FADD', 'LDS', 'LDSM', 'LDG', 'STS', 'STSM', 'STG',
-            'UTMALDG', 'UTMASTG', 'UBLKCP', 'SYNCS', 'BAR', 'R2UR', 'MOV', 'SHFL', 'BRA', 'ISETP', 'SEL', 'FSEL',
-            'IMAD', 'IADD3', 'LDL', 'STL', 'CCTL', 'UCGABAR', 'ELECT', 'WARPSYNC', 'NOP']
+            'UTMALDG', 'UTMASTG', 'UTMAREDG', 'UTMACCTL', 'UBLKCP', 'SYNCS', 'BAR', 'R2UR', 'MOV', 'SHFL', 'BRA',
+            'ISETP', 'SEL', 'FSEL', 'IMAD', 'IADD3', 'LDL', 'STL', 'CCTL', 'UCGABAR', 'ELECT', 'WARPSYNC', 'NOP']
 
 
 def default_peer():
@@ -133,7 +133,10 @@ def build_ours(args, work, cuobjdump):
         kwargs['ks'] = [k // args.groups] * args.groups
     if args.op == 'psum':
         kwargs['psum'] = True
-    planned = _C._plan_gemm_call(op, m, n, k, **kwargs)
+    try:
+        planned = _C._plan_gemm_call(op, m, n, k, **kwargs)
+    except (RuntimeError, ValueError) as e:   # a tile our kernel does not take: the planner's message
+        sys.exit(f'ours cannot plan this tile: {e}')
     name, symbol, code = planned[-1]   # a planned call's last kernel is the GEMM (earlier ones: layout helpers)
     entry = _C.build_source(name, symbol, code, 'sm_90a')
     cubin = glob.glob(os.path.join(entry['dir'], '*.cubin'))[0]
