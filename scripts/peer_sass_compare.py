@@ -11,9 +11,9 @@ backward branch whose body issues the tensor-core instructions), side by side.
         --multicast b --dump /tmp/cmp                                           # also writes both .sass files
     python3 scripts/peer_sass_compare.py --op k_grouped --shape 7168,2048,16384 --groups 4 --tile 128,128,6
 
---peer takes the tarball (default: .peers/ or ../shared/peers/deepgemm-*.tar.xz) or an extracted source folder. Needs the
-extension built (PYTHONPATH=repo root), nvcc and a cuobjdump of CUDA 13 (the same one the tests use).
-docs/performance.md ("Comparing kernels with the peer's") shows how the results are read.
+--peer takes the tarball (default: .peers/ or ../shared/peers/deepgemm-*.tar.xz) or an extracted source folder.
+Needs the extension built (PYTHONPATH=repo root), nvcc and a cuobjdump of CUDA 13 (the same one the tests use).
+docs/performance.md ("Comparing a kernel with DeepGEMM's") says where it fits; docs/kernels/ read its results.
 """
 import argparse
 import collections
@@ -74,7 +74,8 @@ def peer_source(args, gemm_type, kernel, dims):
         targs = [*shape, groups, bm, bn, 128, swizzle(128), swizzle(128), stages, 128, math_threads, cluster, on_a,
                  args.num_sms, gemm_type, 'float']
     return (f'#include <deep_gemm/impls/sm90_fp8_gemm_{kernel}.cuh>\nusing namespace deep_gemm;\n'
-            f'static void instantiate() {{\n    auto ptr = reinterpret_cast<void*>(&sm90_fp8_gemm_{kernel}_impl<\n        '
+            f'static void instantiate() {{\n'
+            f'    auto ptr = reinterpret_cast<void*>(&sm90_fp8_gemm_{kernel}_impl<\n        '
             + ', '.join(map(str, targs)) + '>);\n    (void)ptr;\n}\n')
 
 
@@ -97,7 +98,8 @@ def build_peer(args, work, nvcc, cuobjdump):
     cubin = os.path.join(work, 'peer.cubin')
     cmd = [nvcc, '-std=c++20', '--gpu-architecture=sm_90a', '-cubin', '-O3', '--expt-relaxed-constexpr',
            '--expt-extended-lambda', '--ptxas-options=--register-usage-level=10',
-           '-I', os.path.join(src, 'deep_gemm', 'include'), '-I', os.path.join(src, 'third-party', 'cutlass', 'include'),
+           '-I', os.path.join(src, 'deep_gemm', 'include'),
+           '-I', os.path.join(src, 'third-party', 'cutlass', 'include'),
            cu, '-o', cubin]
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode != 0:
