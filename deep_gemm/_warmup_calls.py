@@ -40,15 +40,18 @@ _INT32_MAX = 2**31 - 1
 # What an H100/H200 SXM offers (the default without a GPU to ask).
 _DEFAULT_NUM_SMS = 132
 _DEFAULT_SMEM_OPTIN = 232448
+_DEFAULT_CLOCK_MHZ = 1980
 
 
 @dataclass(frozen=True)
 class PlanTarget:
-    """The device the kernels are planned for: the config choice depends on its SM count and shared memory."""
+    """The device the kernels are planned for: the config choice depends on its SM count and shared memory, the
+    tuning table's picks on its model (SM count and clock)."""
     arch: str
     num_sms: int
     smem_optin: int
     from_device: bool  # the defaults came from this machine's GPU
+    clock_mhz: int = _DEFAULT_CLOCK_MHZ
 
     def __str__(self) -> str:
         where = "this machine's GPU" if self.from_device else 'given or default values'
@@ -65,7 +68,7 @@ def plan_target(arch: Optional[str] = None, num_sms: Optional[int] = None,
         info = _C.device_info(torch.cuda.current_device())
         if arch is None or arch == info['arch']:
             return PlanTarget(info['arch'], num_sms or _C.get_num_sms(), smem_optin or info['max_smem_per_block_optin'],
-                              True)
+                              True, info['clock_mhz'])
     return PlanTarget(arch or 'sm_90a', num_sms or _DEFAULT_NUM_SMS, smem_optin or _DEFAULT_SMEM_OPTIN, False)
 
 
@@ -226,4 +229,5 @@ def call_kwargs(call: Call, target: PlanTarget) -> Dict[str, Any]:
         ensure_zero_padding=_bool(call, 'ensure_zero_padding', True),
         mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
         compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
-        cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())])
+        cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())],
+        clock_mhz=target.clock_mhz)

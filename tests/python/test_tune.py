@@ -121,3 +121,12 @@ def test_tune_one_call_on_a_gpu(cache, hopper):
     if r.config:
         assert r.tuned_us < r.heuristic_us and table[0][3] == r.config
     assert 'heuristic us' in format_table(results)
+
+
+def test_warmup_plans_with_the_picks_of_its_target_gpu_model(cache):
+    from deep_gemm._warmup_calls import PlanTarget, parse_call, plan_call
+    heuristic = planned()[0]
+    _, tuned = tune_first_candidate(cache)
+    call = parse_call('fp8_gemm_nt:m=4096,n=7168,k=2048')
+    assert plan_call(call, PlanTarget('sm_90a', 132, 232448, False))[0].symbol == tuned
+    assert plan_call(call, PlanTarget('sm_90a', 132, 232448, False, 1755))[0].symbol == heuristic
