@@ -161,6 +161,32 @@ TEST(KnobTables, CandidatesStayAroundThePick) {
     EXPECT_LT(knobs::candidates(table, pick, 1).size(), knobs::candidates(table, pick, 2).size());
 }
 
+// The problem-dependent rules live in the kernel's finalize (kernel_key), whichever config reaches it: the
+// settings' forced config here, a candidate or a tuned pick elsewhere.
+TEST(KnobTables, FinalizeHoldsTheGroupedRules) {
+    const deep_gemm::kernels::DeviceLimits h200;
+    GemmProblem contiguous = problems()[2], masked = problems()[3];
+    const auto plan_error = [&](const GemmProblem& p, const char* config) -> std::string {
+        dg_test::ScopedEnv env("DG_FP8_GEMM_CONFIG", config);
+        try {
+            deep_gemm::kernels::plan_gemm(p, h200);
+        } catch (const deep_gemm::jit::Error& e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_NE(plan_error(contiguous, "192,128,0").find("block_m 192 is for the dense and masked GEMMs only"), std::string::npos);
+    EXPECT_NE(plan_error(contiguous, "128,64,0,0,0,8,2").find("split_k is for the dense GEMM only"), std::string::npos);
+    EXPECT_EQ(plan_error(masked, "192,128,0"), "");
+    dg_test::ScopedEnv env("DG_FP8_GEMM_CONFIG", "128,128,0,0,2");  // A pairs: not the masked scheduler's
+    EXPECT_EQ(deep_gemm::kernels::plan_gemm(masked, h200).symbol.find("_mc"), std::string::npos);
+    env.set("DG_FP8_GEMM_CONFIG", "128,128,0,0,1");  // B pairs of one group: kept
+    EXPECT_NE(deep_gemm::kernels::plan_gemm(masked, h200).symbol.find("_mcb"), std::string::npos);
+    env.set("DG_FP8_GEMM_CONFIG", std::nullopt);
+    for (const auto& c : deep_gemm::kernels::gemm_config_candidates(contiguous, h200).candidates)
+        EXPECT_EQ(c.kernel.symbol.find("_bm192_"), std::string::npos) << c.config;
+}
+
 class KnobCandidateCompile : public dg_test::KernelCompileTest {
 protected:
     KnobCandidateCompile() : KernelCompileTest("dg_knob_candidates_") {}

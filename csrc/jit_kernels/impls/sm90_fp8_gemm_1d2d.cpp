@@ -234,20 +234,6 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
-        if (mode != GemmGroupedMode::kNone) {
-            // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64
-            // or 128 rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler);
-            // they look groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not
-            // fit. The masked one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
-            if (is_contiguous(mode) ? config.multicast == 1 && config.block_m > 128
-                                    : !(is_masked(mode) && config.multicast == 1))
-                config.multicast = 0;
-            if (config.split_k > 1)
-                fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));
-            if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)
-                fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got " +
-                                heuristics::sm90_fp8_to_string(config));
-        }
     }
     // With the config model's time for this config (forced ones too), for calibrating the model by sweeps
     // (masked: on G x expected_m rows).
@@ -275,6 +261,19 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
     // D = C + acc: C is read and added in the epilogue, which then stores from registers.
     if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
+    if (p.mode != GemmGroupedMode::kNone) {
+        // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64 or 128
+        // rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler); they look
+        // groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not fit. The masked
+        // one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
+        if (is_contiguous(p) ? key.multicast == 1 && key.block_m > 128 : !(is_masked(p) && key.multicast == 1))
+            key.multicast = 0;
+        if (key.split_k > 1)
+            fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got split_k " +
+                            std::to_string(key.split_k));
+        if (key.block_m == 192 && !is_masked(p) && !is_heads(p))
+            fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got block_m 192");
+    }
     if (key.split_k > 1) {
         if (p.with_c) fail_op(op, "split_k does not take a C operand");
         const int num_kb = (p.k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
