@@ -130,3 +130,15 @@ def test_warmup_plans_with_the_picks_of_its_target_gpu_model(cache):
     call = parse_call('fp8_gemm_nt:m=4096,n=7168,k=2048')
     assert plan_call(call, PlanTarget('sm_90a', 132, 232448, False))[0].symbol == tuned
     assert plan_call(call, PlanTarget('sm_90a', 132, 232448, False, 1755))[0].symbol == heuristic
+
+
+def test_a_tuned_kernel_missing_under_compile_error_is_the_usual_error(cache, monkeypatch):
+    """A tuned pick is planned like any config, so DG_JIT_COMPILE=error names its kernel as missing (the GPU
+    path builds its planned source through the same cache lookup)."""
+    _, tuned = tune_first_candidate(cache)
+    name, symbol, code = _C._plan_gemm_call(*SHAPE)[0]
+    assert symbol == tuned
+    monkeypatch.setenv('DG_JIT_COMPILE', 'error')
+    deep_gemm.reload_settings()
+    with pytest.raises(RuntimeError, match='DG_JIT_COMPILE=error: kernel sm90_fp8_gemm_1d2d .* is not in the kernel cache'):
+        _C.build_source(name, symbol, code, 'sm_90a')
