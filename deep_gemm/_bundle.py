@@ -4,7 +4,8 @@ A bundle is a tar archive (gzip-compressed) that holds, relative to nothing (it 
 
 - ``BUNDLE.json``: format, the deep_gemm version, the compiler (kind and version: the toolkit) and the driver
   version of the exporting machine (``null`` on a machine without a GPU), and per entry its directory name,
-  kernel name, key, arch, and each file's size and SHA-256;
+  kernel name, key, arch, and each file's size and SHA-256; and the cache's tuning table as ``tuning``, rows
+  of (GPU model, variable, signature, config, heuristic µs, tuned µs), merged into the importing cache's table;
 - ``entries/kernel.<name>.<key>/{manifest,kernel.cubin[,kernel.cu,kernel.ptx,kernel.sass]}``.
 
 Import reads the whole archive and verifies it before installing anything: ``BUNDLE.json`` first, then every
@@ -106,7 +107,8 @@ def export_bundle(root: str, path: str, dirs: Optional[List[str]] = None) -> dic
     now = int(time.time())
     header = {'format': FORMAT, 'deep_gemm_version': version, 'created': now,
               'compiler': {'kind': compiler.get('kind'), 'version': compiler.get('version')},
-              'driver_version': _driver_version(), 'entries': listed}
+              'driver_version': _driver_version(), 'entries': listed,
+              'tuning': [list(row) for row in _C._tuning_table(root)]}
     listing = json.dumps(header, indent=1).encode()
     if len(listing) > _MAX_LISTING_BYTES:
         raise BundleError(f'{path}: {len(listed)} entries are more than one bundle holds; export fewer '
@@ -123,7 +125,8 @@ def export_bundle(root: str, path: str, dirs: Optional[List[str]] = None) -> dic
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
-    return {'file': path, 'entries': len(listed), 'skipped': skipped, 'compiler': header['compiler']}
+    return {'file': path, 'entries': len(listed), 'skipped': skipped, 'compiler': header['compiler'],
+            'tuning': len(header['tuning'])}
 
 
 def _listing(path: str, text: bytes) -> Dict[str, tuple]:
@@ -220,6 +223,12 @@ def read_bundle(path: str, staging: str) -> dict:
         if name not in staged:
             raise BundleError(f'{path}: {name!r} is listed in BUNDLE.json but missing')
         entry.setdefault('staged', {})[name.rsplit('/', 1)[1]] = staged[name]
+    tuning = header.setdefault('tuning', [])  # (bundles of earlier versions have none)
+    row_types = (str, str, str, str, (int, float), (int, float))
+    if not isinstance(tuning, list) or not all(
+            isinstance(row, list) and len(row) == 6 and all(isinstance(v, t) and not isinstance(v, bool)
+                                                            for v, t in zip(row, row_types)) for row in tuning):
+        raise BundleError(f'{path}: malformed tuning rows in BUNDLE.json')
     for entry in header['entries']:
         with open(entry['staged']['manifest'], 'rb') as f:
             manifest = _manifest_fields(f.read())
@@ -236,5 +245,7 @@ def import_bundle(root: str, path: str) -> dict:
         for entry in header['entries']:
             files = sorted(entry['staged'].items())
             (installed if _C.cache_install_entry(root, entry['dir'], files) else present).append(entry['dir'])
+        if header['tuning']:
+            _C._tuning_table_merge(root, [tuple(row) for row in header['tuning']])
     return {'file': path, 'installed': installed, 'present': present, 'compiler': header.get('compiler'),
-            'driver_version': header.get('driver_version')}
+            'driver_version': header.get('driver_version'), 'tuning': len(header['tuning'])}

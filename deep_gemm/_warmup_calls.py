@@ -40,15 +40,18 @@ _INT32_MAX = 2**31 - 1
 # What an H100/H200 SXM offers (the default without a GPU to ask).
 _DEFAULT_NUM_SMS = 132
 _DEFAULT_SMEM_OPTIN = 232448
+_DEFAULT_CLOCK_MHZ = 1980
 
 
 @dataclass(frozen=True)
 class PlanTarget:
-    """The device the kernels are planned for: the config choice depends on its SM count and shared memory."""
+    """The device the kernels are planned for: the config choice depends on its SM count and shared memory, the
+    tuning table's picks on its model (SM count and clock)."""
     arch: str
     num_sms: int
     smem_optin: int
     from_device: bool  # the defaults came from this machine's GPU
+    clock_mhz: int = _DEFAULT_CLOCK_MHZ
 
     def __str__(self) -> str:
         where = "this machine's GPU" if self.from_device else 'given or default values'
@@ -65,7 +68,7 @@ def plan_target(arch: Optional[str] = None, num_sms: Optional[int] = None,
         info = _C.device_info(torch.cuda.current_device())
         if arch is None or arch == info['arch']:
             return PlanTarget(info['arch'], num_sms or _C.get_num_sms(), smem_optin or info['max_smem_per_block_optin'],
-                              True)
+                              True, info['clock_mhz'])
     return PlanTarget(arch or 'sm_90a', num_sms or _DEFAULT_NUM_SMS, smem_optin or _DEFAULT_SMEM_OPTIN, False)
 
 
@@ -157,6 +160,32 @@ def _helper_kernel(kernel: str, arch: str) -> KernelRecord:
 
 def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
     """The kernels `call` compiles on `target`. Raises ValueError / TypeError naming the problem."""
+    _check_fields(call)
+    op = call['op']
+    if op not in [name for name, _ in _C._gemm_op_table()]:
+        return [_helper_call(call, target)]
+    fp8 = op.startswith(('fp8_', 'm_grouped_fp8_', 'k_grouped_fp8_'))
+    records = [KernelRecord(name, symbol, target.arch, code)
+               for name, symbol, code in _C._plan_gemm_call(**call_kwargs(call, target))]
+    if fp8 and not op.startswith('k_grouped_'):
+        records.append(_helper_kernel(_SCALE_LAYOUT_KERNEL, target.arch))
+    return records
+
+
+def _helper_call(call: Call, target: PlanTarget) -> KernelRecord:
+    """The helper kernel a call names (an op that is not a GEMM op)."""
+    op = call['op']
+    gemm_ops = [name for name, _ in _C._gemm_op_table()]
+    try:
+        helper = _helper_kernel(op, target.arch)
+    except ValueError:
+        raise ValueError(f'unknown op {op!r}; known: {", ".join(gemm_ops)}, {_SCALE_LAYOUT_KERNEL}') from None
+    if set(call) != {'op'}:
+        raise ValueError(f'{op} is a helper kernel and takes no fields; got {sorted(set(call) - {"op"})}')
+    return helper
+
+
+def _check_fields(call: Call) -> None:
     if not isinstance(call, dict):
         raise TypeError(f'a call must be a dict or an "op:field=value,..." string; got {call!r}')
     op = call.get('op')
@@ -165,15 +194,13 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
     unknown = sorted(set(call) - _FIELDS)
     if unknown:
         raise ValueError(f'unknown fields {unknown}; known: {sorted(_FIELDS)}')
-    gemm_ops = [name for name, _ in _C._gemm_op_table()]
-    if op not in gemm_ops:
-        try:
-            helper = _helper_kernel(op, target.arch)
-        except ValueError:
-            raise ValueError(f'unknown op {op!r}; known: {", ".join(gemm_ops)}, {_SCALE_LAYOUT_KERNEL}') from None
-        if set(call) != {'op'}:
-            raise ValueError(f'{op} is a helper kernel and takes no fields; got {sorted(set(call) - {"op"})}')
-        return [helper]
+
+
+def call_kwargs(call: Call, target: PlanTarget) -> Dict[str, Any]:
+    """The keyword arguments of _C._plan_gemm_call (and _C._gemm_call_candidates) for a GEMM op call on
+    `target`. Raises ValueError / TypeError naming the problem."""
+    _check_fields(call)
+    op = call['op']
     if 'm' in call and 'max_m' in call:
         raise ValueError("give 'm' or 'max_m', not both")
     ks = call.get('ks') or []
@@ -193,8 +220,8 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
     multiple = (multiple, multiple) if isinstance(multiple, int) else multiple  # as set_block_size_multiple_of
     if multiple:
         multiple = tuple(_int({'block_size_multiple_of': v}, 'block_size_multiple_of') for v in multiple)
-    sources = _C._plan_gemm_call(
-        op, _int(call, 'max_m' if 'max_m' in call else 'm'), _int(call, 'n'), _int(call, 'k', sum(ks) if ks else None),
+    return dict(
+        op=op, m=_int(call, 'max_m' if 'max_m' in call else 'm'), n=_int(call, 'n'), k=_int(call, 'k', sum(ks) if ks else None),
         num_groups=_int(call, 'num_groups', len(ks) or 1), expected_m=_int(call, 'expected_m', 0), ks=ks,
         recipe=tuple(recipe) if recipe is not None else None, d_fp32=d_dtype == 'float32',
         with_c=c_dtype is not None, c_fp32=c_dtype == 'float32',
@@ -202,8 +229,5 @@ def plan_call(call: Call, target: PlanTarget) -> List[KernelRecord]:
         ensure_zero_padding=_bool(call, 'ensure_zero_padding', True),
         mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
         compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
-        cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())])
-    records = [KernelRecord(name, symbol, target.arch, code) for name, symbol, code in sources]
-    if fp8 and not k_grouped:
-        records.append(_helper_kernel(_SCALE_LAYOUT_KERNEL, target.arch))
-    return records
+        cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())],
+        clock_mhz=target.clock_mhz)

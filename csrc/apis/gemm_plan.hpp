@@ -36,10 +36,9 @@ struct GemmCallShape {
     std::vector<int> head_splits;   // fp8_gemm_nt_skip_head_mid: (left, mid, right); n = num_heads * (left + right)
 };
 
-// The generated sources of the kernels `call` would build (one, or for K-grouped FP8 one per distinct
-// per-group kernel). Raises jit::Error for an unknown op and wherever run_gemm would for the config.
-inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape& call,
-                                                             const kernels::DeviceLimits& limits = {}) {
+// The kernel problem of `call`, as the op would describe it (K-grouped FP8: all groups, k their summed K).
+// Raises jit::Error for an unknown op or recipe.
+inline kernels::GemmProblem call_problem(const GemmCallShape& call) {
     const GemmOpSpec* spec = find_op_spec(call.op);
     if (spec == nullptr) throw jit::Error("plan_gemm_call: unknown GEMM op '" + call.op + "'");
 
@@ -62,9 +61,7 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
     kernels::GemmProblem p = gemm_problem(*spec, s);
 
     switch (*kernel) {
-        case kernels::GemmKernel::kBf16:
-            p.d_tma_ok = (p.n * (p.d_fp32 ? 4 : 2)) % 16 == 0;
-            return {kernels::plan_gemm(p, limits)};
+        case kernels::GemmKernel::kBf16: p.d_tma_ok = (p.n * (p.d_fp32 ? 4 : 2)) % 16 == 0; break;
         case kernels::GemmKernel::kFp8_1d2d:  // K-major views of every variant; D is bf16
             p.d_tma_ok = p.n % 8 == 0;
             if (spec->op == GemmOp::kFp8NtSkipHeadMid) {
@@ -73,15 +70,30 @@ inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape
                                      "(1, 128, 128) and no C");
                 p.head_left = call.head_splits[0], p.head_mid = call.head_splits[1], p.head_right = call.head_splits[2];
             }
-            return {kernels::plan_gemm(p, limits)};
-        case kernels::GemmKernel::kFp8_1d1d: break;
+            break;
+        case kernels::GemmKernel::kFp8_1d1d:
+            if (spec->grouping == Grouping::kKContiguous) p.num_groups = int(call.ks.empty() ? std::max(call.num_groups, 1) : call.ks.size());
+            break;
     }
-    // FP8 1D1D: dense, or K-grouped (one kernel for all groups, kernels::plan_k_grouped_fp8_gemm).
-    if (spec->grouping != Grouping::kKContiguous) return {kernels::plan_gemm(p, limits)};
+    return p;
+}
+
+// The generated sources of the kernels `call` would build (one, or for K-grouped FP8 one per distinct
+// per-group kernel). Raises jit::Error for an unknown op and wherever run_gemm would for the config.
+inline std::vector<kernels::GemmKernelSource> plan_gemm_call(const GemmCallShape& call,
+                                                             const kernels::DeviceLimits& limits = {}) {
+    const kernels::GemmProblem p = call_problem(call);
+    if (p.kernel != kernels::GemmKernel::kFp8_1d1d || !kernels::is_k_grouped(p)) return {kernels::plan_gemm(p, limits)};
+    // K-grouped FP8: one kernel for all groups (kernels::plan_k_grouped_fp8_gemm).
     std::vector<int> ks = call.ks;
-    if (ks.empty()) ks.assign(size_t(std::max(call.num_groups, 1)), call.k / std::max(call.num_groups, 1));
-    p.num_groups = int(ks.size());
+    if (ks.empty()) ks.assign(size_t(p.num_groups), call.k / p.num_groups);
     return kernels::plan_k_grouped_fp8_gemm(p, ks, limits);
+}
+
+// The tuner's candidate configs of `call` (kernels::gemm_config_candidates).
+inline kernels::GemmConfigCandidates gemm_call_candidates(const GemmCallShape& call,
+                                                          const kernels::DeviceLimits& limits = {}) {
+    return kernels::gemm_config_candidates(call_problem(call), limits);
 }
 
 }  // namespace deep_gemm::api

@@ -55,6 +55,7 @@ struct DeviceInfo {
     int cc_major = 0, cc_minor = 0;
     int sm_count = 0;
     int max_smem_per_block_optin = 0;  // bytes; the limit for dynamic shared memory after opting in
+    int clock_mhz = 0;                 // peak SM clock (the tuning table's clocks class)
     std::string arch;                  // compiler target, "sm_90a" on Hopper
 };
 

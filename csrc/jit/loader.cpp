@@ -80,6 +80,9 @@ DeviceInfo query_device(int device) {
     check_runtime(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
     check_runtime(cudaDeviceGetAttribute(&info.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
                   "cudaDeviceGetAttribute");
+    int clock_khz = 0;
+    check_runtime(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device), "cudaDeviceGetAttribute");
+    info.clock_mhz = clock_khz / 1000;
     info.arch = arch_for(info.cc_major, info.cc_minor);
     return info;
 }
@@ -161,6 +164,9 @@ DeviceInfo query_device(int device) {
     check_driver(d.cuDeviceGetAttribute(&info.max_smem_per_block_optin,
                                         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
                  "cuDeviceGetAttribute");
+    int clock_khz = 0;
+    check_driver(d.cuDeviceGetAttribute(&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, dev), "cuDeviceGetAttribute");
+    info.clock_mhz = clock_khz / 1000;
     info.arch = arch_for(info.cc_major, info.cc_minor);
     return info;
 }

@@ -174,6 +174,7 @@ std::unique_ptr<Generation> read_environment() {
     s->dump_ptx = env_bool("DG_JIT_DUMP_PTX", false) || dump_asm;
     s->dump_sass = env_bool("DG_JIT_DUMP_SASS", false) || dump_asm;
     s->print_configs = env_bool("DG_PRINT_CONFIGS", false);
+    s->use_tuning = env_bool("DG_JIT_TUNING", true);
     if (const char* cuobjdump = env("DG_JIT_CUOBJDUMP")) {
         s->cuobjdump = checked_path("DG_JIT_CUOBJDUMP", cuobjdump, "point it at cuobjdump");
     }
@@ -241,6 +242,9 @@ const std::vector<SettingInfo>& setting_registry() {
          "append every kernel this process builds or finds in the cache to this file (JSON lines), "
          "for `python -m deep_gemm warmup`"},
         {"DG_PRINT_CONFIGS", "bool", "0", "log the config chosen for each new shape"},
+        {"DG_JIT_TUNING", "bool", "1",
+         "plan calls with the tuned picks of the cache's tuning table (`python -m deep_gemm tune`; docs/cache.md); "
+         "0 = the heuristics only"},
         {"DG_FP8_GEMM_CONFIG", "string", "",
          "force the FP8 GEMM config: \"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\" "
          "(block_m 64/128/192/256; docs/env_vars.md), or "

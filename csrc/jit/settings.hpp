@@ -27,6 +27,7 @@ struct Settings {
     std::string fp8_gemm_config;      // DG_FP8_GEMM_CONFIG: forced FP8 GEMM config for tuning (parsed by the kernel)
     std::string bf16_gemm_config;     // DG_BF16_GEMM_CONFIG: forced dense BF16 GEMM config for tuning (parsed by the kernel)
     std::string fp8_1d1d_gemm_config;  // DG_FP8_1D1D_GEMM_CONFIG: forced FP8 1D1D GEMM config (parsed by the kernel)
+    bool use_tuning = true;           // DG_JIT_TUNING: plan with the cache's tuning table (tuning_table.hpp)
     std::string cuobjdump;            // DG_JIT_CUOBJDUMP; empty: search beside nvcc, $CUDA_HOME/bin, PATH
     std::filesystem::path record_path;  // DG_JIT_RECORD: append each kernel this process builds (JSON lines)
 };

@@ -93,6 +93,7 @@ py::dict device_info(int device) {
     d["cc_minor"] = info.cc_minor;
     d["sm_count"] = info.sm_count;
     d["max_smem_per_block_optin"] = info.max_smem_per_block_optin;
+    d["clock_mhz"] = info.clock_mhz;
     d["arch"] = info.arch;
     return d;
 }

@@ -16,6 +16,7 @@
 #include "apis/gemm_plan.hpp"
 #include "apis/layout.hpp"
 #include "apis/runtime.hpp"
+#include "jit/tuning_table.hpp"
 
 namespace deep_gemm::python {
 
@@ -49,13 +50,14 @@ std::optional<api::Recipe> checked_recipe(const api::GemmOpSpec& spec, const std
     return parsed;
 }
 
-std::vector<PlannedKernel> plan_gemm_call_entry(
+// The checked call of the arguments both entries below take, and the device limits it is planned for.
+std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
     const std::string& op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>& ks,
     const std::optional<std::vector<int64_t>>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
     bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
-    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major, const std::vector<int>& head_splits) {
+    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major, const std::vector<int>& head_splits, int clock_mhz) {
     const api::GemmOpSpec* spec = api::find_op_spec(op);
-    if (spec == nullptr) api::throw_value_error(fmt::format("_plan_gemm_call: unknown GEMM op \"{}\"; known: {}", op, op_names()));
+    if (spec == nullptr) api::throw_value_error(fmt::format("unknown GEMM op \"{}\"; known: {}", op, op_names()));
     // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
     if (m <= 0 || n <= 0 || k <= 0)
         api::throw_value_error(fmt::format("{}: m, n and k must be positive; got m = {}, n = {}, k = {}", op, m, n, k));
@@ -91,31 +93,102 @@ std::vector<PlannedKernel> plan_gemm_call_entry(
     if (compiled_dims) call.compiled_dims = *compiled_dims;
     else if (api::get_ignore_compile_dims()) call.compiled_dims = "";
 
+    if (clock_mhz <= 0) api::throw_value_error(fmt::format("{}: clock_mhz must be positive; got {}", op, clock_mhz));
+    return {call, kernels::DeviceLimits{num_sms, smem_optin, cc_major, clock_mhz}};
+}
+
+#define DG_CALL_PARAMS                                                                                                \
+    const std::string &op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>&ks,          \
+        const std::optional<std::vector<int64_t>>&recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout, \
+        bool ensure_zero_padding, std::optional<int> mk_alignment,                                                   \
+        std::optional<std::pair<int, int>> block_size_multiple_of, std::optional<std::string> compiled_dims,         \
+        int num_sms, int smem_optin, int cc_major, const std::vector<int>&head_splits, int clock_mhz
+#define DG_CALL_ARGS                                                                                                  \
+    op, m, n, k, num_groups, expected_m, ks, recipe, d_fp32, with_c, c_fp32, use_psum_layout, ensure_zero_padding,  \
+        mk_alignment, block_size_multiple_of, compiled_dims, num_sms, smem_optin, cc_major, head_splits, clock_mhz
+
+std::vector<PlannedKernel> plan_gemm_call_entry(DG_CALL_PARAMS) {
+    const auto [call, limits] = checked_call(DG_CALL_ARGS);
     std::vector<kernels::GemmKernelSource> sources;
     {
         py::gil_scoped_release no_gil;  // the config choice may run the cost model
-        sources = api::plan_gemm_call(call, kernels::DeviceLimits{num_sms, smem_optin, cc_major});
+        sources = api::plan_gemm_call(call, limits);
     }
     std::vector<PlannedKernel> out;
     for (auto& s : sources) out.emplace_back(std::move(s.name), std::move(s.symbol), std::move(s.code));
     return out;
 }
 
-}  // namespace
+// {variable, signature, heuristic: (name, symbol, code), candidates: [(config, name, symbol, code)]}.
+py::dict gemm_call_candidates_entry(DG_CALL_PARAMS) {
+    const auto [call, limits] = checked_call(DG_CALL_ARGS);
+    kernels::GemmConfigCandidates found;
+    {
+        py::gil_scoped_release no_gil;
+        found = api::gemm_call_candidates(call, limits);
+    }
+    py::list candidates;
+    for (const auto& c : found.candidates)
+        candidates.append(py::make_tuple(c.config, c.kernel.name, c.kernel.symbol, c.kernel.code));
+    py::dict out;
+    out["variable"] = found.variable;
+    out["signature"] = found.signature;
+    out["heuristic"] = py::make_tuple(found.heuristic.name, found.heuristic.symbol, found.heuristic.code);
+    out["candidates"] = candidates;
+    return out;
+}
 
-void register_plan_tools(py::module_& m) {
-    m.def("_plan_gemm_call", &plan_gemm_call_entry, py::arg("op"), py::arg("m"), py::arg("n"), py::arg("k"),
+// Registers `f` under `name` with the keyword arguments of a call (_plan_gemm_call's).
+template <typename F>
+void def_with_call_args(py::module_& m, const char* name, F f, const char* doc) {
+    m.def(name, f, py::arg("op"), py::arg("m"), py::arg("n"), py::arg("k"),
           py::arg("num_groups") = 1, py::arg("expected_m") = 0, py::arg("ks") = std::vector<int>{},
           py::arg("recipe") = py::none(), py::arg("d_fp32") = false, py::arg("with_c") = false, py::arg("c_fp32") = false,
           py::arg("use_psum_layout") = false, py::arg("ensure_zero_padding") = true, py::arg("mk_alignment") = py::none(),
           py::arg("block_size_multiple_of") = py::none(), py::arg("compiled_dims") = py::none(),
           py::arg("num_sms") = 132, py::arg("smem_optin") = 232448, py::arg("cc_major") = 9,
-          py::arg("head_splits") = std::vector<int>{},
-          "The kernels a GEMM op call would compile, as [(name, symbol, code)], planned without tensors or a GPU for "
+          py::arg("head_splits") = std::vector<int>{}, py::arg("clock_mhz") = 1980, doc);
+}
+
+// The tuning table of a cache root as [(gpu, variable, signature, config, heuristic_us, tuned_us)].
+std::vector<std::tuple<std::string, std::string, std::string, std::string, double, double>> tuning_table_entry(
+    const std::string& root) {
+    std::vector<std::tuple<std::string, std::string, std::string, std::string, double, double>> out;
+    for (const jit::TuningEntry& e : jit::read_tuning_table(root))
+        out.emplace_back(e.gpu, e.variable, e.signature, e.config, e.heuristic_us, e.tuned_us);
+    return out;
+}
+
+void merge_tuning_entry(const std::string& root,
+                        const std::vector<std::tuple<std::string, std::string, std::string, std::string, double, double>>& rows) {
+    std::vector<jit::TuningEntry> entries;
+    for (const auto& [gpu, variable, signature, config, heuristic_us, tuned_us] : rows)
+        entries.push_back({gpu, variable, signature, config, heuristic_us, tuned_us});
+    jit::merge_tuning_entries(root, entries);
+}
+
+}  // namespace
+
+void register_plan_tools(py::module_& m) {
+    def_with_call_args(m, "_plan_gemm_call", &plan_gemm_call_entry,
+                       "The kernels a GEMM op call would compile, as [(name, symbol, code)], planned without tensors or a GPU for "
           "a device with num_sms SMs and smem_optin bytes of shared memory per block. m/n/k as the op sees them "
           "(masked: max_m; M-contiguous: the sum of M; K-grouped: the sum of K). Knobs left None take this "
           "process's values (set_mk_alignment_for_contiguous_layout, set_block_size_multiple_of, "
-          "set_ignore_compile_dims); compiled_dims None is the op's default.");
+          "set_ignore_compile_dims); compiled_dims None is the op's default. num_sms and clock_mhz name the GPU model whose "
+                       "tuned picks (the cache's tuning table) the plan takes.");
+    def_with_call_args(m, "_gemm_call_candidates", &gemm_call_candidates_entry,
+                       "The tuner's candidate configs of a GEMM op call (arguments as _plan_gemm_call): a dict with the "
+                       "kernel's forced-config variable, the call's tuning-table signature, the heuristic's kernel "
+                       "(name, symbol, code) and the candidates [(config, name, symbol, code)], each a distinct kernel.");
+    m.def("_tuning_table", &tuning_table_entry, py::arg("root"),
+          "The tuning table of a cache root: [(gpu, variable, signature, config, heuristic_us, tuned_us)] ([] when "
+          "absent). Raises RuntimeError for a table that cannot be trusted or is damaged.");
+    m.def("_tuning_table_merge", &merge_tuning_entry, py::arg("root"), py::arg("entries"),
+          "Adds entries (as _tuning_table returns them) to the root's tuning table, replacing those of the same GPU, "
+          "variable and signature; written atomically under the table's lock.");
+    m.def("_gpu_model", [](int device) { return jit::gpu_model(jit::device_info(device)); }, py::arg("device") = 0,
+          "The tuning table's model of a GPU (SM count and clocks class), e.g. 'sm132-1900mhz'.");
 }
 
 }  // namespace deep_gemm::python

@@ -1,4 +1,4 @@
-"""Command line of deep_gemm: ``python -m deep_gemm {info,cache,warmup} ...`` (``--help`` on each).
+"""Command line of deep_gemm: ``python -m deep_gemm {info,cache,warmup,tune} ...`` (``--help`` on each).
 
 - ``info [--json]``: versions, GPUs, the JIT compiler, every DG_* setting and where its value comes from,
   the kernel cache.
@@ -8,12 +8,14 @@
 - ``warmup FILE``: compile the kernels a run recorded with ``DG_JIT_RECORD=FILE`` (no GPU needed);
   ``warmup --calls calls.json`` / ``--call 'op:m=..,n=..,k=..'``: those a list of op calls needs;
   ``warmup --check ...``: which of them are missing from the cache (compiles nothing).
+- ``tune --call/--calls/--preset ... [--budget S]``: on a Hopper GPU, time the candidate configs of those calls
+  and keep the winners in the cache's tuning table (docs/cache.md).
 """
 import argparse
 import sys
 from typing import List, Optional
 
-from . import cache, info, warmup
+from . import cache, info, tune, warmup
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_parser(commands)
     cache.add_parser(commands)
     warmup.add_parser(commands)
+    tune.add_parser(commands)
     return parser
 
 

@@ -75,7 +75,7 @@ def run_ls(args) -> int:
     root = cache_root(args)
     entries = _C.cache_list(root)
     if args.json:
-        json.dump({'dir': root, 'entries': entries}, sys.stdout, indent=2)
+        json.dump({'dir': root, 'entries': entries, 'tuning': tuning_rows(root)}, sys.stdout, indent=2)
         print()
         return 0
     now = time.time()
@@ -87,7 +87,30 @@ def run_ls(args) -> int:
             name = e['name'] if e['manifest_ok'] else e['name'] + ' (no valid manifest)'
             print(f"{name:<{width}}  {format_size(e['bytes']):>10}  {format_age(now - e['created']):>6}  "
                   f"{format_age(now - e['last_used']) + ' ago':>8}  {e['arch'] or '?':<7} {e['key']}")
+    print_tuning(root)
     return 0
+
+
+def tuning_rows(root: str):
+    """The cache's tuning table as dicts (docs/cache.md, "Tuning table"), or {'error': ...} when it cannot be read."""
+    from .. import _C
+    try:
+        rows = _C._tuning_table(root)
+    except RuntimeError as e:
+        return {'error': str(e)}
+    keys = ('gpu', 'variable', 'signature', 'config', 'heuristic_us', 'tuned_us')
+    return [dict(zip(keys, row)) for row in rows]
+
+
+def print_tuning(root: str) -> None:
+    rows = tuning_rows(root)
+    if isinstance(rows, dict):
+        print(f"tuning table: {rows['error']}")
+        return
+    print(f'tuning table: {len(rows)} picks')
+    for r in rows:
+        print(f"  {r['gpu']}  {r['variable']}={r['config']}  {r['heuristic_us']:.1f} -> {r['tuned_us']:.1f} us  "
+              f"{r['signature']}")
 
 
 def run_stats(args) -> int:
@@ -183,7 +206,7 @@ def run_export(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
     else:
-        print(f"exported {report['entries']} entries from {root} to {args.file} "
+        print(f"exported {report['entries']} entries and {report['tuning']} tuned picks from {root} to {args.file} "
               f"({report['compiler']['kind']} {report['compiler']['version']})")
         for path in report['skipped']:
             print(f'skipped (does not match its manifest) {path}', file=sys.stderr)
@@ -199,7 +222,8 @@ def run_import(args) -> int:
         json.dump(report, sys.stdout, indent=2)
         print()
         return 0
-    print(f"imported {len(report['installed'])} entries into {root}, {len(report['present'])} already there")
+    print(f"imported {len(report['installed'])} entries into {root}, {len(report['present'])} already there; "
+          f"{report['tuning']} tuned picks merged")
     mine = _C.compiler_info()
     theirs = report.get('compiler') or {}
     if mine.get('version') and theirs.get('version') and (mine.get('kind'), mine['version']) != (theirs.get('kind'), theirs['version']):

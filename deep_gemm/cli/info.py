@@ -76,6 +76,8 @@ def collect():
         try:
             stats = _C.cache_stats(cache_dir)
             cache.update(entries=stats['entries'], bytes=stats['entry_bytes'], exists=os.path.isdir(cache_dir))
+            from .cache import tuning_rows
+            cache['tuning'] = tuning_rows(cache_dir)
         except RuntimeError as e:
             cache['error'] = str(e)
     report['cache'] = cache
@@ -110,6 +112,9 @@ def print_text(r, out=sys.stdout):
     else:
         state = '' if cache['exists'] else ' (not created yet)'
         line('kernel cache', f"{cache['dir']}{state}: {cache['entries']} entries, {format_size(cache['bytes'])}")
+        tuning = cache.get('tuning', [])
+        line('tuning table', tuning['error'] if isinstance(tuning, dict) else
+             f"{len(tuning)} picks ({len({r['gpu'] for r in tuning})} GPU models; DG_JIT_TUNING=0 turns them off)")
     if r['settings_error']:
         line('settings error', r['settings_error'])
     print('settings (DG_*):', file=out)

@@ -9,6 +9,7 @@
 #include "jit/errors.hpp"
 #include "jit_kernels/heuristics/sm90_bf16.hpp"
 #include "jit_kernels/impls/sm90_bf16_config_override.hpp"
+#include "jit_kernels/impls/sm90_bf16_gemm.hpp"
 #include "kernel_compile_util.hpp"
 
 namespace {
@@ -17,23 +18,31 @@ using deep_gemm::heuristics::Sm90GemmEpilogue;
 using deep_gemm::heuristics::Sm90GemmConfig;
 using deep_gemm::jit::ConfigError;
 using deep_gemm::kernels::apply_sm90_bf16_config_override;
-using deep_gemm::kernels::parse_sm90_bf16_config_override;
-using deep_gemm::kernels::Sm90Bf16ConfigOverride;
+using deep_gemm::kernels::bf16_knobs;
+using deep_gemm::kernels::knobs::Forced;
 using dg_test::kH200SmemOptin;
 
-Sm90Bf16ConfigOverride make(int block_m, int block_n, int stages, int multicast_request) {
-    Sm90Bf16ConfigOverride ov;
-    ov.block_m = block_m;
-    ov.block_n = block_n;
-    ov.num_stages = stages;
-    ov.multicast_request = multicast_request;
-    return ov;
+// A forced config: the tile, stages and the multicast request (0 = the caller's, 1 = off, 2 = on when legal).
+Sm90GemmConfig make(int block_m, int block_n, int stages, int multicast_request) {
+    Sm90GemmConfig c;
+    c.block_m = block_m;
+    c.block_n = block_n;
+    c.num_stages = stages;
+    c.multicast = multicast_request;
+    return c;
+}
+
+Forced parse(const std::string& text) { return deep_gemm::kernels::knobs::parse_forced(bf16_knobs(), text); }
+
+// The config a value forces (over a default config, as the BF16 host applies it).
+Sm90GemmConfig forced_config(const std::string& text) {
+    return deep_gemm::kernels::knobs::apply_forced(bf16_knobs(), parse(text), Sm90GemmConfig{});
 }
 
 // The ConfigError message for `text`, or "" (with a test failure) when it was accepted.
 std::string parse_error(const std::string& text) {
     try {
-        parse_sm90_bf16_config_override(text);
+        parse(text);
     } catch (const ConfigError& e) {
         return e.what();
     }
@@ -52,16 +61,15 @@ const char* const kSweepCandidates[] = {
 
 TEST(Bf16ConfigOverride, EmptyOrBlankIsNoOverride) {
     for (const char* text : {"", " ", "\t "}) {
-        const Sm90Bf16ConfigOverride ov = parse_sm90_bf16_config_override(text);
-        EXPECT_FALSE(ov.active()) << "'" << text << "'";
-        EXPECT_EQ(ov, Sm90Bf16ConfigOverride{});
+        EXPECT_FALSE(parse(text).active()) << "'" << text << "'";
+        EXPECT_EQ(parse(text), Forced{});
     }
 }
 
 TEST(Bf16ConfigOverride, AcceptsGoodValues) {
     struct Case {
         const char* text;
-        Sm90Bf16ConfigOverride expected;
+        Sm90GemmConfig expected;
     };
     // The multicast field maps onto GemmProblem::multicast requests: absent 0 (heuristic), 0 -> 1 (off),
     // 1 -> 2 (on when legal).
@@ -75,13 +83,12 @@ TEST(Bf16ConfigOverride, AcceptsGoodValues) {
         {"0128,0256,00", make(128, 256, 0, 0)},
     };
     for (const auto& c : cases) {
-        const Sm90Bf16ConfigOverride ov = parse_sm90_bf16_config_override(c.text);
-        EXPECT_TRUE(ov.active()) << c.text;
-        EXPECT_EQ(ov, c.expected) << c.text;
+        EXPECT_TRUE(parse(c.text).active()) << c.text;
+        EXPECT_EQ(forced_config(c.text), c.expected) << c.text;
     }
     // Every BLOCK_N the heuristics may choose is accepted.
     for (int block_n = 16; block_n <= deep_gemm::heuristics::kSm90Bf16MaxBlockN; block_n += 16) {
-        EXPECT_EQ(parse_sm90_bf16_config_override("64," + std::to_string(block_n) + ",0").block_n, block_n);
+        EXPECT_EQ(forced_config("64," + std::to_string(block_n) + ",0").block_n, block_n);
     }
 }
 
@@ -112,17 +119,17 @@ TEST(Bf16ConfigOverride, RejectsMalformedForms) {
         {"128,256,0,on", "multicast 'on'"},
         {"128,9999999,0", "block_n '9999999'"},
         // Out of range.
-        {"0,128,0", "block_m 0 is not 64 or 128"},
-        {"32,128,0", "block_m 32 is not 64 or 128"},
-        {"256,128,0", "block_m 256 is not 64 or 128"},
-        {"128,0,0", "block_n 0 is not a multiple of 16 in [16, 256]"},
+        {"0,128,0", "block_m 0 is not one of 64, 128"},
+        {"32,128,0", "block_m 32 is not one of 64, 128"},
+        {"256,128,0", "block_m 256 is not one of 64, 128"},
+        {"128,0,0", "block_n 0 is not one of 16..256 (step 16)"},
         {"128,8,0", "block_n 8 is not"},
         {"128,24,0", "block_n 24 is not"},
         {"128,272,0", "block_n 272 is not"},
-        {"128,128,1", "stages 1 is neither 0 nor in [3, 16]"},
-        {"128,128,2", "stages 2 is neither"},
-        {"128,128,17", "stages 17 is neither"},
-        {"128,128,0,2", "multicast 2 is not 0 or 1"},
+        {"128,128,1", "stages 1 is not one of 0, 3..16"},
+        {"128,128,2", "stages 2 is not one of"},
+        {"128,128,17", "stages 17 is not one of"},
+        {"128,128,0,2", "multicast 2 is not one of 0, 1"},
     };
     for (const auto& c : cases) {
         const std::string what = parse_error(c.text);
@@ -130,7 +137,7 @@ TEST(Bf16ConfigOverride, RejectsMalformedForms) {
         EXPECT_NE(what.find(std::string("DG_BF16_GEMM_CONFIG='") + c.text + "'"), std::string::npos) << what;
         EXPECT_NE(what.find(c.problem), std::string::npos) << what;
         EXPECT_NE(what.find("expected \"block_m,block_n,stages[,multicast]\""), std::string::npos) << what;
-        EXPECT_NE(what.find("block_m 64 or 128"), std::string::npos) << what;
+        EXPECT_NE(what.find("block_m 64, 128"), std::string::npos) << what;
     }
 }
 
@@ -211,20 +218,20 @@ TEST(Bf16ConfigOverride, NothingFitsOnASmallDevice) {
 TEST(Bf16ConfigOverride, SweepCandidatesAreValid) {
     for (const char* text : kSweepCandidates) {
         SCOPED_TRACE(text);
-        const Sm90Bf16ConfigOverride ov = parse_sm90_bf16_config_override(text);
-        ASSERT_TRUE(ov.active());
+        ASSERT_TRUE(parse(text).active());
+        const Sm90GemmConfig ov = forced_config(text);
         Sm90GemmConfig c;
         ASSERT_NO_THROW(c = apply_sm90_bf16_config_override(ov, false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin));
         // A forced multicast is legal at M = 4096 (bf16_gemm_nt: K-major B), so the sweep times what it names.
-        const int mc = deep_gemm::heuristics::choose_sm90_bf16_multicast(4096, c, 0, false, ov.multicast_request);
-        EXPECT_EQ(mc, ov.multicast_request == 2 ? 2 : 1);
+        const int mc = deep_gemm::heuristics::choose_sm90_bf16_multicast(4096, c, 0, false, ov.multicast);
+        EXPECT_EQ(mc, ov.multicast == 2 ? 2 : 1);
     }
 }
 
 TEST(Bf16ConfigOverride, ForcedMulticastFallsBackWhenNotLegal) {
     // "multicast 1" means "when legal": one M block (nothing to pair), or a B half that is not 1024-byte aligned
     // (MN-major B with an odd number of 64-column atoms) runs without multicast, as the heuristic would.
-    const auto request = parse_sm90_bf16_config_override("128,192,0,1").multicast_request;
+    const int request = forced_config("128,192,0,1").multicast;
     const Sm90GemmConfig c =
         apply_sm90_bf16_config_override(make(128, 192, 0, request), true, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
     using deep_gemm::heuristics::choose_sm90_bf16_multicast;

@@ -159,12 +159,14 @@ std::vector<GemmKernelKey> k_grouped_bf16_keys() {
 // The kernel key bf16_gemm_nt (K-major A and B, bf16 D through the TMA store, default compiled_dims "nk")
 // builds for m x n x k with DG_BF16_GEMM_CONFIG=`config`, on an H200.
 GemmKernelKey forced_nt_key(const char* config, int m, int n, int k) {
-    const auto ov = deep_gemm::kernels::parse_sm90_bf16_config_override(config);
+    namespace knobs = deep_gemm::kernels::knobs;
+    const auto& table = deep_gemm::kernels::bf16_knobs();
     const Sm90GemmConfig c = deep_gemm::kernels::apply_sm90_bf16_config_override(
-        ov, /*b_mn_major=*/false, Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
+        knobs::apply_forced(table, knobs::parse_forced(table, config), Sm90GemmConfig{}), /*b_mn_major=*/false,
+        Sm90GemmEpilogue::kBf16Tma, kH200SmemOptin);
     GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kBf16, c);
     key.epilogue = int(Sm90GemmEpilogue::kBf16Tma);
-    key.multicast = key_multicast(deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, ov.multicast_request));
+    key.multicast = key_multicast(deep_gemm::heuristics::choose_sm90_bf16_multicast(m, c, 0, false, c.multicast));
     key.n = uint32_t(n), key.k = uint32_t(k);
     return key;
 }

@@ -77,11 +77,11 @@ def _check(d, ref, what):
 @_needs_hopper
 @pytest.mark.gpu
 @pytest.mark.parametrize('value,problem', [
-    ('128,100,0', 'block_n 100 is not a multiple of 16'),
+    ('128,100,0', 'block_n 100 is not one of 16..256 (step 16)'),
     ('128,256', '2 comma-separated fields'),
-    ('96,128,0', 'block_m 96 is not 64 or 128'),
-    ('128,128,2', 'stages 2 is neither 0 nor'),
-    ('128,128,0,2', 'multicast 2 is not 0 or 1'),
+    ('96,128,0', 'block_m 96 is not one of 64, 128'),
+    ('128,128,2', 'stages 2 is not one of 0, 3..16'),
+    ('128,128,0,2', 'multicast 2 is not one of 0, 1'),
     ('legacy', '1 comma-separated field'),
     ('128,256,8', 'bytes of shared memory'),  # well-formed, but does not fit
 ])

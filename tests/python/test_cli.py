@@ -88,7 +88,7 @@ def test_info_json(tmp_path, compiled_entry):
     assert (nvrtc['value'], nvrtc['source']) == ('1', 'env')
     assert report['compiler']['kind'] == 'nvrtc' and report['compiler']['version']
     assert report['cache'] == {'dir': str(tmp_path), 'entries': 3, 'bytes': 3 * entry_bytes(compiled_entry),
-                               'exists': True}
+                               'exists': True, 'tuning': []}
     assert report['torch']['version'] == torch.__version__
     assert report['gpus'] == [] or all(g['sm_count'] > 0 for g in report['gpus'])
     if not torch.cuda.is_available():

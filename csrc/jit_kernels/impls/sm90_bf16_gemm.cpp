@@ -35,13 +35,6 @@ auto with_op_name(const char* op, F&& f) {
     }
 }
 
-Sm90Bf16ConfigOverride override_of(const gemm_launch::ConfigQuery& q) {
-    Sm90Bf16ConfigOverride ov;
-    ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
-    ov.multicast_request = q.forced[3];
-    return ov;
-}
-
 // Epilogue: FP32 D or any C -> direct stores with C; bf16 D -> TMA store when TMA can address D (16-byte
 // aligned base, row stride a multiple of 8) and, for masked, no 64-row store box can cross a group end.
 Sm90GemmEpilogue epilogue_of(const GemmProblem& p) {
@@ -54,8 +47,8 @@ std::string make_symbol(const GemmKernelKey& key) {
     static const char* const kEpis[] = {"_tma", "_direct", "_accum"};
     return gemm_symbol(std::string("sm90_bf16_gemm_") + (key.a_mn_major ? "t" : "n") + (key.b_mn_major ? "n" : "t"), key) +
            grouped_symbol_suffix(key) + kEpis[key.epilogue] + (key.d_fp32 ? "_f32" : "_bf16") + (key.with_c ? "_c" : "") +
-           (key.multicast != 0 ? "_mc2" : "") + padding_symbol_suffix(key) +
-           (key.split_k != 0 ? fmt::format("_bs{}", key.split_k) : "");
+           knobs::symbol_suffix(bf16_knobs(), key) + padding_symbol_suffix(key) +
+           (key.batch_splits != 0 ? fmt::format("_bs{}", key.batch_splits) : "");
 }
 
 }  // namespace
@@ -73,6 +66,8 @@ const char* Bf16GemmTraits::op_name(const GemmProblem& p) {
     if (p.a_k_major) return p.b_k_major ? "bf16_gemm_nt" : "bf16_gemm_nn";
     return p.b_k_major ? "bf16_gemm_tt" : "bf16_gemm_tn";
 }
+
+const knobs::KnobTable& Bf16GemmTraits::knob_table() { return bf16_knobs(); }
 
 void Bf16GemmTraits::check(const char* op, const GemmDesc& desc) {
     const GemmProblem& p = desc.problem;
@@ -176,20 +171,41 @@ gemm_launch::ConfigQuery Bf16GemmTraits::config_query(const GemmProblem& p, int 
     return q;
 }
 
+// The kernel's knobs, in the order of DG_BF16_GEMM_CONFIG's fields (adding one: docs/architecture.md).
+const knobs::KnobTable& bf16_knobs() {
+    using heuristics::Sm90GemmConfig;
+    static const knobs::KnobTable table{
+        .variable = kBf16ConfigEnv,
+        .required = 3,
+        .knobs =
+            {
+                {.name = "block_m", .field = &Sm90GemmConfig::block_m, .legal = {{64, 128, 64}},
+                 .meaning = "tile rows", .tune = {64, 128}, .template_arg = "BLOCK_M"},
+                knobs::block_n_knob(heuristics::kSm90Bf16MaxBlockN),
+                knobs::stages_knob(heuristics::kSm90Bf16MinStages, heuristics::kSm90Bf16MaxStages),
+                {.name = "multicast", .field = &Sm90GemmConfig::multicast, .legal = {{0, 1}},
+                 .meaning = "0 = off, 1 = B multicast over a 2-CTA cluster when legal, absent = the heuristic's",
+                 .absent = -1, .offset = 1, .tune = {0, 1},
+                 .suffix = [](const GemmKernelKey& k) -> std::string { return k.multicast != 0 ? "_mc2" : ""; },
+                 .template_arg = "kNumTMAMulticast (ClusterPairScheduler)"},
+            },
+    };
+    return table;
+}
+
 // DG_BF16_GEMM_CONFIG (dense ops only) of the current settings generation. Parsed again only after
 // reload_settings(), so a call compares one pointer. Called with the config memo's lock held.
 void Bf16GemmTraits::set_override(const char* op, const jit::Settings& settings,
                                   gemm_launch::ConfigQuery& q) {
     if (q.mode != int(GemmGroupedMode::kNone)) return;
     static const jit::Settings* parsed_for = nullptr;
-    static Sm90Bf16ConfigOverride parsed;
+    static knobs::Forced parsed;
     if (parsed_for != &settings) {
         // A throw leaves parsed_for stale.
-        parsed = with_op_name(op, [&] { return parse_sm90_bf16_config_override(settings.bf16_gemm_config); });
+        parsed = knobs::parse_forced(bf16_knobs(), settings.bf16_gemm_config, op);
         parsed_for = &settings;
     }
-    q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
-    q.forced[3] = parsed.multicast_request;
+    q.forced = parsed;
 }
 
 // The einsum layouts' BLOCK_N unit (heuristics::choose_sm90_bf16_config): the head width, or 128 for the
@@ -200,27 +216,26 @@ static int einsum_n_unit(const gemm_launch::ConfigQuery& q) {
 }
 
 Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
-    const Sm90Bf16ConfigOverride ov = override_of(q);
     const Sm90GemmEpilogue epilogue = Sm90GemmEpilogue(q.epilogue);
     Config chosen;
-    if (ov.active()) {
-        chosen.tile = with_op_name(op, [&] {
-            return apply_sm90_bf16_config_override(ov, q.b_mn_major != 0, epilogue, q.smem_limit);
+    if (q.forced.active()) {
+        chosen = with_op_name(op, [&] {
+            return apply_sm90_bf16_config_override(knobs::apply_forced(bf16_knobs(), q.forced, Config{}),
+                                                   q.b_mn_major != 0, epilogue, q.smem_limit);
         });
-        chosen.multicast_request = ov.multicast_request;
     } else {
-        chosen.tile = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
+        chosen = heuristics::choose_sm90_bf16_config(q.m, q.n, q.k, q.num_sms, q.smem_limit, q.b_mn_major != 0,
                                                           epilogue, q.out_bytes, q.rows_per_group, q.groups,
                                                           gemm_launch::block_multiples(q), einsum_n_unit(q));
     }
     // The DG_PRINT_CONFIGS text: the config, and whether it was forced (with a forced multicast that is not
     // legal for this shape / layout, which falls back to off).
     if (jit::settings().print_configs) {
-        std::string text = heuristics::sm90_bf16_to_string(chosen.tile);
-        if (ov.active()) {
+        std::string text = heuristics::sm90_bf16_to_string(chosen);
+        if (q.forced.active()) {
             text += std::string(" (forced by ") + kBf16ConfigEnv;
-            if (chosen.multicast_request == 2 &&
-                heuristics::choose_sm90_bf16_multicast(q.m, chosen.tile, q.mode, q.b_mn_major != 0, 2) == 1)
+            if (chosen.multicast == 2 &&
+                heuristics::choose_sm90_bf16_multicast(q.m, chosen, q.mode, q.b_mn_major != 0, 2) == 1)
                 text += "; multicast not legal here, off";
             text += ")";
         }
@@ -229,9 +244,8 @@ Bf16GemmTraits::Config Bf16GemmTraits::choose(const char* op, const gemm_launch:
     return chosen;
 }
 
-GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, const Config& chosen, int,
+GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, const Config& config, int,
                                          const CompiledDims& dims) {
-    const heuristics::Sm90GemmConfig& config = chosen.tile;
     if (config.num_stages < heuristics::kSm90Bf16MinStages) fail(op, "not enough shared memory on this device");
     GemmKernelKey key = gemm_kernel_key(GemmKernel::kBf16, config);
     key.a_mn_major = !p.a_k_major;
@@ -241,14 +255,14 @@ GemmKernelKey Bf16GemmTraits::kernel_key(const char* op, const GemmProblem& p, c
     key.d_fp32 = p.d_fp32;
     key.with_c = p.with_c;
     // A multicast forced by DG_BF16_GEMM_CONFIG wins over the caller's request (it is a tuning override).
-    const int request = chosen.multicast_request != 0 ? chosen.multicast_request : p.multicast;
+    const int request = config.multicast != 0 ? config.multicast : p.multicast;
     key.multicast =
         heuristics::choose_sm90_bf16_multicast(p.m, config, int(p.mode), key.b_mn_major, request) == 2 ? 1 : 0;
     // Head-batched TMA stores: D's 2-D view puts the heads side by side, and a store box straddling a head's
     // last column would write into the next head: only whole tiles (N a multiple of BLOCK_N) store that way.
     if (is_head_batched(p) && key.epilogue == uint8_t(Sm90GemmEpilogue::kBf16Tma) && p.n % config.block_n != 0)
         key.epilogue = uint8_t(Sm90GemmEpilogue::kBf16Direct);
-    if (is_batch_reduced(p)) key.split_k = uint8_t(p.batch_splits > 1 ? p.batch_splits : 0);
+    if (is_batch_reduced(p)) key.batch_splits = uint8_t(p.batch_splits > 1 ? p.batch_splits : 0);
     dims.apply(key, p.m, p.n, p.k);
     if (is_k_grouped(p)) key.k = 0;  // each group has its own K: never a kernel constant
     return key;
@@ -302,11 +316,10 @@ GemmKernelSource Bf16GemmTraits::source(const GemmKernelKey& key) {
     return src;
 }
 
-void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config& chosen, const GemmKernelKey& key,
+void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const GemmKernelKey& key,
                              int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
-    const heuristics::Sm90GemmConfig& config = chosen.tile;
     const int m = p.m, n = p.n, k = p.k;
     const bool masked = is_masked(p), m_grouped = is_m_grouped(p), k_grouped = is_k_grouped(p);
     const unsigned cluster = key.multicast != 0 ? 2u : 1u;
@@ -319,7 +332,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
         // lands in shared memory exactly as the usual {64, BLOCK_M} box does.
         const uint64_t dims[3] = {uint64_t(k), uint64_t(p.num_groups), uint64_t(m)};
         const uint64_t strides[2] = {uint64_t(o.a_group_stride) * 2, uint64_t(o.lda) * 2};
-        const uint32_t box[3] = {bk, 1u, uint32_t(config.block_m)};
+        const uint32_t box[3] = {bk, 1u, uint32_t(key.block_m)};
         t[0] = jit::encode_tensor_map(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, o.a, dims, strides, box,
                                       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, (what + "a").c_str());
     } else {
@@ -328,7 +341,7 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
         const uint64_t a_gstride = (masked || is_batch_reduced(p)) ? uint64_t(o.a_group_stride) * 2 : uint64_t(o.lda) * 2 * a_outer;
         t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.a, a_inner, a_outer, a_groups, uint64_t(o.lda) * 2,
                             std::max<uint64_t>(a_gstride, uint64_t(o.lda) * 2), bk,
-                            p.a_k_major ? uint32_t(config.block_m) : bk, CU_TENSOR_MAP_SWIZZLE_128B, (what + "a").c_str());
+                            p.a_k_major ? uint32_t(key.block_m) : bk, CU_TENSOR_MAP_SWIZZLE_128B, (what + "a").c_str());
     }
     {
         const bool b_grouped = m_grouped || is_einsum(p);
@@ -338,12 +351,12 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
         // Multicast: each CTA of the pair loads half of a K-major B box (MN-major: half of the 64-wide atoms).
         t[1] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.b, b_inner, b_outer, b_groups, uint64_t(o.ldb) * 2,
                             std::max<uint64_t>(b_gstride, uint64_t(o.ldb) * 2), bk,
-                            p.b_k_major ? uint32_t(config.block_n / cluster) : bk, CU_TENSOR_MAP_SWIZZLE_128B,
+                            p.b_k_major ? uint32_t(key.block_n / cluster) : bk, CU_TENSOR_MAP_SWIZZLE_128B,
                             (what + "b").c_str());
     }
     std::memset(&t[2], 0, sizeof(t[2]));
     if (key.epilogue == int(Sm90GemmEpilogue::kBf16Tma)) {
-        const int sw = heuristics::sm90_bf16_d_swizzle_bytes(config.block_n);
+        const int sw = heuristics::sm90_bf16_d_swizzle_bytes(key.block_n);
         const uint64_t d_rows = masked ? uint64_t(m) * uint64_t(p.num_groups) : uint64_t(m);
         // Head-batched: z [M, G, N] as [M, G * N] (heads side by side).
         const uint64_t d_cols = is_head_batched(p) ? uint64_t(n) * uint64_t(p.num_groups) : uint64_t(n);
@@ -351,15 +364,15 @@ void Bf16GemmTraits::prepare(const char* op, const GemmDesc& desc, const Config&
                             uint32_t(sw / 2), 64u, swizzle_of(sw), (what + "d").c_str());
     }
 
-    const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
-    const int64_t m_blocks = is_batch_reduced(p) ? int64_t(std::max(1, p.batch_splits)) * ((m + config.block_m - 1) / config.block_m)
-                           : (masked || k_grouped || is_head_batched(p)) ? int64_t(p.num_groups) * ((m + config.block_m - 1) / config.block_m)
-                                                   : (m + config.block_m - 1) / config.block_m;
+    const int64_t n_blocks = (n + key.block_n - 1) / key.block_n;
+    const int64_t m_blocks = is_batch_reduced(p) ? int64_t(std::max(1, p.batch_splits)) * ((m + key.block_m - 1) / key.block_m)
+                           : (masked || k_grouped || is_head_batched(p)) ? int64_t(p.num_groups) * ((m + key.block_m - 1) / key.block_m)
+                                                   : (m + key.block_m - 1) / key.block_m;
     jit::LaunchConfig& launch = prepared.launch;
     launch.grid[0] = cluster > 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
                                  : persistent_grid(num_sms, m_blocks * n_blocks);
-    launch.block[0] = unsigned(config.num_threads());
-    launch.smem_bytes = unsigned(heuristics::sm90_bf16_smem_bytes(config.block_m, config.block_n, config.num_stages,
+    launch.block[0] = unsigned(128 + 128 * (key.block_m / 64));
+    launch.smem_bytes = unsigned(heuristics::sm90_bf16_smem_bytes(key.block_m, key.block_n, key.num_stages,
                                                                   key.b_mn_major, Sm90GemmEpilogue(key.epilogue)));
     launch.cluster_x = cluster;
 }

@@ -31,15 +31,17 @@ namespace deep_gemm::kernels {
 
 // The BF16 kernel's part of the GEMM launch path (see sm90_gemm_launch.hpp for the interface).
 struct Bf16GemmTraits {
-    // The config, and the multicast request DG_BF16_GEMM_CONFIG forced (0 = none: GemmProblem::multicast).
-    struct Config {
-        heuristics::Sm90GemmConfig tile;
-        int multicast_request = 0;
-    };
+    // The config; its multicast is the request DG_BF16_GEMM_CONFIG forced (bf16_knobs(); 0 = none: the
+    // caller's GemmProblem::multicast), resolved by the key.
+    using Config = heuristics::Sm90GemmConfig;
     static constexpr bool kSfbInTensorMap = false, kDInTensorMap = true;
     static const char* op_name(const GemmProblem& p);
     static void set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& query);
     DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
+
+// DG_BF16_GEMM_CONFIG's knobs, in the order of its fields. The multicast knob sets the config's multicast to a
+// GemmProblem::multicast request: 0 = field absent (the caller's request), 1 = off, 2 = on when legal.
+const knobs::KnobTable& bf16_knobs();
 
 }  // namespace deep_gemm::kernels

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "../../jit/errors.hpp"
-#include "config_fields.hpp"
 #include "kernel_source.hpp"
 #include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"
 
@@ -15,8 +14,8 @@ namespace {
 [[noreturn]] void fail(const char* op, const std::string& what) { throw jit::Error(std::string(op) + ": " + what); }
 
 std::string make_symbol(const GemmKernelKey& key) {
-    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + (key.pipelined ? "_pp" : "") + (key.multicast ? "_mcb" : "") +
-           grouped_symbol_suffix(key) + (key.with_c ? "_c" : "") + (key.prefetch_c ? "_pfc" : "");
+    return gemm_symbol("sm90_fp8_gemm_1d1d", key) + knobs::symbol_suffix(fp8_1d1d_knobs(), key) +
+           grouped_symbol_suffix(key) + (key.with_c ? "_c" : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
@@ -32,11 +31,13 @@ std::string optional_template_args(const GemmKernelKey& key) {
 }
 
 // Rows of B's TMA box: the tile's, or each CTA's half of it with multicast.
-uint32_t b_box_rows(const GemmKernelKey& key, const heuristics::Sm90GemmConfig& config) {
-    return uint32_t(key.multicast ? config.block_n / 2 : config.block_n);
+uint32_t b_box_rows(const GemmKernelKey& key) {
+    return uint32_t(key.multicast ? key.block_n / 2 : key.block_n);
 }
 
 }  // namespace
+
+const knobs::KnobTable& Fp8Gemm1d1dTraits::knob_table() { return fp8_1d1d_knobs(); }
 
 void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
     const GemmProblem& p = desc.problem;
@@ -89,62 +90,63 @@ gemm_launch::ConfigQuery Fp8Gemm1d1dTraits::config_query(const GemmProblem& p, i
     return q;
 }
 
-Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string& text) {
-    const std::string_view body = config_fields::trim_blanks(text);
-    Sm90Fp8_1d1dConfigOverride ov;
-    if (body.empty()) return ov;
-    const auto bad = [&](const std::string& why) -> Sm90Fp8_1d1dConfigOverride {
-        throw jit::Error("DG_FP8_1D1D_GEMM_CONFIG='" + text + "': " + why);
+// The kernel's knobs, in the order of DG_FP8_1D1D_GEMM_CONFIG's fields (adding one: docs/architecture.md).
+const knobs::KnobTable& fp8_1d1d_knobs() {
+    using heuristics::Sm90GemmConfig;
+    static const knobs::KnobTable table{
+        .variable = "DG_FP8_1D1D_GEMM_CONFIG",
+        .required = 2,
+        .knobs =
+            {
+                {.name = "block_m", .field = &Sm90GemmConfig::block_m, .legal = {{64, 128, 64}},
+                 .meaning = "tile rows", .tune = {64, 128}, .template_arg = "BLOCK_M"},
+                knobs::block_n_knob(heuristics::kSm90Fp8_1d1dMaxForcedBlockN),
+                knobs::stages_knob(heuristics::kSm90Fp8MinStages, heuristics::kSm90Fp8MaxStages),
+                {.name = "group_n", .field = &Sm90GemmConfig::group_n, .legal = {{0, 1024}},
+                 .meaning = "tile order: groups of this many N blocks, 0 = the heuristic's", .keep = 0,
+                 .tune = {4, 8, 16}, .template_arg = "kNumNBlocksPerGroup"},
+                {.name = "pipelined", .field = &Sm90GemmConfig::pipelined, .legal = {{0, 1}},
+                 .meaning = "1 = two scratch accumulators, promotion overlapped", .tune = {0, 1},
+                 .suffix = [](const GemmKernelKey& k) -> std::string { return k.pipelined ? "_pp" : ""; },
+                 .template_arg = "kPipelined"},
+                {.name = "multicast", .field = &Sm90GemmConfig::multicast, .legal = {{0, 1}},
+                 .meaning = "1 = 2-CTA clusters on pairs of M blocks sharing B", .tune = {0, 1},
+                 .suffix = [](const GemmKernelKey& k) -> std::string { return k.multicast ? "_mcb" : ""; },
+                 .template_arg = "kMulticast"},
+                {.name = "prefetch_c", .field = &Sm90GemmConfig::prefetch_c, .legal = {{0, 1}},
+                 .meaning = "1 = C pulled into L2 ahead of the epilogue (with C only)", .tune = {0, 1},
+                 .suffix = [](const GemmKernelKey& k) -> std::string { return k.prefetch_c ? "_pfc" : ""; },
+                 .template_arg = "kPrefetchC"},
+            },
+        .rule = [](const Sm90GemmConfig& c) -> const char* {
+            if (c.pipelined == 1 && c.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
+                return "pipelined 1 needs block_n <= 128 (three accumulators and the B scales in registers)";
+            return nullptr;
+        },
     };
-    const std::vector<std::string_view> fields = config_fields::split_commas(body);
-    if (fields.size() < 2 || fields.size() > 7)
-        return bad("expected \"block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]\"");
-    int vals[7] = {0, 0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < fields.size(); ++i) {
-        const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
-        if (!value) return bad("fields are non-negative integers separated by ','; got '" + std::string(fields[i]) + "'");
-        vals[i] = *value;
-    }
-    ov.block_m = vals[0], ov.block_n = vals[1], ov.num_stages = vals[2], ov.group_n = vals[3], ov.pipelined = vals[4];
-    ov.multicast = vals[5], ov.prefetch_c = vals[6];
-    if (ov.multicast > 1) return bad("multicast must be 0 (off) or 1 (2-CTA clusters on pairs of M blocks sharing B)");
-    if (ov.prefetch_c > 1) return bad("prefetch_c must be 0 (off) or 1 (C pulled into L2 ahead of the epilogue)");
-    if (ov.pipelined > 1) return bad("pipelined must be 0 (one scratch accumulator) or 1 (two, promotion overlapped)");
-    if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
-        return bad("pipelined needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined) +
-                   " (three accumulators and the B scales in registers)");
-    if (ov.block_m != 64 && ov.block_m != 128) return bad("block_m must be 64 or 128");
-    if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8_1d1dMaxForcedBlockN || ov.block_n % 16 != 0)
-        return bad("block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8_1d1dMaxForcedBlockN) + "]");
-    if (ov.num_stages != 0 && ov.num_stages < heuristics::kSm90Fp8MinStages)
-        return bad("stages must be 0 (as many as fit) or at least " + std::to_string(heuristics::kSm90Fp8MinStages));
-    return ov;
+    static_assert(heuristics::kSm90Fp8MaxBlockNPipelined == 128, "the rule message above names this limit");
+    return table;
 }
 
 // Parsed again only after reload_settings() (a new settings generation). Called with the config memo's lock held.
-void Fp8Gemm1d1dTraits::set_override(const char*, const jit::Settings& settings, gemm_launch::ConfigQuery& q) {
+void Fp8Gemm1d1dTraits::set_override(const char* op, const jit::Settings& settings, gemm_launch::ConfigQuery& q) {
     static const jit::Settings* parsed_for = nullptr;
-    static Sm90Fp8_1d1dConfigOverride parsed;
+    static knobs::Forced parsed;
     if (parsed_for != &settings) {
-        parsed = parse_sm90_fp8_1d1d_config_override(settings.fp8_1d1d_gemm_config);
+        parsed = knobs::parse_forced(fp8_1d1d_knobs(), settings.fp8_1d1d_gemm_config, op);
         parsed_for = &settings;
     }
-    q.forced[0] = parsed.block_m, q.forced[1] = parsed.block_n, q.forced[2] = parsed.num_stages;
-    q.forced[3] = parsed.group_n, q.forced[4] = parsed.pipelined, q.forced[5] = parsed.multicast;
-    q.forced[6] = parsed.prefetch_c;
+    q.forced = parsed;
 }
 
 heuristics::Sm90GemmConfig Fp8Gemm1d1dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
     Config config = heuristics::choose_sm90_fp8_1d1d_config(q.m, q.n, q.k, q.num_sms, q.smem_limit,
                                                             gemm_launch::block_multiples(q));
-    if (q.forced[0] != 0) {  // DG_FP8_1D1D_GEMM_CONFIG
-        config.block_m = q.forced[0], config.block_n = q.forced[1];
-        if (q.forced[3] != 0) config.group_n = q.forced[3];
-        config.pipelined = q.forced[4] != 0;
-        config.multicast = q.forced[5];  // (the key drops it on a one-SM device)
-        config.prefetch_c = q.forced[6];  // (and this one without C)
-        const int max_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
-        config.num_stages = q.forced[2] != 0 ? q.forced[2] : max_stages;
+    if (q.forced.active()) {  // DG_FP8_1D1D_GEMM_CONFIG (the key drops multicast on a one-SM device, prefetch_c
+                              // without C)
+        config = knobs::apply_forced(fp8_1d1d_knobs(), q.forced, config);
+        if (config.num_stages == 0)
+            config.num_stages = heuristics::sm90_fp8_1d1d_max_stages(config.block_m, config.block_n, q.smem_limit);
         if (heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages) > q.smem_limit)
             fail(op, "DG_FP8_1D1D_GEMM_CONFIG: " + heuristics::sm90_fp8_1d1d_to_string(config) +
                          " exceeds the shared memory limit (" + std::to_string(q.smem_limit) + " bytes)");
@@ -204,7 +206,7 @@ GemmKernelSource Fp8Gemm1d1dTraits::source(const GemmKernelKey& key) {
     return src;
 }
 
-void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
+void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const GemmKernelKey& key,
                                 int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
@@ -214,29 +216,29 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const Config&
     CUtensorMap* t = prepared.tmaps;
     if (!k_grouped) {  // (K-grouped: a pair per group, built at each launch)
         t[0] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), uint64_t(o.lda),
-                            heuristics::kSm90Fp8BlockK, uint32_t(config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
+                            heuristics::kSm90Fp8BlockK, uint32_t(key.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
                             "FP8 1D1D GEMM: tensor map for a");
         t[1] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), uint64_t(o.ldb),
-                            heuristics::kSm90Fp8BlockK, b_box_rows(key, config), CU_TENSOR_MAP_SWIZZLE_128B,
+                            heuristics::kSm90Fp8BlockK, b_box_rows(key), CU_TENSOR_MAP_SWIZZLE_128B,
                             "FP8 1D1D GEMM: tensor map for b");
     }
-    prepared.block_m = config.block_m, prepared.b_box_rows = b_box_rows(key, config);
+    prepared.block_m = key.block_m, prepared.b_box_rows = b_box_rows(key);
     t[2] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb),
-                        uint64_t(o.sfa_stride) * 4, uint32_t(config.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        uint64_t(o.sfa_stride) * 4, uint32_t(key.block_m), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
                         "FP8 1D1D GEMM: tensor map for sfa");
     t[3] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfb, uint64_t(n), uint64_t(num_kb),
-                        uint64_t(o.sfb_stride) * 4, uint32_t(config.block_n), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        uint64_t(o.sfb_stride) * 4, uint32_t(key.block_n), 1, CU_TENSOR_MAP_SWIZZLE_NONE,
                         "FP8 1D1D GEMM: tensor map for sfb");
 
-    const int64_t m_blocks = (m + config.block_m - 1) / config.block_m;
-    const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
+    const int64_t m_blocks = (m + key.block_m - 1) / key.block_m;
+    const int64_t n_blocks = (n + key.block_n - 1) / key.block_n;
     const int64_t launch_groups = k_grouped ? std::min(p.num_groups, kMaxKGroups) : 1;
     prepared.launch.grid[0] = key.multicast ? persistent_pair_grid(num_sms, launch_groups * ((m_blocks + 1) / 2) * n_blocks)
                                             : persistent_grid(num_sms, launch_groups * m_blocks * n_blocks);
     prepared.launch.cluster_x = key.multicast ? 2u : 1u;
-    prepared.launch.block[0] = unsigned(config.num_threads());
+    prepared.launch.block[0] = unsigned(heuristics::sm90_fp8_num_threads(key.block_m));
     prepared.launch.smem_bytes =
-        unsigned(heuristics::sm90_fp8_1d1d_smem_bytes(config.block_m, config.block_n, config.num_stages));
+        unsigned(heuristics::sm90_fp8_1d1d_smem_bytes(key.block_m, key.block_n, key.num_stages));
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../heuristics/sm90_fp8_1d1d.hpp"
+#include "knob_table.hpp"
 #include "sm90_gemm_launch.hpp"
 
 namespace deep_gemm::kernels {
@@ -24,12 +25,8 @@ struct Fp8Gemm1d1dTraits {
     DG_SM90_GEMM_TRAITS_FUNCTIONS;
 };
 
-// DG_FP8_1D1D_GEMM_CONFIG, "block_m,block_n[,stages[,group_n[,pipelined[,multicast[,prefetch_c]]]]]" (the field
-// syntax of config_fields.hpp): the forced config, or all zeros for the model's. Malformed or unsupported values raise jit::Error naming the variable.
-struct Sm90Fp8_1d1dConfigOverride {
-    int block_m = 0, block_n = 0, num_stages = 0, group_n = 0, pipelined = 0, multicast = 0, prefetch_c = 0;
-    bool active() const { return block_m != 0; }
-};
-Sm90Fp8_1d1dConfigOverride parse_sm90_fp8_1d1d_config_override(const std::string& text);
+// DG_FP8_1D1D_GEMM_CONFIG forces the kernel's config: its knobs, legal values and rules are the knob table in
+// sm90_fp8_gemm_1d1d.cpp (knob_table.hpp for the syntax).
+const knobs::KnobTable& fp8_1d1d_knobs();
 
 }  // namespace deep_gemm::kernels

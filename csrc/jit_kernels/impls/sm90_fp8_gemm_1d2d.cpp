@@ -21,7 +21,6 @@
 #include "../../jit/log.hpp"
 #include "split_k_workspace.hpp"
 #include "../../jit/settings.hpp"
-#include "config_fields.hpp"
 #include "kernel_source.hpp"
 #include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d_params.hpp"
 
@@ -30,7 +29,6 @@ namespace deep_gemm::kernels {
 namespace {
 
 using Epilogue = heuristics::Sm90GemmEpilogue;
-using ConfigOverride = Sm90Fp8ConfigOverride;
 
 constexpr const char* kOpName = "fp8_gemm_nt";
 constexpr const char* kConfigEnv = "DG_FP8_GEMM_CONFIG";
@@ -50,8 +48,7 @@ std::string head_split_suffix(const GemmKernelKey& key) {
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
-           (key.pipelined == 1 ? "_pp" : "") + (key.multicast == 1 ? "_mcb" : key.multicast == 2 ? "_mca" : "") +
-           (key.split_k > 1 ? fmt::format("_sk{}", key.split_k) : "") + grouped_symbol_suffix(key) +
+           knobs::symbol_suffix(fp8_1d2d_knobs(), key) + grouped_symbol_suffix(key) +
            padding_symbol_suffix(key) + head_split_suffix(key);
 }
 
@@ -63,73 +60,59 @@ bool a_per_group(const GemmProblem& p) { return is_masked(p) || is_heads(p); }
 
 }  // namespace
 
-Sm90Fp8ConfigOverride parse_sm90_fp8_config_override(const std::string& text) {
-    // The field syntax of DG_BF16_GEMM_CONFIG (config_fields.hpp): blanks around the value and its fields
-    // are ignored, and a blank value means no override.
-    const std::string_view body = config_fields::trim_blanks(text);
-    const std::string v = text;
-    ConfigOverride ov;
-    if (body.empty()) return ov;
-    if (body == "legacy") {
-        ov.block_m = -1;
-        return ov;
-    }
-    if (body == "rules") {
-        ov.block_m = -2;
-        return ov;
-    }
-    const char* form = "\"block_m,block_n,stages[,pipelined[,multicast[,group_n[,split_k]]]]\"";
-    const std::vector<std::string_view> fields = config_fields::split_commas(body);
-    int vals[7] = {0, 0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < fields.size(); ++i) {
-        const std::optional<int> value = config_fields::parse_unsigned(fields[i]);
-        if (!value) {
-            const std::string field(fields[i]);
-            // "128;128;0", "128 128 0": digits, then another separator
-            const size_t stop = field.find_first_not_of("0123456789");
-            if (stop != 0 && stop != std::string::npos && std::strchr(";: \t", field[stop]) != nullptr)
-                fail(std::string(kConfigEnv) + "='" + v + "': fields are separated by ','; got field '" + field + "'");
-            fail(std::string(kConfigEnv) + "='" + v + "': expected " + form + " (non-negative integers), \"rules\" or \"legacy\"; got field '" +
-                 field + "'");
-        }
-        if (i < 7) vals[i] = *value;
-    }
-    if (fields.size() > 7) fail(std::string(kConfigEnv) + "='" + v + "': at most 7 fields; got " + std::to_string(fields.size()));
-    if (fields.size() < 3) fail(std::string(kConfigEnv) + "='" + v + "': expected " + form + "; got " + std::to_string(fields.size()) + " field" +
-                                (fields.size() == 1 ? "" : "s"));
-    ov.block_m = vals[0];
-    ov.block_n = vals[1];
-    ov.num_stages = vals[2];
-    ov.pipelined = vals[3];
-    ov.multicast = vals[4];
-    ov.group_n = vals[5];
-    ov.split_k = vals[6];
-    const std::string where = std::string(kConfigEnv) + "='" + v + "': ";
-    if (ov.block_m != 64 && ov.block_m != 128 && ov.block_m != 192 && ov.block_m != 256)
-        fail(where + "block_m must be 64, 128, 192 or 256");
-    if (ov.block_n < 16 || ov.block_n > heuristics::kSm90Fp8MaxBlockN || ov.block_n % 16 != 0)
-        fail(where + "block_n must be a multiple of 16 in [16, " + std::to_string(heuristics::kSm90Fp8MaxBlockN) + "]");
-    if (ov.num_stages != 0 && (ov.num_stages < heuristics::kSm90Fp8MinStages || ov.num_stages > heuristics::kSm90Fp8MaxStages))
-        fail(where + "stages must be 0 (auto) or in [" + std::to_string(heuristics::kSm90Fp8MinStages) + ", " +
-             std::to_string(heuristics::kSm90Fp8MaxStages) + "]");
-    if (ov.pipelined < 0 || ov.pipelined > 1) fail(where + "pipelined must be 0 (off) or 1 (two scratch accumulators)");
-    if (ov.multicast < 0 || ov.multicast > 2) fail(where + "multicast must be 0 (off), 1 (share B) or 2 (share A)");
-    if (ov.group_n > 1024) fail(where + "group_n must be 0 (default) or in [1, 1024]");
-    if (ov.split_k > heuristics::kSm90Fp8MaxSplitK) fail(where + "split_k must be 0 or 1 (off) or in [2, " +
-                                                        std::to_string(heuristics::kSm90Fp8MaxSplitK) + "]");
-    if (ov.split_k > 1 && (ov.block_m > 128 || ov.multicast != 0))
-        fail(where + "split_k needs block_m 64 or 128 and multicast 0");
-    if (ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockNPipelined)
-        fail(where + "pipelined 1 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockNPipelined));
-    if (ov.block_m == 256 && ov.pipelined == 1) fail(where + "block_m 256 needs pipelined 0 (no registers for it)");
-    if (ov.block_m == 192 && ov.block_n > heuristics::kSm90Fp8MaxBlockN192)
-        fail(where + "block_m 192 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN192));
-    if (ov.block_m == 192 && ov.pipelined == 1 && ov.block_n > heuristics::kSm90Fp8MaxBlockN192Pipelined)
-        fail(where + "block_m 192 with pipelined 1 needs block_n <= " +
-             std::to_string(heuristics::kSm90Fp8MaxBlockN192Pipelined));
-    if (ov.block_m == 256 && ov.block_n > heuristics::kSm90Fp8MaxBlockN256)
-        fail(where + "block_m 256 needs block_n <= " + std::to_string(heuristics::kSm90Fp8MaxBlockN256));
-    return ov;
+// The kernel's knobs, in the order of DG_FP8_GEMM_CONFIG's fields (adding one: docs/architecture.md).
+const knobs::KnobTable& fp8_1d2d_knobs() {
+    using heuristics::Sm90GemmConfig;
+    static const knobs::KnobTable table{
+        .variable = kConfigEnv,
+        .required = 3,
+        .knobs =
+            {
+                {.name = "block_m", .field = &Sm90GemmConfig::block_m, .legal = {{64, 256, 64}},
+                 .meaning = "tile rows: 192 = three math warpgroups of 64 rows, 256 = two of 128 rows",
+                 .tune = {64, 128, 192, 256}, .template_arg = "BLOCK_M"},
+                knobs::block_n_knob(heuristics::kSm90Fp8MaxBlockN),
+                knobs::stages_knob(heuristics::kSm90Fp8MinStages, heuristics::kSm90Fp8MaxStages),
+                {.name = "pipelined", .field = &Sm90GemmConfig::pipelined, .legal = {{0, 1}},
+                 .meaning = "1 = two scratch accumulators, promotion overlapped with the next K block's wgmmas",
+                 .tune = {0, 1},
+                 .suffix = [](const GemmKernelKey& k) -> std::string { return k.pipelined == 1 ? "_pp" : ""; },
+                 .template_arg = "kPromoteMode"},
+                {.name = "multicast", .field = &Sm90GemmConfig::multicast, .legal = {{0, 2}},
+                 .meaning = "2-CTA clusters: 1 = sharing B (M-block pairs), 2 = sharing A (N-block pairs)",
+                 .tune = {0, 1, 2},
+                 .suffix = [](const GemmKernelKey& k) -> std::string {
+                     return k.multicast == 1 ? "_mcb" : k.multicast == 2 ? "_mca" : "";
+                 },
+                 .template_arg = "kNumTMAMulticast, kMulticastOnA"},
+                {.name = "group_n", .field = &Sm90GemmConfig::group_n, .legal = {{0, 1024}},
+                 .meaning = "tile order: groups of this many N blocks walked over all M blocks, 0 = the default (8)",
+                 .keep = 0, .tune = {4, 8, 16}, .template_arg = "kNumNBlocksPerGroup"},
+                {.name = "split_k", .field = &Sm90GemmConfig::split_k, .legal = {{0, heuristics::kSm90Fp8MaxSplitK}},
+                 .meaning = "0 or 1 = off, else each tile's K blocks split over that many units (dense, no C)",
+                 .tune = {1, 2, 4, 8},
+                 .suffix = [](const GemmKernelKey& k) -> std::string {
+                     return k.split_k > 1 ? fmt::format("_sk{}", k.split_k) : "";
+                 },
+                 .template_arg = "SplitKScheduler's kSplits"},
+            },
+        .words = {"legacy", "rules"},
+        .rule = [](const Sm90GemmConfig& c) -> const char* {
+            using namespace heuristics;
+            if (c.split_k > 1 && (c.block_m > 128 || c.multicast != 0)) return "split_k needs block_m 64 or 128 and multicast 0";
+            if (c.pipelined == 1 && c.block_n > kSm90Fp8MaxBlockNPipelined) return "pipelined 1 needs block_n <= 128";
+            if (c.block_m == 256 && c.pipelined == 1) return "block_m 256 needs pipelined 0 (no registers for it)";
+            if (c.block_m == 256 && c.block_n > kSm90Fp8MaxBlockN256) return "block_m 256 needs block_n <= 128";
+            if (c.block_m == 192 && c.block_n > kSm90Fp8MaxBlockN192) return "block_m 192 needs block_n <= 128";
+            if (c.block_m == 192 && c.pipelined == 1 && c.block_n > kSm90Fp8MaxBlockN192Pipelined)
+                return "block_m 192 with pipelined 1 needs block_n <= 80";
+            return nullptr;
+        },
+    };
+    static_assert(heuristics::kSm90Fp8MaxBlockNPipelined == 128 && heuristics::kSm90Fp8MaxBlockN256 == 128 &&
+                      heuristics::kSm90Fp8MaxBlockN192 == 128 && heuristics::kSm90Fp8MaxBlockN192Pipelined == 80,
+                  "the rule messages above name these limits");
+    return table;
 }
 
 const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
@@ -142,6 +125,8 @@ const char* Fp8Gemm1d2dTraits::op_name(const GemmProblem& p) {
         default: return "m_grouped_fp8_gemm";
     }
 }
+
+const knobs::KnobTable& Fp8Gemm1d2dTraits::knob_table() { return fp8_1d2d_knobs(); }
 
 void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     const GemmProblem& p = desc.problem;
@@ -214,64 +199,45 @@ gemm_launch::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, i
 
 // DG_FP8_GEMM_CONFIG is parsed again only after reload_settings() (a new settings generation), so a cached
 // call compares one pointer here. Called with the config memo's lock held.
-void Fp8Gemm1d2dTraits::set_override(const char*, const jit::Settings& settings,
+void Fp8Gemm1d2dTraits::set_override(const char* op, const jit::Settings& settings,
                                      gemm_launch::ConfigQuery& q) {
     static const jit::Settings* parsed_for = nullptr;
-    static ConfigOverride parsed;
+    static knobs::Forced parsed;
     if (parsed_for != &settings) {
-        parsed = parse_sm90_fp8_config_override(settings.fp8_gemm_config);
+        parsed = knobs::parse_forced(fp8_1d2d_knobs(), settings.fp8_gemm_config, op);
         parsed_for = &settings;
     }
-    const int forced[7] = {parsed.block_m, parsed.block_n, parsed.num_stages, parsed.pipelined, parsed.multicast,
-                           parsed.group_n, parsed.split_k};
-    std::memcpy(q.forced, forced, sizeof(forced));
+    q.forced = parsed;
 }
 
 heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_launch::ConfigQuery& q) {
-    ConfigOverride ov;
-    ov.block_m = q.forced[0], ov.block_n = q.forced[1], ov.num_stages = q.forced[2];
-    ov.pipelined = q.forced[3], ov.multicast = q.forced[4], ov.group_n = q.forced[5], ov.split_k = q.forced[6];
+    // The table's words: "legacy" (state 2) and "rules" (state 3) pick another chooser.
+    const heuristics::Sm90Fp8Chooser chooser = q.forced.state == 2   ? heuristics::Sm90Fp8Chooser::kLegacy
+                                               : q.forced.state == 3 ? heuristics::Sm90Fp8Chooser::kRules
+                                                                     : heuristics::Sm90Fp8Chooser::kModel;
     const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
     Config config = mode == GemmGroupedMode::kNone
-                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, ov.chooser(),
+                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser,
                                                              gemm_launch::block_multiples(q),
                                                              Epilogue(q.epilogue) != Epilogue::kAccumDirect)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      q.groups,
                                                                      mode == GemmGroupedMode::kMGroupedMasked ||
                                                                          mode == GemmGroupedMode::kHeadBatched,
-                                                                     ov.chooser(),
+                                                                     chooser,
                                                                      gemm_launch::block_multiples(q));
-    if (is_contiguous(mode) && !q.zero_padding && ov.chooser() == heuristics::Sm90Fp8Chooser::kModel)
+    if (is_contiguous(mode) && !q.zero_padding && chooser == heuristics::Sm90Fp8Chooser::kModel)
         config = heuristics::sm90_fp8_contiguous_unzeroed_config(config, m, n, num_sms, smem_limit,
                                                                  gemm_launch::block_multiples(q));
-    if (ov.active()) {
-        config.block_m = ov.block_m;
-        config.block_n = ov.block_n;
-        config.pipelined = ov.pipelined;
-        config.multicast = ov.multicast;
-        if (ov.group_n != 0) config.group_n = ov.group_n;
-        config.split_k = std::max(1, ov.split_k);
-        const int max_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
-        config.num_stages = ov.num_stages != 0 ? ov.num_stages : max_stages;
+    if (q.forced.active()) {
+        config = knobs::apply_forced(fp8_1d2d_knobs(), q.forced, config);
+        config.split_k = std::max(1, config.split_k);
+        if (config.num_stages == 0)
+            config.num_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
         if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
             fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
-        if (mode != GemmGroupedMode::kNone) {
-            // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64
-            // or 128 rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler);
-            // they look groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not
-            // fit. The masked one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
-            if (is_contiguous(mode) ? config.multicast == 1 && config.block_m > 128
-                                    : !(is_masked(mode) && config.multicast == 1))
-                config.multicast = 0;
-            if (config.split_k > 1)
-                fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got " + heuristics::sm90_fp8_to_string(config));
-            if (config.block_m == 192 && mode != GemmGroupedMode::kMGroupedMasked && mode != GemmGroupedMode::kHeadBatched)
-                fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got " +
-                                heuristics::sm90_fp8_to_string(config));
-        }
     }
     // With the config model's time for this config (forced ones too), for calibrating the model by sweeps
     // (masked: on G x expected_m rows).
@@ -299,6 +265,19 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
     // D = C + acc: C is read and added in the epilogue, which then stores from registers.
     if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
+    if (p.mode != GemmGroupedMode::kNone) {
+        // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64 or 128
+        // rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler); they look
+        // groups up per 128-row segment, which three 64-row math warpgroups (BLOCK_M 192) do not fit. The masked
+        // one pairs M blocks of one group (multicast 1, sharing B). The others pair none.
+        if (is_contiguous(p) ? key.multicast == 1 && key.block_m > 128 : !(is_masked(p) && key.multicast == 1))
+            key.multicast = 0;
+        if (key.split_k > 1)
+            fail_op(op, std::string(kConfigEnv) + ": split_k is for the dense GEMM only; got split_k " +
+                            std::to_string(key.split_k));
+        if (key.block_m == 192 && !is_masked(p) && !is_heads(p))
+            fail_op(op, std::string(kConfigEnv) + ": block_m 192 is for the dense and masked GEMMs only; got block_m 192");
+    }
     if (key.split_k > 1) {
         if (p.with_c) fail_op(op, "split_k does not take a C operand");
         const int num_kb = (p.k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
@@ -381,14 +360,14 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
     return src;
 }
 
-void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,
+void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const GemmKernelKey& key,
                                 int num_sms, gemm_launch::PreparedLaunch& prepared) {
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
     // Tensor maps (innermost dimension first): a, b, sfa 3-D {inner, outer, group}; d 2-D.
     const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
-    const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(config.block_n);
+    const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(key.block_n);
     const uint64_t a_groups = a_per_group(p) ? uint64_t(p.num_groups) : 1;
     const uint64_t b_groups = p.mode != GemmGroupedMode::kNone ? uint64_t(p.num_groups) : 1;
     const std::string what = std::string(op) + ": tensor map for ";
@@ -397,21 +376,21 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
         // x [M, G, K] as {K, G, M} (increasing strides); the box {128, 1, BLOCK_M} lands as {128, BLOCK_M} would.
         const uint64_t dims[3] = {uint64_t(k), uint64_t(p.num_groups), uint64_t(m)};
         const uint64_t strides[2] = {uint64_t(o.a_group_stride), uint64_t(o.lda)};
-        const uint32_t box[3] = {uint32_t(heuristics::kSm90Fp8BlockK), 1u, uint32_t(config.block_m)};
+        const uint32_t box[3] = {uint32_t(heuristics::kSm90Fp8BlockK), 1u, uint32_t(key.block_m)};
         t[0] = jit::encode_tensor_map(CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, o.a, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, (what + "a").c_str());
     } else {
         t[0] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.a, uint64_t(k), uint64_t(m), a_groups, uint64_t(o.lda),
                         uint64_t(o.a_group_stride), heuristics::kSm90Fp8BlockK,
-                        uint32_t(key.multicast == 2 ? config.block_m / 2 : config.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
+                        uint32_t(key.multicast == 2 ? key.block_m / 2 : key.block_m), CU_TENSOR_MAP_SWIZZLE_128B,
                         (what + "a").c_str());
     }
     t[1] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_UINT8, o.b, uint64_t(k), uint64_t(n), b_groups, uint64_t(o.ldb),
                         uint64_t(o.b_group_stride), heuristics::kSm90Fp8BlockK,
-                        uint32_t(key.multicast == 1 ? config.block_n / 2 : config.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
+                        uint32_t(key.multicast == 1 ? key.block_n / 2 : key.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
                         (what + "b").c_str());
     t[2] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb), a_groups,
-                        uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(config.block_m), 1,
+                        uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(key.block_m), 1,
                         CU_TENSOR_MAP_SWIZZLE_NONE, (what + "sfa").c_str());
     std::memset(&t[3], 0, sizeof(t[3]));
     // masked: [G * max_m, N]; heads: [M, G * N]
@@ -421,19 +400,19 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Conf
         t[3] = make_tmap_2d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, o.d, d_cols, d_rows, uint64_t(o.ldd) * 2,
                             uint32_t(d_swizzle / 2), 64u, swizzle_of(d_swizzle), (what + "d").c_str());
 
-    const int64_t m_blocks = int64_t(a_groups) * ((m + config.block_m - 1) / config.block_m);
-    const int64_t n_blocks = (n + config.block_n - 1) / config.block_n;
+    const int64_t m_blocks = int64_t(a_groups) * ((m + key.block_m - 1) / key.block_m);
+    const int64_t n_blocks = (n + key.block_n - 1) / key.block_n;
     jit::LaunchConfig& launch = prepared.launch;
     const int64_t units = m_blocks * n_blocks * std::max<int64_t>(1, key.split_k);
     launch.grid[0] = key.multicast == 0 ? persistent_grid(num_sms, units)
                      : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
                                           : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
-    launch.block[0] = unsigned(config.num_threads());
-    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages));
+    launch.block[0] = unsigned(heuristics::sm90_fp8_num_threads(key.block_m));
+    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages));
     launch.cluster_x = key.multicast != 0 ? 2u : 1u;
     if (key.split_k > 1) {
         prepared.split_k_tiles = size_t(m_blocks * n_blocks);
-        prepared.split_k_partial_bytes = prepared.split_k_tiles * key.split_k * config.block_m * config.block_n * 4;
+        prepared.split_k_partial_bytes = prepared.split_k_tiles * key.split_k * key.block_m * key.block_n * 4;
     }
 }
 

@@ -133,9 +133,10 @@ struct GemmKernelKey {
     bool a_mn_major = false, b_mn_major = false;  // BF16
     bool d_fp32 = false, with_c = false;          // BF16 (with_c also FP8 1D1D)
     bool c_fp32 = false;                          // FP8 1D2D with C: C float32 (else bfloat16)
-    uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off); BF16 batch-reduced: batch splits
+    uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off)
     uint8_t prefetch_c = 0;  // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue
-    uint8_t unused[3] = {0, 0, 0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
+    uint8_t batch_splits = 0;  // BF16 batch-reduced: the batches split over this many CTAs per tile (0 = off)
+    uint8_t unused[2] = {0, 0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t group_align = 0;  // contiguous modes: the group alignment (rows) where the scheduler uses it (the psum
                               // layout, or unspecified padding rows); else 0
@@ -179,11 +180,28 @@ struct DeviceLimits {
     int num_sms = 132;
     int smem_optin = 232448;  // max dynamic shared memory per block (opt-in), bytes
     int cc_major = 9;
+    int clock_mhz = 1980;     // peak SM clock: with num_sms, the GPU model of the tuning table
+    bool use_tuning = true;   // plan with the tuning table's picks for that model (as run_gemm does)
 };
 
 // The kernel run_gemm would build for `problem` on a device with `limits`: the same config choice, key and
 // source, with no GPU. Raises jit::Error as run_gemm would for an impossible config.
 GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limits);
+
+// The config candidates of `problem` for the tuner (knob_table.hpp): the kernel's forced-config variable, the
+// heuristic's kernel, and the configs around its pick (in the variable's syntax) that the kernel's finalize
+// accepts for this problem, each with the kernel it plans (distinct kernels, none the heuristic's).
+struct GemmConfigCandidate {
+    std::string config;
+    GemmKernelSource kernel;
+};
+struct GemmConfigCandidates {
+    std::string variable;
+    std::string signature;  // the problem's key in the tuning table (jit/tuning_table.hpp)
+    GemmKernelSource heuristic;
+    std::vector<GemmConfigCandidate> candidates;
+};
+GemmConfigCandidates gemm_config_candidates(const GemmProblem& problem, const DeviceLimits& limits, int max_changed = 2);
 
 // The kernel run_k_grouped_fp8_gemm would build for a K-grouped FP8 problem whose groups have the values of K
 // in `ks`: one (whatever the groups' K), or none when they are all 0.

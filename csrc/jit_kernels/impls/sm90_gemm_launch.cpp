@@ -3,6 +3,7 @@
 #include "sm90_gemm_launch.hpp"
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -38,17 +39,64 @@ void check_block_multiples(const char* op, const GemmProblem& p, int block_m, in
                      std::to_string(block_m) + ", BLOCK_N = " + std::to_string(block_n));
 }
 
+std::string tuning_signature(const ConfigQuery& q) {
+    int64_t m = q.m;
+    if (q.mode != int(GemmGroupedMode::kNone)) {
+        int64_t bucket = 1;
+        while (bucket < m) bucket *= 2;
+        m = bucket;
+    }
+    return fmt::format("mode{}.m{}.n{}.k{}.sms{}.smem{}.groups{}.rows{}.epi{}.out{}.bmn{}.zp{}.mult{}x{}", q.mode, m, q.n,
+                       q.k, q.num_sms, q.smem_limit, q.groups, q.rows_per_group, q.epilogue, q.out_bytes, q.b_mn_major,
+                       q.zero_padding, q.block_m_multiple, q.block_n_multiple);
+}
+
 namespace {
 
+// The SMs a planned problem may use on `limits`.
+int planned_sms(const GemmProblem& problem, const DeviceLimits& limits) {
+    return problem.num_sms > 0 ? std::min(problem.num_sms, limits.num_sms) : limits.num_sms;
+}
+
 template <typename Traits>
-GemmKernelSource plan_with(const GemmProblem& problem, const DeviceLimits& limits) {
+Planned<Traits> plan_planned(const GemmProblem& problem, const DeviceLimits& limits, const knobs::Forced* forced = nullptr) {
     const char* op = Traits::op_name(problem);
     if (limits.cc_major != 9)
         throw jit::Error(std::string(op) + ": the SM90 kernel needs a Hopper GPU (compute capability 9.x)");
     if (!check_common(op, problem)) throw jit::Error(std::string(op) + ": M or N is 0: no kernel to compile");
     const CompiledDims dims = parse_compiled_dims(op, problem.compiled_dims);
-    const int num_sms = problem.num_sms > 0 ? std::min(problem.num_sms, limits.num_sms) : limits.num_sms;
-    return Traits::source(plan_kernel<Traits>(op, problem, dims, num_sms, limits.smem_optin).key);
+    const int num_sms = planned_sms(problem, limits);
+    return plan_kernel<Traits>(op, problem, dims, num_sms, limits.smem_optin,
+                               limits.use_tuning ? jit::gpu_model(limits.num_sms, limits.clock_mhz) : std::string(), forced);
+}
+
+template <typename Traits>
+GemmKernelSource plan_with(const GemmProblem& problem, const DeviceLimits& limits) {
+    return Traits::source(plan_planned<Traits>(problem, limits).key);
+}
+
+template <typename Traits>
+GemmConfigCandidates candidates_with(const GemmProblem& problem, DeviceLimits limits, int max_changed) {
+    const knobs::KnobTable& table = Traits::knob_table();
+    limits.use_tuning = false;  // around the heuristic's pick
+    const Planned<Traits> pick = plan_planned<Traits>(problem, limits);
+    ConfigQuery query = Traits::config_query(problem, planned_sms(problem, limits), limits.smem_optin);
+    query.block_m_multiple = problem.block_m_multiple, query.block_n_multiple = problem.block_n_multiple;
+    GemmConfigCandidates out{table.variable, tuning_signature(query), Traits::source(pick.key), {}};
+    std::set<std::string> symbols{out.heuristic.symbol};
+    heuristics::Sm90GemmConfig around = pick.config;
+    around.num_stages = 0;  // each candidate takes as many stages as fit its tile
+    for (const heuristics::Sm90GemmConfig& config : knobs::candidates(table, around, max_changed)) {
+        const std::string text = knobs::format_config(table, config);
+        try {
+            const knobs::Forced forced = knobs::parse_forced(table, text);
+            GemmKernelSource kernel = Traits::source(plan_planned<Traits>(problem, limits, &forced).key);
+            if (symbols.insert(kernel.symbol).second) out.candidates.push_back({text, std::move(kernel)});
+        } catch (const jit::Error&) {
+            // not legal for this problem (the kernel's finalize, or its shared memory)
+        }
+    }
+    return out;
 }
 
 }  // namespace
@@ -92,6 +140,7 @@ GemmKernelKey gemm_kernel_key(GemmKernel kernel, const heuristics::Sm90GemmConfi
     key.multicast = uint8_t(config.multicast);
     key.split_k = uint8_t(config.split_k > 1 ? config.split_k : 0);
     if (kernel == GemmKernel::kFp8_1d1d) key.epilogue = uint8_t(heuristics::Sm90GemmEpilogue::kAccumDirect);
+    if (kernel == GemmKernel::kBf16) key.multicast = 0;  // the config holds a request, which the BF16 key resolves
     return key;
 }
 
@@ -111,6 +160,15 @@ GemmKernelSource plan_gemm(const GemmProblem& problem, const DeviceLimits& limit
         case GemmKernel::kBf16: return gemm_launch::plan_with<Bf16GemmTraits>(problem, limits);
     }
     throw jit::Error("plan_gemm: unknown SM90 GEMM kernel");
+}
+
+GemmConfigCandidates gemm_config_candidates(const GemmProblem& problem, const DeviceLimits& limits, int max_changed) {
+    switch (problem.kernel) {
+        case GemmKernel::kFp8_1d2d: return gemm_launch::candidates_with<Fp8Gemm1d2dTraits>(problem, limits, max_changed);
+        case GemmKernel::kFp8_1d1d: return gemm_launch::candidates_with<Fp8Gemm1d1dTraits>(problem, limits, max_changed);
+        case GemmKernel::kBf16: return gemm_launch::candidates_with<Bf16GemmTraits>(problem, limits, max_changed);
+    }
+    throw jit::Error("gemm_config_candidates: unknown SM90 GEMM kernel");
 }
 
 std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem, std::span<const int> ks,
@@ -157,7 +215,7 @@ std::string scheduler_type(const GemmKernelKey& key, const char* dense) {
             return fmt::format("deep_gemm::MaskedGroupedScheduler<{}{}>", tile, key.multicast == 1 ? ", 2u" : "");
         case GemmGroupedMode::kKGroupedContiguous: return fmt::format("deep_gemm::KGroupedScheduler<{}>", tile);
         case GemmGroupedMode::kBatchReduced:
-            return fmt::format("deep_gemm::BatchReducedScheduler<{}, {}u>", tile, std::max<int>(1, key.split_k));
+            return fmt::format("deep_gemm::BatchReducedScheduler<{}, {}u>", tile, std::max<int>(1, key.batch_splits));
         case GemmGroupedMode::kHeadBatched: return fmt::format("deep_gemm::HeadBatchedScheduler<{}>", tile);
         default: return fmt::format("deep_gemm::{}<{}>", dense, tile);
     }

@@ -16,23 +16,28 @@
 //                                                   the launch memo; plain-argument pointers do not)
 //   op_name(problem)                                the op named in errors and logs
 //   check(op, desc)                                 the kernel's argument checks (jit::Error on failure)
+//   knob_table()                                    the kernel's knobs (knob_table.hpp)
 //   config_query(problem, num_sms, smem_limit)      the shape class the config depends on
 //   set_override(op, settings, query)               the settings' forced config into the query
 //   choose(op, query) -> Config                     config choice (and DG_PRINT_CONFIGS log)
 //   kernel_key(op, problem, config, num_sms, dims)  the key (rejecting configs the call cannot use)
 //   source(key) -> GemmKernelSource                 template arguments, smem formula, symbol
-//   prepare(op, desc, config, key, num_sms, launch) tensor maps and launch shape
+//   prepare(op, desc, key, num_sms, launch)        tensor maps and launch shape (from the key only)
 //   launch(desc, launch)                            the kernel argument array, then the launch
 #pragma once
 
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "../../jit/direct_mapped_cache.hpp"
 #include "../../jit/jit.hpp"
 #include "../../jit/settings.hpp"
+#include "../../jit/tuning_table.hpp"
 #include "../heuristics/common.hpp"
+#include "knob_table.hpp"
 #include "sm90_gemm_desc.hpp"
 
 namespace deep_gemm::kernels::gemm_launch {
@@ -45,7 +50,7 @@ struct ConfigQuery {
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
     int32_t zero_padding = 0;  // M-contiguous: padding rows written as zeros (ensure_zero_padding)
     int32_t block_m_multiple = 1, block_n_multiple = 1;
-    int32_t forced[7] = {0, 0, 0, 0, 0, 0, 0};  // the settings' forced config (DG_*_GEMM_CONFIG), parsed
+    knobs::Forced forced;  // the settings' forced config (DG_*_GEMM_CONFIG), parsed by the kernel's knob table
     bool operator==(const ConfigQuery&) const = default;
 };
 
@@ -92,13 +97,25 @@ inline heuristics::BlockMultiples block_multiples(const ConfigQuery& q) {
 
 // The config of a shape class, memoized per query (the query includes the forced config of the current
 // settings generation, so reload_settings() takes effect).
+// A forced config from elsewhere than the settings: a candidate being planned (wins over the settings'
+// variable) or a tuned pick (only where the variable is unset).
+struct ForcedBy {
+    const knobs::Forced* config = nullptr;
+    bool over_settings = false;
+};
+
+// The tuning table's signature of a shape class: the query, with M in a power-of-two bucket for the grouped
+// modes (whose M varies from call to call), and without the forced config.
+std::string tuning_signature(const ConfigQuery& q);
+
 template <typename Traits>
-typename Traits::Config memo_config(const char* op, ConfigQuery query) {
+typename Traits::Config memo_config(const char* op, ConfigQuery query, ForcedBy forced = {}) {
     static std::mutex mutex;
     static std::unordered_map<ConfigQuery, typename Traits::Config, BytewiseHash<ConfigQuery>> configs;
     const jit::Settings& settings = jit::settings();
     std::lock_guard<std::mutex> lock(mutex);
     Traits::set_override(op, settings, query);
+    if (forced.config != nullptr && (forced.over_settings || query.forced.state == 0)) query.forced = *forced.config;
     if (auto it = configs.find(query); it != configs.end()) return it->second;
     const typename Traits::Config config = Traits::choose(op, query);
     configs.emplace(query, config);
@@ -111,14 +128,31 @@ struct Planned {
     GemmKernelKey key;
 };
 
-// Config and kernel key of a problem on a device with `num_sms` usable SMs and `smem_limit` bytes.
+// Config and kernel key of a problem on a device with `num_sms` usable SMs and `smem_limit` bytes. `gpu`
+// (jit::gpu_model; empty: none) looks the shape class up in the cache's tuning table, whose pick is taken
+// where the settings force no config and the kernel's finalize accepts it for this call. `candidate`: a
+// forced config that wins over both.
 template <typename Traits>
 Planned<Traits> plan_kernel(const char* op, const GemmProblem& p, const CompiledDims& dims, int num_sms,
-                            int smem_limit) {
+                            int smem_limit, const std::string& gpu, const knobs::Forced* candidate = nullptr) {
     Planned<Traits> planned;
     ConfigQuery query = Traits::config_query(p, num_sms, smem_limit);
     query.block_m_multiple = p.block_m_multiple, query.block_n_multiple = p.block_n_multiple;
-    planned.config = memo_config<Traits>(op, query);
+    if (candidate == nullptr && !gpu.empty()) {
+        const knobs::KnobTable& table = Traits::knob_table();
+        if (const std::optional<std::string> pick = jit::tuned_config(gpu, table.variable, tuning_signature(query))) {
+            try {
+                const knobs::Forced tuned = knobs::parse_forced(table, *pick, op);
+                planned.config = memo_config<Traits>(op, query, {&tuned, false});
+                planned.key = Traits::kernel_key(op, p, planned.config, num_sms, dims);
+                check_block_multiples(op, p, planned.key.block_m, planned.key.block_n);
+                return planned;
+            } catch (const jit::Error&) {
+                // not legal for this call (another M of the bucket): the heuristic's pick
+            }
+        }
+    }
+    planned.config = memo_config<Traits>(op, query, {candidate, true});
     planned.key = Traits::kernel_key(op, p, planned.config, num_sms, dims);
     check_block_multiples(op, p, planned.key.block_m, planned.key.block_n);
     return planned;
@@ -128,11 +162,12 @@ template <typename Traits>
 PreparedLaunch prepare(const char* op, const GemmDesc& desc, const GemmProblem& p, const CompiledDims& dims) {
     const jit::DeviceInfo& dev = sm90_device_info(op, p.device);
     const int num_sms = usable_sms(dev, p.num_sms);
-    const Planned<Traits> planned = plan_kernel<Traits>(op, p, dims, num_sms, dev.max_smem_per_block_optin);
+    const Planned<Traits> planned =
+        plan_kernel<Traits>(op, p, dims, num_sms, dev.max_smem_per_block_optin, jit::gpu_model(dev));
     PreparedLaunch prepared;
     prepared.kernel =
         &kernel_table().get(p.device, planned.key, [&] { return Traits::source(planned.key).kernel_source(); });
-    Traits::prepare(op, desc, planned.config, planned.key, num_sms, prepared);
+    Traits::prepare(op, desc, planned.key, num_sms, prepared);
     prepared.launch.pdl = p.pdl;
     return prepared;
 }
@@ -188,12 +223,13 @@ void run_gemm(const GemmDesc& desc) {
 // .cpp, declared once: a Traits struct names this after its `Config` and declares op_name and set_override
 // itself (some define them inline).
 #define DG_SM90_GEMM_TRAITS_FUNCTIONS                                                                              \
+    static const knobs::KnobTable& knob_table();                                                                   \
     static void check(const char* op, const GemmDesc& desc);                                                       \
     static gemm_launch::ConfigQuery config_query(const GemmProblem& p, int num_sms, int smem_limit);               \
     static Config choose(const char* op, const gemm_launch::ConfigQuery& query);                                   \
     static GemmKernelKey kernel_key(const char* op, const GemmProblem& p, const Config& config, int num_sms,       \
                                     const CompiledDims& dims);                                                     \
     static GemmKernelSource source(const GemmKernelKey& key);                                                      \
-    static void prepare(const char* op, const GemmDesc& desc, const Config& config, const GemmKernelKey& key,      \
-                        int num_sms, gemm_launch::PreparedLaunch& prepared);                                       \
+    static void prepare(const char* op, const GemmDesc& desc, const GemmKernelKey& key, int num_sms,               \
+                        gemm_launch::PreparedLaunch& prepared);                                                    \
     static void launch(const GemmDesc& desc, const gemm_launch::PreparedLaunch& prepared)
