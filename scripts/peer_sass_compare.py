@@ -11,7 +11,8 @@ backward branch whose body issues the tensor-core instructions), side by side.
         --multicast b --dump /tmp/cmp                                           # also writes both .sass files
     python3 scripts/peer_sass_compare.py --op k_grouped --shape 7168,2048,16384 --groups 4 --tile 128,128,6
 
---peer takes the tarball (default: .peers/ or ../shared/peers/deepgemm-*.tar.xz) or an extracted source folder.
+--peer takes DeepGEMM's source tarball (default: .peers/deepgemm-*.tar.xz, the folder git ignores that
+scripts/gpu_check.sh builds the peer from) or an extracted source folder.
 Needs the extension built (PYTHONPATH=repo root), nvcc and a cuobjdump of CUDA 13 (the same one the tests use).
 docs/performance.md ("Comparing a kernel with DeepGEMM's") says where it fits; docs/kernels/ read its results.
 """
@@ -45,12 +46,9 @@ FAMILIES = ['QGMMA', 'HGMMA', 'WARPGROUP', 'FFMA', 'FMUL', 'FADD', 'LDS', 'LDSM'
 
 
 def default_peer():
-    """The peer's tarball: in .peers/ (the copy that travels to a GPU machine) or ../shared/peers/."""
-    for folder in (os.path.join(ROOT, '.peers'), os.path.join(ROOT, '..', 'shared', 'peers')):
-        found = sorted(glob.glob(os.path.join(folder, 'deepgemm-*.tar.xz')))
-        if found:
-            return found[-1]
-    return ''
+    """The peer's tarball in .peers/ (ignored by git; scripts/gpu_check.sh builds the peer from the same folder)."""
+    found = sorted(glob.glob(os.path.join(ROOT, '.peers', 'deepgemm-*.tar.xz')))
+    return found[-1] if found else ''
 
 
 def swizzle(nbytes):
@@ -253,7 +251,7 @@ def main(argv=None):
     p.add_argument('--pipelined', type=int, default=0, choices=(0, 1), help='ours only: the pipelined promotion')
     p.add_argument('--num-sms', type=int, default=132)
     p.add_argument('--peer', default=default_peer(), help="the peer's tarball or extracted source folder (default: "
-                   ".peers/ or ../shared/peers/ beside the checkout)")
+                   ".peers/deepgemm-*.tar.xz)")
     p.add_argument('--dump', help='write peer.sass, ours.sass and the generated sources into this folder')
     args = p.parse_args(argv)
     args.shape = [int(x) for x in args.shape.split(',')]
@@ -261,7 +259,7 @@ def main(argv=None):
     if len(args.shape) != 3 or len(args.tile) != 3:
         p.error('--shape takes M,N,K and --tile BLOCK_M,BLOCK_N,stages')
     if not args.peer:
-        p.error('--peer: no deepgemm-*.tar.xz in .peers/ or ../shared/peers/; name the tarball or a source folder')
+        p.error('--peer: no .peers/deepgemm-*.tar.xz; name the tarball or a source folder')
     nvcc = os.path.join(os.environ.get('CUDA_HOME', '/usr/local/cuda'), 'bin', 'nvcc')
     cuobjdump = find_cuobjdump()
     if not cuobjdump:

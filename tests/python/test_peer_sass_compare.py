@@ -1,6 +1,6 @@
 """scripts/peer_sass_compare.py, the CPU-side comparison of our FP8 kernel's SASS with DeepGEMM's for one tile:
 its SASS reading (the main K loop, per-K-block counts) on a made-up listing, and one real comparison when the
-peer's tarball, nvcc and a cuobjdump are here (CI has ../shared/peers)."""
+peer's tarball (.peers/), nvcc and a cuobjdump are here."""
 import os
 import shutil
 import sys
@@ -76,7 +76,7 @@ def _tools_here():
     return os.path.exists(nvcc) and cmp.find_cuobjdump() and cmp.default_peer()
 
 
-@pytest.mark.skipif(not _tools_here(), reason='needs nvcc, a cuobjdump and the peer tarball (.peers/ or ../shared/peers/)')
+@pytest.mark.skipif(not _tools_here(), reason='needs nvcc, a cuobjdump and the peer tarball in .peers/')
 def test_dense_tile_side_by_side(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv('DG_JIT_CACHE_DIR', str(tmp_path / 'cache'))
     assert cmp.main(['--op', 'dense', '--shape', '4096,2112,7168', '--tile', '128,192,4', '--multicast', 'b',

@@ -1,6 +1,6 @@
 """benchmarks/report_performance.py: docs/performance.md is what the one command writes from the committed raw
 rounds (the CI check), a stale doc or a bad manifest is caught, a new raw file in the manifest reaches the doc,
-and the plot is drawn (no GPU, no torch needed)."""
+and the plot is drawn (no GPU, no torch needed); forced-variant sweeps go to benchmarks/log/forced_variants.md."""
 import json
 import os
 import shutil
@@ -42,9 +42,9 @@ def small_data(tmp_path, manifest):
 
 def test_a_new_file_in_the_manifest_reaches_the_doc(tmp_path):
     path = small_data(tmp_path, {'current': {'fp8_masked': ['run.json']}, 'variant_sweeps': ['run.json']})
-    block, plot_data = rp.generate(rp.load_manifest(path), str(tmp_path))
+    block, sweeps, plot_data = rp.generate(rp.load_manifest(path), str(tmp_path))
     assert '| fp8_masked | 1 | 2.000 | 2.000 | 2.000 | 1 | `benchmarks/data/run.json` |' in block
-    assert '| fp8_masked groups=32 m=192 n=6144 k=7168 | 2.000 | 0.500 |' in block  # default, then DG_X=1
+    assert '| fp8_masked groups=32 m=192 n=6144 k=7168 | 2.000 | 0.500 |' in sweeps  # default, then DG_X=1
     assert plot_data == {'fp8_masked': [('fp8_masked groups=32 m=192 n=6144 k=7168', 2.0)]}
 
 
