@@ -75,12 +75,21 @@ def log_compile(*, src, metadata, metadata_group=None, times=None, cache_hit: bo
               "loaded from Triton's cache (hit)" if cache_hit else "compiled (cache miss)", seconds)
 
 
+# Directories already checked by this process. Once one passed, nobody else can swap it or change its owner or mode
+# (its ancestors passed the same rules), so each launch need not pay the checks again (~12 µs of system calls).
+_checked_dirs: dict = {}
+
+
 def checked_cache_dir(directory: str) -> str:
     """``directory`` (``<root>/triton``), created if absent and checked as the C++ JIT checks its own cache
-    directories (owner, mode, no symlink, the root's ancestors; docs/cache.md): Triton loads whatever its
-    cache holds, so a directory someone else could write is refused with ``RuntimeError``."""
-    _C = importlib.import_module("deep_gemm._C")  # not at module import: see the module docstring
-    return _C.cache_prepare_dir(os.path.dirname(directory), os.path.basename(directory))
+    directories (owner, mode, no symlink, the root's ancestors; docs/cache.md), once per process: Triton loads
+    whatever its cache holds, so a directory someone else could write is refused with ``RuntimeError``."""
+    checked = _checked_dirs.get(directory)
+    if checked is None:
+        _C = importlib.import_module("deep_gemm._C")  # not at module import: see the module docstring
+        checked = _checked_dirs[directory] = _C.cache_prepare_dir(os.path.dirname(directory),
+                                                                 os.path.basename(directory))
+    return checked
 
 
 def _no_compile_manager_class(base):
