@@ -42,7 +42,7 @@ def _resolve_recipe(op: str, recipe, recipe_a, recipe_b) -> Optional[list]:
 # ---- SM100-only GEMMs ----------------------------------------------------------------------------------
 
 def k_grouped_fp8_gemm_tn_contiguous(a, b, d, ks_cpu, grouped_layout, c=None, recipe=(1, 1, 128), compiled_dims='mn',
-                                     use_psum_layout=False):
+                                     use_psum_layout=False, use_padded_sf_layout=False, epilogue=None):
     """SM100 only in DeepGEMM; on SM90 use :func:`deep_gemm.k_grouped_fp8_gemm_nt_contiguous`."""
     _unavailable('k_grouped_fp8_gemm_tn_contiguous', _SM100 + '; use k_grouped_fp8_gemm_nt_contiguous')
 

@@ -72,7 +72,7 @@ def bf16_scaled(op: str, a, b, d, c, alpha, epilogue) -> bool:
 
 
 def grouped_epilogue(op: str, epilogue) -> None:
-    """The M-grouped FP8 GEMMs take ``epilogue`` (DeepGEMM 2.8) but no ``alpha``."""
+    """The grouped FP8 GEMMs take ``epilogue`` (DeepGEMM 2.8, sgl-deep-gemm 0.2.5) but no ``alpha``."""
     _resolve_epilogue(op, epilogue)
 
 
@@ -125,6 +125,6 @@ def wrapper_extras(name: str):
         return ['alpha: Optional[float] = None', 'epilogue=None'], (
             f'    if (alpha is not None or epilogue is not None) and _compat28.bf16_scaled({name!r}, a, b, d, c, alpha, epilogue):\n'
             f'        return\n')
-    if name in ('m_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nt_masked'):
+    if name in ('m_grouped_fp8_gemm_nt_contiguous', 'm_grouped_fp8_gemm_nt_masked', 'k_grouped_fp8_gemm_nt_contiguous'):
         return ['epilogue=None'], f'    if epilogue is not None:\n        _compat28.grouped_epilogue({name!r}, epilogue)\n'
     return [], ''

@@ -14,7 +14,8 @@ by ``;``: ``ks=512;1024``). Fields (all but ``op`` / ``m`` / ``n`` / ``k`` optio
   (K-grouped: each group's K; one kernel for all groups).
 - ``recipe`` (FP8: ``[1, 128, 128]`` the default, ``[1, 1, 128]`` for the FP32-output kernel);
   ``d_dtype`` (``"bfloat16"`` / ``"float32"``); ``c_dtype`` (the C operand's, if one is given).
-- ``use_psum_layout``, ``ensure_zero_padding`` (M-grouped contiguous); ``compiled_dims``;
+- ``use_psum_layout``, ``ensure_zero_padding`` (M-grouped contiguous); ``use_padded_sf_layout`` (K-grouped FP8,
+  with ``ks``: the scale layout, which with ``mk_alignment`` picks the kernel); ``compiled_dims``;
   ``mk_alignment`` and ``block_size_multiple_of`` (``[m, n]``) for jobs that change those knobs;
   ``head_splits`` (``[left, mid, right]``, fp8_gemm_nt_skip_head_mid; ``n`` = the computed columns).
 
@@ -33,7 +34,7 @@ Call = Dict[str, Any]
 
 _DTYPES = ('bfloat16', 'float32')
 _FIELDS = {'op', 'm', 'max_m', 'n', 'k', 'num_groups', 'expected_m', 'ks', 'recipe', 'd_dtype', 'c_dtype',
-           'use_psum_layout', 'ensure_zero_padding', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of', 'head_splits'}
+           'use_psum_layout', 'ensure_zero_padding', 'use_padded_sf_layout', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of', 'head_splits'}
 _SCALE_LAYOUT_KERNEL = 'layout_transpose_sf'
 _INT32_MAX = 2**31 - 1
 
@@ -227,6 +228,7 @@ def call_kwargs(call: Call, target: PlanTarget) -> Dict[str, Any]:
         with_c=c_dtype is not None, c_fp32=c_dtype == 'float32',
         use_psum_layout=_bool(call, 'use_psum_layout', False),
         ensure_zero_padding=_bool(call, 'ensure_zero_padding', True),
+        use_padded_sf_layout=_bool(call, 'use_padded_sf_layout', False),
         mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
         compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
         cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())],

@@ -371,7 +371,8 @@ def check_k_grouped_fp8_gemm_two_launches() -> None:
     _k_grouped_fp8_case([128 * (g % 3) for g in range(35)], 40, 24)
 
 
-def _k_grouped_fp8_case(ks, m, n) -> None:
+def _k_grouped_fp8_case(ks, m, n, padded_to=None) -> None:
+    """padded_to: the padded scale layout at that alignment (padding blocks NaN, never read), else compact."""
     a_parts, b_parts, sfa_parts, sfb_parts = [], [], [], []
     c = torch.randn(len(ks), m, n)
     ref = c.clone()
@@ -383,16 +384,29 @@ def _k_grouped_fp8_case(ks, m, n) -> None:
         ref[g] += dequantized(a8, sfa) @ dequantized(b8, sfb).t()
         a_parts.append(a8.flatten())
         b_parts.append(b8.flatten())
-        sfa_parts.append(sfa.t())
-        sfb_parts.append(sfb.t())
+        pad = (-(-k // padded_to) * padded_to + 127) // 128 - sfa.shape[1] if padded_to else 0
+        sfa_parts.append(torch.cat([sfa.t(), torch.full((pad, m), float("nan"))]))
+        sfb_parts.append(torch.cat([sfb.t(), torch.full((pad, n), float("nan"))]))
     a, b = torch.cat(a_parts).cuda(), torch.cat(b_parts).cuda()
     sfa, sfb = torch.cat(sfa_parts).contiguous().cuda(), torch.cat(sfb_parts).contiguous().cuda()
     d = torch.full((len(ks), m, n), float("nan"), device="cuda")
     deep_gemm.k_grouped_fp8_gemm_nt_contiguous((a, sfa), (b, sfb), d, ks, torch.tensor(ks, dtype=torch.int32).cuda(),
-                                               c=c.cuda())
+                                               c=c.cuda(), use_padded_sf_layout=padded_to is not None)
     torch.cuda.synchronize()
     diff = calc_diff(d.cpu(), ref)
     assert diff < 1e-3 and not d.cpu().isnan().any(), f"k_grouped_fp8_gemm_nt_contiguous wrong: diff={diff}"
+
+
+def check_k_grouped_fp8_gemm_compact_sf() -> None:
+    # Per-group scale layouts: ragged group K's (partial last K blocks read zeros past their group, never the next
+    # group's rows), compact scales, then padded ones at alignment 256 over 35 groups (two launches).
+    _k_grouped_fp8_case([96, 0, 272, 16, 1040], 40, 24)
+    old = deep_gemm.get_mk_alignment_for_contiguous_layout()
+    deep_gemm.set_mk_alignment_for_contiguous_layout(256)
+    try:
+        _k_grouped_fp8_case([16 * ((5 * g) % 23) for g in range(35)], 40, 24, padded_to=256)
+    finally:
+        deep_gemm.set_mk_alignment_for_contiguous_layout(old)
 
 
 def check_tf32_hc_prenorm_gemm() -> None:

@@ -29,6 +29,9 @@ struct GemmCall {
     std::string_view compiled_dims;
     bool disable_ue8m0_cast = false;
     bool use_psum_layout = false;
+    // K-grouped FP8: each group's scale blocks are ceil(align(K_g, get_mk_alignment_for_contiguous_layout()) / 128)
+    // (sgl-deep-gemm 0.2.5's padded layout) instead of ceil(K_g / 128) (the compact layout).
+    bool use_padded_sf_layout = false;
     // M-contiguous: padding rows (outside every group) of d are written as zeros when true (DeepGEMM's
     // default); when false (DeepGEMM's SM90 behaviour) those in an alignment block that starts in a group are
     // computed with that group's B and stored, blocks that start in padding are not written.

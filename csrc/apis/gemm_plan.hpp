@@ -33,6 +33,7 @@ struct GemmCallShape {
     int block_m_multiple = 1, block_n_multiple = 1;  // get_block_size_multiple_of()
     std::optional<std::string> compiled_dims;  // nullopt: the op's default
     std::vector<int> ks;            // K-grouped FP8: each group's K (empty: k split evenly)
+    bool use_padded_sf_layout = false;  // K-grouped FP8: scales padded to mk_alignment per group (else compact)
     std::vector<int> head_splits;   // fp8_gemm_nt_skip_head_mid: (left, mid, right); n = num_heads * (left + right)
 };
 
@@ -53,6 +54,7 @@ inline kernels::GemmProblem call_problem(const GemmCallShape& call) {
     s.use_psum_layout = call.use_psum_layout;
     s.ensure_zero_padding = call.ensure_zero_padding;
     s.mk_alignment = call.mk_alignment;
+    s.sf_group_align = call.use_padded_sf_layout ? call.mk_alignment : 128;
     s.d_fp32 = call.d_fp32;
     s.with_c = call.with_c;
     s.c_fp32 = call.c_fp32;

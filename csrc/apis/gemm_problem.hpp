@@ -35,6 +35,7 @@ struct GemmCallScalars {
     bool ensure_zero_padding = true;   // M-contiguous: padding rows written as zeros (else DeepGEMM's SM90
                                        // rows: computed in alignment blocks that start in a group)
     int mk_alignment = 128;            // M-contiguous: get_mk_alignment_for_contiguous_layout()
+    int sf_group_align = 128;          // K-grouped FP8: kernels::GemmProblem::sf_group_align (128: compact scales)
     bool d_fp32 = false;               // BF16: float32 D (the K-grouped op's always is)
     bool with_c = false;               // a C is added in the epilogue
     bool c_fp32 = false;               // FP8 1D2D with C: C is float32 (else bfloat16)
@@ -67,7 +68,10 @@ inline kernels::GemmProblem gemm_problem(const GemmOpSpec& spec, const GemmCallS
             p.mode = kernels::GemmGroupedMode::kMGroupedMasked;
             p.expected_m = s.expected_m;
             break;
-        case Grouping::kKContiguous: p.mode = kernels::GemmGroupedMode::kKGroupedContiguous; break;
+        case Grouping::kKContiguous:
+            p.mode = kernels::GemmGroupedMode::kKGroupedContiguous;
+            p.sf_group_align = s.sf_group_align;
+            break;
         case Grouping::kNone: break;
     }
     if (s.kernel == kernels::GemmKernel::kBf16) {

@@ -71,6 +71,8 @@ kernels::GemmDesc call_desc(const GemmOpSpec& spec, const Problem& p, const Gemm
         s.ensure_zero_padding = call.ensure_zero_padding;
         s.mk_alignment = get_mk_alignment_for_contiguous_layout();
         if (call.use_psum_layout and call.expected_m_for_psum_layout) s.expected_m = clamp_to_int(*call.expected_m_for_psum_layout);
+    } else if (spec.grouping == G::kKContiguous and call.use_padded_sf_layout) {
+        s.sf_group_align = get_mk_alignment_for_contiguous_layout();  // validate() checked it is positive
     }
     s.d_fp32 = call.d->scalar_type() == at::kFloat;
     s.with_c = p.has_c;
@@ -213,13 +215,13 @@ void run_fp8_1d1d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
 }
 
 // k_grouped_fp8_gemm_nt_contiguous: for each group g, d[g] = c[g] + A_g @ B_g^T with A_g [M, K_g] and B_g
-// [N, K_g] K-major, stored back to back in a and b; sfa [M, sum(K_g)/128] and sfb [N, sum(K_g)/128] (DeepGEMM's form)
-// or their transposes. The kernel runs the groups, empty ones included (d[g] = c[g] or zeros;
+// [N, K_g] K-major, stored back to back in a and b; sfa [M, S] and sfb [N, S] (DeepGEMM's form) or their
+// transposes, S = p.sf_k the groups' scale blocks (compact or padded: kernels::GemmProblem::sf_group_align). The kernel runs the groups, empty ones included (d[g] = c[g] or zeros;
 // kernels::run_k_grouped_fp8_gemm); this makes the scales TMA-readable. (Every group empty, sum K == 0, is
 // handle_empty's: nothing launches.)
 void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const int64_t m = p.m, n = p.n;
-    // Scales: a group's rows start at its K prefix / 128; TMA needs 16-byte rows, so pad M and N to 4.
+    // Scales: S rows of M (N) values; TMA needs 16-byte rows, so pad M and N to 4.
     const auto scales = [&](const at::Tensor& sf, int64_t mn, at::Tensor& holder) -> std::pair<const float*, int64_t> {
         const int64_t padded = align_up(mn, 4);
         const bool usable = sf.stride(1) == 1 and (sf.size(0) <= 1 or sf.stride(0) == padded) and
@@ -229,7 +231,7 @@ void run_fp8_k_grouped(const GemmOpSpec& spec, const Problem& p, const GemmCall&
         holder.narrow(1, 0, mn).copy_(sf);  // the padding columns are never read (TMA bounds are M / N)
         return {holder.const_data_ptr<float>(), padded};
     };
-    // validate() made p.sfa / p.sfb [sum(ks)/128, MN] views; a transposed one was given in DeepGEMM's [MN, sum(ks)/128] form.
+    // validate() made p.sfa / p.sfb [S, MN] views; a transposed one was given in DeepGEMM's [MN, S] form.
     at::Tensor sfa_holder, sfb_holder;
     const auto [sfa, sfa_stride] = scales(p.sfa.transposed ? call.sfa->transpose(0, 1) : *call.sfa, m, sfa_holder);
     const auto [sfb, sfb_stride] = scales(p.sfb.transposed ? call.sfb->transpose(0, 1) : *call.sfb, n, sfb_holder);

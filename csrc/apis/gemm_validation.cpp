@@ -16,7 +16,8 @@ namespace deep_gemm::api {
 
 namespace {
 
-constexpr int64_t kKGroupAlignment = 128;
+// K-grouped FP8: each group's A / B rows are K_g bytes, which TMA reads as 16-byte aligned rows.
+constexpr int64_t kKGroupAlignment = 16;
 
 std::string recipe_str(const Recipe& r) { return fmt::format("({}, {}, {})", r[0], r[1], r[2]); }
 
@@ -323,15 +324,22 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 check.value_error(fmt::format("ks_cpu must have one K per group (G = d.shape[0] = {}); got {} values", p.groups, call.ks.size()));
             // sum(ks) is the K extent of a and b, which the kernels index with 32-bit ints: bounding the
             // running sum also keeps it (and sum(ks) * M below) from overflowing int64.
+            // FP8: K_g a multiple of 16 (a partial last 128-K block has a scale of its own). BF16: 128.
+            const int64_t k_unit = fp8 ? kKGroupAlignment : 128;
+            // The scales of group g: k_grouped_scale_blocks(K_g, 128) (compact), or rounded up to the alignment first.
+            const int64_t sf_align = fp8 and call.use_padded_sf_layout ? get_mk_alignment_for_contiguous_layout() : 128;
+            if (sf_align <= 0)
+                check.value_error(fmt::format("use_padded_sf_layout=True needs a positive get_mk_alignment_for_contiguous_layout(); got {}", sf_align));
             int64_t sum_k = 0;
             for (size_t i = 0; i < call.ks.size(); ++i) {
                 const int64_t ki = call.ks[i];
-                if (ki < 0 or ki % kKGroupAlignment != 0)
-                    check.value_error(fmt::format("ks_cpu[{}] must be a non-negative multiple of {}; got {}", i, kKGroupAlignment, ki));
+                if (ki < 0 or ki % k_unit != 0)
+                    check.value_error(fmt::format("ks_cpu[{}] must be a non-negative multiple of {}; got {}", i, k_unit, ki));
                 if (ki > Checker::kMaxInt32 - sum_k)
                     check.value_error(fmt::format("sum(ks_cpu) must be at most {} (the kernels take K as a 32-bit int); got "
                                                   "ks_cpu[{}] = {} after a sum of {}", Checker::kMaxInt32, i, ki, sum_k));
                 sum_k += ki;
+                p.sf_k += static_cast<int64_t>(k_grouped_scale_blocks(static_cast<uint64_t>(ki), static_cast<unsigned>(sf_align)));
             }
             p.k = sum_k;
             if (fp8) {
@@ -404,25 +412,32 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
                 check_sf_shape(check, p.sfa, {p.groups, p.m, ceil_div(p.k, gk)}, {"G", "M", "ceil(K/128)"});
                 check_sf_shape(check, p.sfb, {p.groups, ceil_div(p.n, gn), ceil_div(p.k, gk)}, {"G", "ceil(N/128)", "ceil(K/128)"});
                 break;
-            case G::kKContiguous:
-                // DeepGEMM's form, sfa [M, sum(ks)/128] and sfb [N, sum(ks)/128] (its test passes the .T view of a
-                // [sum(ks)/128, M] buffer), or the transposes (deep_gemm's earlier form). A square scale tensor
-                // (M or N == sum(ks)/128) reads as DeepGEMM's form. p.sfa / p.sfb become [sum(ks)/128, MN] views.
+            case G::kKContiguous: {
+                // DeepGEMM's form, sfa [M, S] and sfb [N, S] with S = p.sf_k, the groups' scale blocks (its test passes
+                // the .T view of a [S, M] buffer), or the transposes (deep_gemm's earlier form). A square scale tensor
+                // (M or N == S) reads as DeepGEMM's form. p.sfa / p.sfb become [S, MN] views.
+                const auto s_name = [&] {  // (built for the error only)
+                    return call.use_padded_sf_layout ? fmt::format("sum(ceil(align(ks, {}) / 128)), the padded layout",
+                                                                   get_mk_alignment_for_contiguous_layout())
+                                                     : std::string("sum(ceil(ks / 128)), the compact layout");
+                };
+                check.fits_int32(p.sf_k, "the scale blocks S");
                 for (auto [v, t, mn, mn_name] : {std::tuple{&p.sfa, call.sfa, p.m, "M"}, std::tuple{&p.sfb, call.sfb, p.n, "N"}}) {
                     const View given = *v;
                     const bool deepgemm_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == mn and
-                                               given.size[1] == p.k / gk;
-                    const bool our_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == p.k / gk and
+                                               given.size[1] == p.sf_k;
+                    const bool our_form = given.dim == 2 and known(given.size[0], given.size[1]) and given.size[0] == p.sf_k and
                                           given.size[1] == mn;
                     if (deepgemm_form) {
                         *v = make_view(*t, given.name, true);
                     } else if (not our_form and not (given.dim == 2 and not known(given.size[0], given.size[1]))) {
-                        check.value_error(fmt::format("{} must have shape [{}, sum(ks)/128] = [{}, {}] (DeepGEMM's form) or its transpose "
-                                                      "[{}, {}]; got {}", given.name, mn_name, mn, p.k / gk, p.k / gk, mn,
-                                                      given.shape_str()));
+                        check.value_error(fmt::format("{} must have shape [{}, S] = [{}, {}] (DeepGEMM's form; S = {}) or its "
+                                                      "transpose [{}, {}]; got {}", given.name, mn_name, mn, p.sf_k, s_name(), p.sf_k,
+                                                      mn, given.shape_str()));
                     }
                 }
                 break;
+            }
         }
     }
 

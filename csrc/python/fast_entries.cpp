@@ -74,6 +74,7 @@ void call_op(GemmOp op, const GemmCall& call) {
             case Slot::kCompiledDims: stack.emplace_back(std::string(call.compiled_dims)); break;
             case Slot::kDisableUe8m0Cast: stack.emplace_back(call.disable_ue8m0_cast); break;
             case Slot::kUsePsumLayout: stack.emplace_back(call.use_psum_layout); break;
+            case Slot::kUsePaddedSfLayout: stack.emplace_back(call.use_padded_sf_layout); break;
             case Slot::kEnsureZeroPadding: stack.emplace_back(call.ensure_zero_padding); break;
             case Slot::kExpectedMForPsumLayout: stack.push_back(optional(call.expected_m_for_psum_layout)); break;
         }
@@ -141,6 +142,8 @@ void bind_arg(const char* op, const FastArgs& args, GemmCall& call, std::vector<
         call.disable_ue8m0_cast = bool_arg(op, arg.name, o, bool_default(arg));
     } else if constexpr (slot == Slot::kUsePsumLayout) {
         call.use_psum_layout = bool_arg(op, arg.name, o, bool_default(arg));
+    } else if constexpr (slot == Slot::kUsePaddedSfLayout) {
+        call.use_padded_sf_layout = bool_arg(op, arg.name, o, bool_default(arg));
     } else if constexpr (slot == Slot::kEnsureZeroPadding) {
         call.ensure_zero_padding = bool_arg(op, arg.name, o, bool_default(arg));
     } else {

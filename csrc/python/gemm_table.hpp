@@ -34,7 +34,7 @@ enum class ArgKind {
 // Where a parameter's value goes in api::GemmCall.
 enum class Slot {
     kA, kB, kD, kC, kLayout, kExpectedM, kKs, kRecipe, kRecipeA, kRecipeB, kCompiledDims, kDisableUe8m0Cast, kUsePsumLayout,
-    kEnsureZeroPadding, kExpectedMForPsumLayout, kHeadSplits,
+    kEnsureZeroPadding, kExpectedMForPsumLayout, kHeadSplits, kUsePaddedSfLayout,
 };
 
 struct OpArg {
@@ -69,6 +69,7 @@ inline constexpr OpArg kRecipeA{"recipe_a", K::kHalfRecipe, S::kRecipeA, "None"}
 inline constexpr OpArg kKGroupedRecipe{"recipe", K::kIntList, S::kRecipe, "1, 1, 128"};
 inline constexpr OpArg kUe8m0{"disable_ue8m0_cast", K::kBool, S::kDisableUe8m0Cast, "False"};
 inline constexpr OpArg kPsum{"use_psum_layout", K::kBool, S::kUsePsumLayout, "False"};
+inline constexpr OpArg kPaddedSf{"use_padded_sf_layout", K::kBool, S::kUsePaddedSfLayout, "False"};
 inline constexpr OpArg kZeroPadding{"ensure_zero_padding", K::kBool, S::kEnsureZeroPadding, "True"};
 inline constexpr OpArg kHeadSplits{"head_splits", K::kIntList, S::kHeadSplits};
 inline constexpr OpArg kExpectedMPsum{"expected_m_for_psum_layout", K::kOptInt, S::kExpectedMForPsumLayout, "None"};
@@ -81,7 +82,7 @@ inline constexpr auto kFp8DenseNk = fp8_dense("nk"), kFp8DenseMn = fp8_dense("mn
 inline constexpr std::array kFp8MContiguous{kA8, kB8, kD, kGroupedLayout, kRecipe, kRecipeA, kRecipeB, dims("nk"), kUe8m0, kPsum,
                                             kZeroPadding, kExpectedMPsum};
 inline constexpr std::array kFp8Masked{kA8, kB8, kD, kMaskedM, kExpectedM, kRecipe, kRecipeA, kRecipeB, dims("nk"), kUe8m0};
-inline constexpr std::array kFp8KGrouped{kA8, kB8, kD, kKs, kGroupedLayout, kC, kKGroupedRecipe, dims("mn"), kPsum};
+inline constexpr std::array kFp8KGrouped{kA8, kB8, kD, kKs, kGroupedLayout, kC, kKGroupedRecipe, dims("mn"), kPsum, kPaddedSf};
 
 constexpr auto bf16_dense(const char* d) { return std::array{kA16, kB16, kD, kC, dims(d)}; }
 inline constexpr auto kBf16DenseNk = bf16_dense("nk"), kBf16DenseMn = bf16_dense("mn");

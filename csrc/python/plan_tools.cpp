@@ -54,8 +54,9 @@ std::optional<api::Recipe> checked_recipe(const api::GemmOpSpec& spec, const std
 std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
     const std::string& op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>& ks,
     const std::optional<std::vector<int64_t>>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
-    bool ensure_zero_padding, std::optional<int> mk_alignment, std::optional<std::pair<int, int>> block_size_multiple_of,
-    std::optional<std::string> compiled_dims, int num_sms, int smem_optin, int cc_major, const std::vector<int>& head_splits, int clock_mhz) {
+    bool ensure_zero_padding, bool use_padded_sf_layout, std::optional<int> mk_alignment,
+    std::optional<std::pair<int, int>> block_size_multiple_of, std::optional<std::string> compiled_dims, int num_sms,
+    int smem_optin, int cc_major, const std::vector<int>& head_splits, int clock_mhz) {
     const api::GemmOpSpec* spec = api::find_op_spec(op);
     if (spec == nullptr) api::throw_value_error(fmt::format("unknown GEMM op \"{}\"; known: {}", op, op_names()));
     // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
@@ -87,6 +88,7 @@ std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
     call.c_fp32 = c_fp32;
     call.use_psum_layout = use_psum_layout;
     call.ensure_zero_padding = ensure_zero_padding;
+    call.use_padded_sf_layout = use_padded_sf_layout;
     call.mk_alignment = mk_alignment.value_or(api::get_mk_alignment_for_contiguous_layout());
     std::tie(call.block_m_multiple, call.block_n_multiple) =
         block_size_multiple_of.value_or(api::get_block_size_multiple_of());
@@ -100,12 +102,12 @@ std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
 #define DG_CALL_PARAMS                                                                                                \
     const std::string &op, int m, int n, int k, int num_groups, int expected_m, const std::vector<int>&ks,          \
         const std::optional<std::vector<int64_t>>&recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout, \
-        bool ensure_zero_padding, std::optional<int> mk_alignment,                                                   \
+        bool ensure_zero_padding, bool use_padded_sf_layout, std::optional<int> mk_alignment,                        \
         std::optional<std::pair<int, int>> block_size_multiple_of, std::optional<std::string> compiled_dims,         \
         int num_sms, int smem_optin, int cc_major, const std::vector<int>&head_splits, int clock_mhz
 #define DG_CALL_ARGS                                                                                                  \
     op, m, n, k, num_groups, expected_m, ks, recipe, d_fp32, with_c, c_fp32, use_psum_layout, ensure_zero_padding,  \
-        mk_alignment, block_size_multiple_of, compiled_dims, num_sms, smem_optin, cc_major, head_splits, clock_mhz
+        use_padded_sf_layout, mk_alignment, block_size_multiple_of, compiled_dims, num_sms, smem_optin, cc_major, head_splits, clock_mhz
 
 std::vector<PlannedKernel> plan_gemm_call_entry(DG_CALL_PARAMS) {
     const auto [call, limits] = checked_call(DG_CALL_ARGS);
@@ -144,7 +146,8 @@ void def_with_call_args(py::module_& m, const char* name, F f, const char* doc) 
     m.def(name, f, py::arg("op"), py::arg("m"), py::arg("n"), py::arg("k"),
           py::arg("num_groups") = 1, py::arg("expected_m") = 0, py::arg("ks") = std::vector<int>{},
           py::arg("recipe") = py::none(), py::arg("d_fp32") = false, py::arg("with_c") = false, py::arg("c_fp32") = false,
-          py::arg("use_psum_layout") = false, py::arg("ensure_zero_padding") = true, py::arg("mk_alignment") = py::none(),
+          py::arg("use_psum_layout") = false, py::arg("ensure_zero_padding") = true,
+          py::arg("use_padded_sf_layout") = false, py::arg("mk_alignment") = py::none(),
           py::arg("block_size_multiple_of") = py::none(), py::arg("compiled_dims") = py::none(),
           py::arg("num_sms") = 132, py::arg("smem_optin") = 232448, py::arg("cc_major") = 9,
           py::arg("head_splits") = std::vector<int>{}, py::arg("clock_mhz") = 1980, doc);

@@ -66,6 +66,7 @@ GemmCall call_from_stack(const OpRow& row, c10::ArrayRef<c10::IValue> args, std:
             case Slot::kCompiledDims: call.compiled_dims = args[i++].toStringView(); break;
             case Slot::kDisableUe8m0Cast: call.disable_ue8m0_cast = args[i++].toBool(); break;
             case Slot::kUsePsumLayout: call.use_psum_layout = args[i++].toBool(); break;
+            case Slot::kUsePaddedSfLayout: call.use_padded_sf_layout = args[i++].toBool(); break;
             case Slot::kEnsureZeroPadding: call.ensure_zero_padding = args[i++].toBool(); break;
             case Slot::kExpectedMForPsumLayout: {
                 const c10::IValue& v = args[i++];

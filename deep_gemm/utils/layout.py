@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 import torch
 
 from .. import _C
-from .math import ceil_div, pack_ue8m0_to_int
+from .math import align, ceil_div, pack_ue8m0_to_int
 
 get_mk_alignment_for_contiguous_layout = _C.get_mk_alignment_for_contiguous_layout
 get_theoretical_mk_alignment_for_contiguous_layout = _C.get_theoretical_mk_alignment_for_contiguous_layout
@@ -75,15 +75,17 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf: torch.Tensor, gro
                                                            k_alignment: Optional[int] = None, use_psum_layout: bool = False,
                                                            use_padded_sf_layout: bool = False) -> torch.Tensor:
     """Packed UE8M0 scales of a K-grouped operand. ``sf [Σ_g ceil(K_g/gran_k), MN]`` float32 (power-of-two
-    values, each group's K-blocks one after another, ``ks_cpu`` the K of each group, each a multiple of
-    ``k_alignment``); every group's blocks are packed four per int32 (padding blocks are zero bytes) and
-    the groups are stacked: int32 ``[Σ_g ceil(K_g/(4*gran_k)), MN]`` returned as its MN-major view.
+    values, each group's K-blocks one after another, ``ks_cpu`` the K of each group, any ``K_g >= 0``).
+
+    Group ``g`` is stored as ``B_g`` blocks packed four per int32 in ``ceil(B_g/4)`` rows of its own (a last
+    partial int is padded with zero bytes): ``B_g = ceil(K_g/gran_k)`` (the compact layout, the default), or with
+    ``use_padded_sf_layout=True`` (sgl-deep-gemm 0.2.5) ``B_g = ceil(align(K_g, k_alignment)/gran_k)``, the
+    blocks past the group's own ``ceil(K_g/gran_k)`` being zero bytes. Both give the same tensor when every ``K_g``
+    is a multiple of ``k_alignment`` (DeepGEMM 2.6.1's calls, which take no such keyword). The groups are stacked:
+    int32 ``[Σ_g ceil(B_g/4), MN]`` returned as its MN-major view (row stride ``align(MN, 4)``).
     ``grouped_layout`` (the device copy of ``ks_cpu``) is read only when ``ks_cpu`` is None (sgl-deep-gemm
-    0.2.5's form; one device-to-host copy). ``k_alignment=None`` is
-    :func:`get_mk_alignment_for_contiguous_layout`. ``use_padded_sf_layout`` (sgl-deep-gemm 0.2.5) stores each
-    group as ``ceil(align(K_g, k_alignment)/gran_k)`` blocks instead of ``ceil(K_g/gran_k)``: with every ``K_g`` a
-    multiple of ``k_alignment`` the two layouts are the same, so both values give this result.
-    ``use_psum_layout=True`` raises ``NotImplementedError``."""
+    0.2.5's form; one device-to-host copy). ``k_alignment=None`` is :func:`get_mk_alignment_for_contiguous_layout`.
+    ``use_psum_layout=True`` raises ``NotImplementedError``. SM90 kernels read FP32 scales, not this layout."""
     name = 'get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor'
     if use_psum_layout:
         raise NotImplementedError(f'{name}: use_psum_layout=True is not implemented in deep_gemm')
@@ -100,14 +102,19 @@ def get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf: torch.Tensor, gro
                          f'{getattr(sf, "dtype", None)} {list(getattr(sf, "shape", []))}')
     if gran_k <= 0 or k_alignment <= 0:
         raise ValueError(f'{name}: gran_k and k_alignment must be positive; got {gran_k}, {k_alignment}')
-    blocks = [ceil_div(k, gran_k) for k in ks_cpu]
     for g, k in enumerate(ks_cpu):
-        if k < 0 or k % k_alignment != 0:
-            raise ValueError(f'{name}: ks_cpu[{g}] must be a non-negative multiple of k_alignment={k_alignment}; got {k}')
+        if k < 0:
+            raise ValueError(f'{name}: ks_cpu[{g}] must be non-negative; got {k}')
+    blocks = [ceil_div(k, gran_k) for k in ks_cpu]
     if sum(blocks) != sf.shape[0]:
         raise ValueError(f'{name}: sf must have sum(ceil(K_g/gran_k)) = {sum(blocks)} rows; got shape {list(sf.shape)}')
+    stored = [ceil_div(align(k, k_alignment), gran_k) for k in ks_cpu] if use_padded_sf_layout else blocks
     mn = sf.shape[1]
-    parts = [pack_ue8m0_to_int(chunk.t()).t() for chunk in torch.split(sf, blocks, dim=0)]
+    parts = []
+    for chunk, n in zip(torch.split(sf, blocks, dim=0), stored):
+        if n > chunk.shape[0]:  # the padding blocks: zero bytes (an FP32 0.0 has exponent 0)
+            chunk = torch.cat([chunk, chunk.new_zeros((n - chunk.shape[0], mn))], dim=0)
+        parts.append(pack_ue8m0_to_int(chunk.t()).t())
     packed = torch.cat(parts, dim=0) if parts else sf.new_zeros((0, mn), dtype=torch.int32)
     # [W, MN] with MN contiguous is MN-major already; pad its row stride to 16 bytes for TMA.
     buf = torch.zeros((packed.shape[0], get_tma_aligned_size(mn, 4)), dtype=torch.int32, device=sf.device)

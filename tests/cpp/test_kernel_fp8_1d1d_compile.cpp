@@ -62,8 +62,9 @@ protected:
     KernelCompile1d1d() : KernelCompileTest("dg_kernel_1d1d_compile_") {}
 
     void build_and_check(int block_m, int block_n, bool with_c, bool k_grouped = false, bool pipelined = false,
-                         bool multicast = false, bool prefetch_c = false) {
+                         bool multicast = false, bool prefetch_c = false, uint32_t sf_k_align = 0) {
         GemmKernelKey key = deep_gemm::kernels::gemm_kernel_key(GemmKernel::kFp8_1d1d, Sm90GemmConfig{});
+        key.sf_k_align = sf_k_align;
         key.block_m = block_m;
         key.block_n = block_n;
         key.pipelined = pipelined;
@@ -80,6 +81,9 @@ protected:
         EXPECT_EQ(source.symbol.find("_pp") != std::string::npos, pipelined) << source.symbol;
         EXPECT_EQ(source.symbol.find("_mcb") != std::string::npos, multicast) << source.symbol;
         EXPECT_EQ(source.symbol.find("_pfc") != std::string::npos, prefetch_c) << source.symbol;
+        EXPECT_EQ(source.symbol.find("_sfk") != std::string::npos, sf_k_align != 0) << source.symbol;
+        // The scale layout is the entry's last template argument; without it the source is the default kernel's.
+        EXPECT_EQ(source.code.find(", " + std::to_string(sf_k_align) + "u>(") != std::string::npos, sf_k_align != 0);
         build_and_check_sass(source, [pipelined, multicast, prefetch_c](const std::string& sass) {
             // prefetch_c: L2 prefetches of C's lines (CCTL.E.PF2) before the epilogue.
             EXPECT_EQ(count_op(sass, "CCTL.E.PF2") > 0, prefetch_c) << "L2 prefetch of C";
@@ -140,6 +144,17 @@ TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dPrefetchC) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
     build_and_check(128, 128, true, false, false, false, true);
     build_and_check(128, 128, true, true, true, true, true);
+}
+
+// The compact / padded per-group scales (k_grouped_fp8_gemm_nt_contiguous with a group K that is not a multiple of
+// 128, or use_padded_sf_layout with a larger alignment): the scale block of each group summed from the launch's K
+// values in the kernel parameters; with the other forced options too, still without local memory.
+TEST_F(KernelCompile1d1d, Sm90Fp8Gemm1d1dKGroupedScaleLayouts) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    build_and_check(128, 128, true, true, false, false, false, 128);
+    build_and_check(128, 128, true, true, true, true, true, 256);
+    ScopedEnv nvcc("DG_JIT_USE_NVRTC", "0");
+    build_and_check(64, 96, false, true, false, false, false, 384);
 }
 
 }  // namespace

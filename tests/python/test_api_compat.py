@@ -181,8 +181,8 @@ def test_k_grouped_packed_ue8m0():
         start += nb
     assert_bitwise_equal(out.contiguous(), torch.cat(parts).contiguous())
     assert out.stride() == (12, 1)
-    with pytest.raises(ValueError, match='multiple of k_alignment'):
-        get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, None, [200, 0, 640, 128], gran_k, 128)
+    with pytest.raises(ValueError, match=r'ks_cpu\[1\] must be non-negative; got -128'):
+        get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, None, [256, -128, 640, 128], gran_k, 128)
     with pytest.raises(NotImplementedError):
         get_k_grouped_mn_major_tma_aligned_packed_ue8m0_tensor(sf, None, ks, gran_k, 128, use_psum_layout=True)
 

@@ -16,7 +16,8 @@ import deep_gemm
 FP8_DENSE = "a, b, d, c=None, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='{}', disable_ue8m0_cast=False"
 M_CONTIG_FP8 = ("a, b, d, grouped_layout, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False, "
                 "use_psum_layout=False, ensure_zero_padding=True")
-K_GROUPED_FP8 = "a, b, d, ks_cpu, grouped_layout, c=None, recipe=(1, 1, 128), compiled_dims='mn', use_psum_layout=False"
+K_GROUPED_FP8 = ("a, b, d, ks_cpu, grouped_layout, c=None, recipe=(1, 1, 128), compiled_dims='mn', use_psum_layout=False, "
+                 "use_padded_sf_layout=False, epilogue=None")
 MASKED_FP8 = "a, b, d, masked_m, expected_m, recipe=None, recipe_a=None, recipe_b=None, compiled_dims='nk', disable_ue8m0_cast=False"
 
 # name -> DeepGEMM's parameter list. None: the parameter names are not fixed there (checked elsewhere).

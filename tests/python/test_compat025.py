@@ -256,6 +256,7 @@ def test_k_grouped_packed_ue8m0_025_form():
     want = pack(sf, None, ks, 128, 128)
     layout = torch.tensor(ks, dtype=torch.int32)
     for padded in (False, True):  # every K_g a multiple of k_alignment: the padded and compact layouts coincide
+        # (test_k_grouped_compact_sf.py: where they differ)
         got = pack(sf, layout, None, 128, use_padded_sf_layout=padded)  # ks from grouped_layout, k_alignment from the knob
         assert torch.equal(got, want) and got.stride() == want.stride()
     with pytest.raises(TypeError, match='use_padded_sf_layout must be a bool'):
@@ -264,8 +265,10 @@ def test_k_grouped_packed_ue8m0_025_form():
         pack(sf, None, None, 128)
     old = deep_gemm.get_mk_alignment_for_contiguous_layout()
     deep_gemm.set_mk_alignment_for_contiguous_layout(256)
-    try:  # k_alignment=None reads the knob: 384 is no multiple of 256
-        with pytest.raises(ValueError, match='multiple of k_alignment=256'):
-            pack(sf, layout, None, 128)
+    try:  # k_alignment=None reads the knob: 384 is padded to 512, 4 blocks, still one packed row at gran_k 128
+        assert torch.equal(pack(sf, layout, None, 128, use_padded_sf_layout=True), want)
+        sf32 = torch.exp2(torch.randint(-8, 8, (sum(k // 32 for k in ks), mn)).float())  # gran_k 32: 12 blocks, 3 rows
+        assert pack(sf32, layout, None, 32, use_padded_sf_layout=True).shape == (2 + 4, mn)  # 384 -> 512: 16 blocks
+        assert pack(sf32, layout, None, 32).shape == (2 + 3, mn)
     finally:
         deep_gemm.set_mk_alignment_for_contiguous_layout(old)

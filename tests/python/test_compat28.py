@@ -341,11 +341,11 @@ def test_k_grouped_fp8_takes_deepgemm_scale_shapes(device):
             with pytest.raises(RuntimeError, match=ok):
                 deep_gemm.k_grouped_fp8_gemm_nt_contiguous(*args)
     bad = _k_grouped_args(m, n, ks, torch.ones(m, 4, device=device), torch.ones(n, 5, device=device), device)
-    with pytest.raises(ValueError, match=r'sfa must have shape \[M, sum\(ks\)/128\] = \[256, 5\] \(DeepGEMM\'s form\) or its '
-                                         r'transpose \[5, 256\]; got \[256, 4\]'):
+    with pytest.raises(ValueError, match=r'sfa must have shape \[M, S\] = \[256, 5\] \(DeepGEMM\'s form; S = sum\(ceil\(ks / 128\)\), '
+                                         r'the compact layout\) or its transpose \[5, 256\]; got \[256, 4\]'):
         deep_gemm.k_grouped_fp8_gemm_nt_contiguous(*bad)
     bad = _k_grouped_args(m, n, ks, torch.ones(m, 5, device=device), torch.ones(6, n, device=device), device)
-    with pytest.raises(ValueError, match=r'sfb must have shape \[N, sum\(ks\)/128\] = \[384, 5\]'):
+    with pytest.raises(ValueError, match=r'sfb must have shape \[N, S\] = \[384, 5\]'):
         deep_gemm.k_grouped_fp8_gemm_nt_contiguous(*bad)
 
 

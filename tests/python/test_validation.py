@@ -197,7 +197,7 @@ def test_grouped_specific_rules(device):
         with pytest.raises(RuntimeError, match=r'requires CUDA tensors'):
             contiguous.fn(*args, use_psum_layout=True)
     kg = CASES_BY_NAME['k_grouped_fp8_gemm_nt_contiguous']
-    with pytest.raises(ValueError, match=r'ks_cpu\[1\] must be a non-negative multiple of 128; got 200'):
+    with pytest.raises(ValueError, match=r'ks_cpu\[1\] must be a non-negative multiple of 16; got 200'):
         kg.call(device, ks=[128, 200])
     with pytest.raises(ValueError, match=r'ks_cpu must have one K per group'):
         kg.call(device, ks=[128])

@@ -15,16 +15,18 @@ namespace {
 
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d1d", key) + knobs::symbol_suffix(fp8_1d1d_knobs(), key) +
-           grouped_symbol_suffix(key) + (key.with_c ? "_c" : "");
+           grouped_symbol_suffix(key) + (key.with_c ? "_c" : "") +
+           (key.sf_k_align != 0 ? "_sfk" + std::to_string(key.sf_k_align) : "");
 }
 
 constexpr int kMaxKGroups = int(Sm90Fp8KGroupedMaps::kMaxGroups);
 
-// The entry point's trailing template arguments kPipelined, kMulticast, kPrefetchC, up to the last one that is not
-// its default (false, 1, false): the sources of kernels without them stay as they were.
+// The entry point's trailing template arguments kPipelined, kMulticast, kPrefetchC (and K-grouped kSfKAlign), up to
+// the last one that is not its default (false, 1, false, 0): the sources of kernels without them stay as they were.
 std::string optional_template_args(const GemmKernelKey& key) {
-    const std::string args[] = {key.pipelined ? "true" : "false", key.multicast ? "2u" : "1u", key.prefetch_c ? "true" : "false"};
-    const int used = key.prefetch_c ? 3 : key.multicast ? 2 : key.pipelined ? 1 : 0;
+    const std::string args[] = {key.pipelined ? "true" : "false", key.multicast ? "2u" : "1u", key.prefetch_c ? "true" : "false",
+                                std::to_string(key.sf_k_align) + "u"};
+    const int used = key.sf_k_align ? 4 : key.prefetch_c ? 3 : key.multicast ? 2 : key.pipelined ? 1 : 0;
     std::string out;
     for (int i = 0; i < used; ++i) out += ", " + args[i];
     return out;
@@ -51,15 +53,19 @@ void Fp8Gemm1d1dTraits::check(const char* op, const GemmDesc& desc) {
         fail(op, "a, b, sfa and sfb must be 16-byte aligned");
     if (!aligned(o.d, 4) || (o.c && !aligned(o.c, 4))) fail(op, "d and c must be 4-byte aligned");
     if (k_grouped) {
-        // Each group's A / B rows are K_g bytes: 16-byte aligned rows and whole 128-K scale blocks.
+        // Each group's A / B rows are K_g bytes: 16-byte aligned rows. Without sf_k_align the kernel finds a
+        // group's scales at its K prefix / 128: whole 128-K blocks, no padding.
         if (!o.host_ks || p.num_groups <= 0) fail(op, "a K-grouped problem needs its groups' K on the host");
-        int64_t sum = 0;
+        const int64_t k_unit = p.sf_k_align != 0 ? 16 : heuristics::kSm90Fp8BlockK;
+        int64_t sum = 0, scale_blocks = 0;
         for (int g = 0; g < p.num_groups; ++g) {
-            if (o.host_ks[g] < 0 || o.host_ks[g] % heuristics::kSm90Fp8BlockK != 0)
-                fail(op, "every group's K must be a non-negative multiple of 128");
+            if (o.host_ks[g] < 0 || o.host_ks[g] % k_unit != 0)
+                fail(op, "every group's K must be a non-negative multiple of " + std::to_string(k_unit));
             sum += o.host_ks[g];
+            if (p.sf_k_align != 0) scale_blocks += int64_t(k_grouped_scale_blocks(uint64_t(o.host_ks[g]), unsigned(p.sf_k_align)));
         }
         if (sum != k) fail(op, "the groups' K must sum to the problem's K");
+        if (p.sf_k_align != 0 && scale_blocks != p.sf_k_blocks) fail(op, "sf_k_blocks must be the groups' scale blocks");
         if (o.ldd != n || (o.c && o.ldc != n) || o.d_group_stride != int64_t(m) * n ||
             (o.c && o.c_group_stride != int64_t(m) * n))
             fail(op, "K-grouped d and c must be contiguous [G, M, N]");
@@ -166,6 +172,7 @@ GemmKernelKey Fp8Gemm1d1dTraits::kernel_key(const char* op, const GemmProblem& p
     if (is_k_grouped(p)) {
         key.mode = uint8_t(p.mode);
         key.k = 0;  // each group has its own K: never a kernel constant
+        key.sf_k_align = uint32_t(p.sf_k_align);
     }
     return key;
 }
@@ -211,7 +218,8 @@ void Fp8Gemm1d1dTraits::prepare(const char*, const GemmDesc& desc, const GemmKer
     const GemmProblem& p = desc.problem;
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
-    const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+    // Scale blocks (rows of sfa / sfb): ceil(K / 128), or those of the K-grouped layout (GemmProblem::sf_k_blocks).
+    const int num_kb = p.sf_k_blocks > 0 ? p.sf_k_blocks : (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
     const bool k_grouped = is_k_grouped(p);
     CUtensorMap* t = prepared.tmaps;
     if (!k_grouped) {  // (K-grouped: a pair per group, built at each launch)
@@ -252,11 +260,11 @@ void launch_k_grouped(const GemmDesc& desc, const gemm_launch::PreparedLaunch& p
     Sm90Fp8Gemm1d1dKGroupedParams params{};
     params.tmap_sfa = tma_descriptor(t[2]), params.tmap_sfb = tma_descriptor(t[3]);
     params.m = unsigned(m), params.n = unsigned(n);
-    int64_t k_prefix = 0;
+    int64_t k_prefix = 0, scale_prefix = 0;  // of the groups before this launch's
     for (int first = 0; first < p.num_groups; first += kMaxKGroups) {
         const int count = std::min(kMaxKGroups, p.num_groups - first);
         params.groups = Sm90Fp8KGroupedMaps{};
-        params.scale_k_block0 = unsigned(k_prefix / heuristics::kSm90Fp8BlockK);
+        params.scale_k_block0 = unsigned(scale_prefix);
         for (int i = 0; i < count; ++i) {
             const int64_t kg = o.host_ks[first + i];
             params.groups.k[i] = int(kg);
@@ -271,6 +279,8 @@ void launch_k_grouped(const GemmDesc& desc, const gemm_launch::PreparedLaunch& p
                     prepared.b_box_rows, CU_TENSOR_MAP_SWIZZLE_128B, "K-grouped FP8 GEMM: tensor map for a group's b"));
             }
             k_prefix += kg;
+            scale_prefix += p.sf_k_align != 0 ? int64_t(k_grouped_scale_blocks(uint64_t(kg), unsigned(p.sf_k_align)))
+                                              : kg / heuristics::kSm90Fp8BlockK;
         }
         params.d = static_cast<float*>(o.d) + int64_t(first) * o.d_group_stride;
         params.c = o.c != nullptr ? static_cast<const float*>(o.c) + int64_t(first) * o.c_group_stride : nullptr;

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../../deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d1d_params.hpp"  // k_grouped_scale_blocks
 #include "../heuristics/common.hpp"
 #include "common.hpp"
 
@@ -64,6 +65,14 @@ struct GemmProblem {
     // FP8 1D2D dense, fp8_gemm_nt_skip_head_mid: D is head-split (left, mid, right); n counts the computed
     // columns, num_heads * (left + right); D has num_heads * (left + mid + right). All 0: a plain D.
     int head_left = 0, head_mid = 0, head_right = 0;
+    // FP8 K-grouped: group g owns k_grouped_scale_blocks(K_g, sf_group_align) scale blocks after the previous
+    // groups' (128: the compact layout, ceil(K_g / 128); use_padded_sf_layout: the caller's K alignment).
+    // run_k_grouped_fp8_gemm / plan_k_grouped_fp8_gemm derive from it and the groups' K the kernel variant
+    // sf_k_align and the scale tensors' blocks sf_k_blocks; both stay 0 (the kernel finds each group's scales
+    // at its K prefix / 128; ceil(k / 128) blocks) when that is where they are.
+    int sf_group_align = 128;
+    int sf_k_align = 0;
+    int sf_k_blocks = 0;
 };
 
 // The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts), of a mode or a problem
@@ -113,7 +122,8 @@ void run_gemm(const GemmDesc& desc);
 
 // K-grouped FP8 (kernel kFp8_1d1d, mode kKGroupedContiguous, num_groups G, k = sum of K): for each group g,
 // d[g] = c[g] + A_g @ B_g^T, with A_g [M, K_g] and B_g [N, K_g] K-major and stored back to back from a and b
-// (lda, ldb unused), sfa / sfb MN-major with group g's rows from K prefix / 128 (sfa_stride, sfb_stride), d
+// (lda, ldb unused; K_g a multiple of 16), sfa / sfb MN-major with group g's
+// k_grouped_scale_blocks(K_g, problem.sf_group_align) rows after the previous groups' (sfa_stride, sfb_stride), d
 // and c [G, M, N] (ldd = ldc = N, d_group_stride = c_group_stride = M * N). `ks` holds the G values of K_g on
 // the host. One persistent launch of the 1D1D kernel's K-grouped entry per 32 groups
 // (Sm90Fp8KGroupedMaps::kMaxGroups), with every group's A / B tensor maps in the kernel parameters; a group
@@ -142,6 +152,7 @@ struct GemmKernelKey {
                               // layout, or unspecified padding rows); else 0
     uint32_t m = 0, n = 0, k = 0;  // compiled-in dims, 0 = runtime
     uint32_t head_left = 0, head_mid = 0, head_right = 0;  // FP8 1D2D head-split epilogue (GemmProblem); 0 = none
+    uint32_t sf_k_align = 0;  // FP8 1D1D K-grouped: GemmProblem::sf_k_align (0 = scales at the K prefix / 128)
     bool operator==(const GemmKernelKey&) const = default;
 };
 static_assert(std::has_unique_object_representations_v<GemmKernelKey>, "GemmKernelKey is compared bytewise");

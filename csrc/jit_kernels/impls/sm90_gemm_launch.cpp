@@ -122,12 +122,32 @@ void check_k_grouped_fp8(const char* entry, const GemmProblem& p, size_t num_ks)
                          std::to_string(p.num_groups) + " groups");
 }
 
+// The kernel's scale layout of a K-grouped problem (GemmProblem::sf_k_align, sf_k_blocks) from its groups' K and
+// sf_group_align. An alignment that divides 128 pads nothing a group's own ceil(K_g / 128) does not: it is 128.
+template <typename Int>
+void set_k_grouped_scale_layout(const char* entry, GemmProblem& p, std::span<const Int> ks) {
+    if (p.sf_group_align <= 0)
+        throw jit::Error(std::string(entry) + ": sf_group_align must be positive; got " + std::to_string(p.sf_group_align));
+    const unsigned align = 128 % p.sf_group_align == 0 ? 128u : unsigned(p.sf_group_align);
+    bool at_k_prefix = true;  // every group's scales start at its K prefix / 128
+    uint64_t blocks = 0;
+    for (const Int kg : ks) {
+        const uint64_t k = kg > 0 ? uint64_t(kg) : 0;
+        const uint64_t own = k_grouped_scale_blocks(k, align);
+        at_k_prefix = at_k_prefix && k % 128 == 0 && own == k / 128;
+        blocks += own;
+    }
+    p.sf_k_align = at_k_prefix ? 0 : int(align);
+    p.sf_k_blocks = at_k_prefix ? 0 : int(std::min<uint64_t>(blocks, INT32_MAX));
+}
+
 }  // namespace
 
 void run_k_grouped_fp8_gemm(const GemmDesc& desc, std::span<const int64_t> ks) {
     check_k_grouped_fp8("run_k_grouped_fp8_gemm", desc.problem, ks.size());
     GemmDesc grouped = desc;
     grouped.operands.host_ks = ks.data();
+    set_k_grouped_scale_layout("run_k_grouped_fp8_gemm", grouped.problem, ks);
     run_gemm(grouped);
 }
 
@@ -179,6 +199,7 @@ std::vector<GemmKernelSource> plan_k_grouped_fp8_gemm(const GemmProblem& problem
     if (sum == 0) return {};  // nothing launches
     GemmProblem p = problem;
     p.k = int(std::min<int64_t>(sum, INT32_MAX));  // the groups' K, whatever the caller's k
+    set_k_grouped_scale_layout("plan_k_grouped_fp8_gemm", p, ks);
     return {plan_gemm(p, limits)};
 }
 

@@ -78,6 +78,7 @@ struct LaunchKey {
     int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
     int32_t block_m_multiple, block_n_multiple, batch_splits;
     int32_t head_left, head_mid, head_right;
+    int32_t sf_k_align, sf_k_blocks;
     uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
 };
 
@@ -205,6 +206,7 @@ void run_gemm(const GemmDesc& desc) {
     key.multicast = p.multicast;
     key.block_m_multiple = p.block_m_multiple, key.block_n_multiple = p.block_n_multiple;
     key.head_left = p.head_left, key.head_mid = p.head_mid, key.head_right = p.head_right;
+    key.sf_k_align = p.sf_k_align, key.sf_k_blocks = p.sf_k_blocks;
     key.batch_splits = p.batch_splits;
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);

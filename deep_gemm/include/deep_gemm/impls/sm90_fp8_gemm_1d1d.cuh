@@ -90,10 +90,13 @@ struct Sm90Fp8Gemm1d1dScheduler<kBlockM, kBlockN, kGroupN, true, kMulticast> {
 // The kernel body of both entry points below. Dense: one A and one B tensor map, the whole K per tile. K-grouped
 // (kKGrouped): the tiles of every group of this launch (KGroupedScheduler over ks, which points into the kernel
 // parameters), each group with its own A / B maps (maps_a[g], maps_b[g]: the groups' rows have different
-// strides), its own K, and its K blocks' scales from K block scale_k_block0 + (the group's K offset) / 128 of
-// sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros.
+// strides), its own K, and its K blocks' scales from scale block scale_k_block0 + (the group's K offset) / 128 of
+// sfa / sfb; D (and C) rows of group g start at g * m. A group with K == 0 stores C or zeros. kSfKAlign != 0 (the
+// compact or padded scale layouts where they differ from that: a group K that is not a multiple of 128, or a
+// padding alignment above 128): the group's scales start after the k_grouped_scale_blocks(K_h, kSfKAlign) of the
+// launch's earlier groups, and a partial last K block reads zeros past K_g (the group's maps end there).
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, bool kWithC, bool kKGrouped, bool kPipelined,
-          u32 kMulticast, bool kPrefetchC>
+          u32 kMulticast, bool kPrefetchC, u32 kSfKAlign = 0>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* maps_a, const TmaDescriptor* maps_b,
                                                         const TmaDescriptor& tmap_sfa, const TmaDescriptor& tmap_sfb,
                                                         float* d, const float* c, u32 ldd, u32 ldc, u32 m, u32 n,
@@ -110,7 +113,17 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_body(const TmaDescriptor* map
     const u32 num_k_blocks = ceil_div(k, kBlockK);  // dense: every tile's
     // A tile's K blocks and the K block of its first scale column.
     const auto tile_k_blocks = [&](const Scheduler& s) { return kKGrouped ? ceil_div(s.k_size(k), kBlockK) : num_k_blocks; };
-    const auto tile_scale_k_block0 = [&](const Scheduler& s) { return scale_k_block0 + s.k_offset() / kBlockK; };
+    const auto tile_scale_k_block0 = [&](const auto& s) -> u32 {
+        if constexpr (kSfKAlign == 0) {
+            return scale_k_block0 + s.k_offset() / kBlockK;
+        } else {
+            static_assert(kKGrouped, "per-group scale blocks are a K-grouped layout");
+            u32 block0 = scale_k_block0;  // ks: the launch's K values, in the kernel parameters (at most 32)
+            for (u32 g = 0; g < s.group_index(); ++g)
+                block0 += static_cast<u32>(k_grouped_scale_blocks(ks[g] > 0 ? static_cast<u32>(ks[g]) : 0u, kSfKAlign));
+            return block0;
+        }
+    };
 
     extern __shared__ __align__(1024) u8 smem[];
     u8* smem_a = smem + Layout::kOffA;
@@ -331,9 +344,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_impl(const TmaDescriptor& tma
 }
 
 // K-grouped (k_grouped_fp8_gemm_nt_contiguous): the groups of Sm90Fp8KGroupedMaps in one launch; d and c are
-// [num_groups, m, n] with row stride n.
+// [num_groups, m, n] with row stride n. kSfKAlign: the scale layout (the body's comment).
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN, bool kWithC,
-          bool kPipelined = false, u32 kMulticast = 1, bool kPrefetchC = false>
+          bool kPipelined = false, u32 kMulticast = 1, bool kPrefetchC = false, u32 kSfKAlign = 0>
 __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescriptor& tmap_sfa,
                                                                   const TmaDescriptor& tmap_sfb,
                                                                   const Sm90Fp8KGroupedMaps& groups, float* d,
@@ -341,7 +354,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d1d_k_grouped_impl(const TmaDescr
                                                                   u32 num_groups, u32 scale_k_block0) {
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
-    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined, kMulticast, kPrefetchC>(
+    sm90_fp8_gemm_1d1d_body<kBlockM, kBlockN, kNumStages, kGroupN, kWithC, true, kPipelined, kMulticast, kPrefetchC,
+                            kSfKAlign>(
         groups.a, groups.b, tmap_sfa, tmap_sfb, d, c, n, n, m, n, 0u, groups.k, num_groups, scale_k_block0);
 }
 

@@ -22,13 +22,27 @@ struct alignas(64) Sm90Fp8KGroupedMaps {
     static constexpr unsigned int kMaxGroups = 32;
     TmaDescriptor a[kMaxGroups];  // unset for empty groups (K_g == 0: no loads)
     TmaDescriptor b[kMaxGroups];
-    int k[kMaxGroups];            // K_g, a multiple of 128; 0: the group's tiles store C or zeros
+    int k[kMaxGroups];            // K_g, a multiple of 16; 0: the group's tiles store C or zeros
 };
+
+#if defined(__CUDACC__)
+#define DG_K_GROUPED_HOST_DEVICE __host__ __device__
+#else
+#define DG_K_GROUPED_HOST_DEVICE
+#endif
+
+// The 128-K scale blocks (rows of sfa / sfb) a K-grouped group of K `k` owns: ceil(align(k, sf_k_align) / 128).
+// sf_k_align 128 is the compact layout (ceil(k / 128): a partial last K block has a scale of its own); the
+// padded layout (use_padded_sf_layout) rounds each group up to the caller's K alignment first. A group's
+// blocks follow the previous groups' (host: the launch and the checks; device: kernels with kSfKAlign != 0).
+DG_K_GROUPED_HOST_DEVICE constexpr unsigned long long k_grouped_scale_blocks(unsigned long long k, unsigned sf_k_align) {
+    return ((k + sf_k_align - 1) / sf_k_align * sf_k_align + 127) / 128;
+}
 
 DG_DEFINE_KERNEL_PARAMS(Sm90Fp8Gemm1d1dParams, DG_SM90_FP8_GEMM_1D1D_PARAMS);
 
-// K-grouped: d and c are [num_groups, m, n] FP32 (row stride n); scale_k_block0 is the first group's K offset / 128
-// in sfa / sfb (non-zero for the second and later chunks of a problem with more than kMaxGroups groups).
+// K-grouped: d and c are [num_groups, m, n] FP32 (row stride n); scale_k_block0 is the first group's first scale
+// block in sfa / sfb (non-zero for the second and later chunks of a problem with more than kMaxGroups groups).
 #define DG_SM90_FP8_GEMM_1D1D_K_GROUPED_PARAMS(TMAP, X, SEP)                                                      \
     TMAP(tmap_sfa) SEP() TMAP(tmap_sfb) SEP() X(DG_GRID_CONSTANT(deep_gemm::Sm90Fp8KGroupedMaps), groups) SEP()  \
     X(float*, d) SEP() X(const float*, c) SEP() X(unsigned int, m) SEP() X(unsigned int, n) SEP()                  \
