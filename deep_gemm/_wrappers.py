@@ -199,25 +199,34 @@ def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked
 
 def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
                                      c: Optional[Tensor] = None, recipe: Sequence[int] = (1, 1, 128), compiled_dims: str = 'mn',
-                                     use_psum_layout: bool = False) -> None:
+                                     use_psum_layout: bool = False, use_padded_sf_layout: bool = False, epilogue=None) -> None:
     """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.
 
     - ``a = (float8_e4m3fn, contiguous, Σ_g M*k_g elements: each group's K-major ``[M, k_g]`` block
-      back to back; sfa float32 [M, Σ k_g/128])``, ``b`` likewise with N (DeepGEMM's scale shapes; its tests
-      pass the ``.T`` view of a ``[Σ k_g/128, M]`` buffer, which is read without a copy when M is a multiple
-      of 4). The transposes ``[Σ k_g/128, M]`` / ``[Σ k_g/128, N]`` are also accepted; a square scale tensor
-      (M or N equal to Σ k_g/128) is read in DeepGEMM's form.
+      back to back; sfa float32 [M, S])``, ``b`` likewise with N (DeepGEMM's scale shapes; its tests pass the
+      ``.T`` view of a ``[S, M]`` buffer, which is read without a copy when M is a multiple of 4). The
+      transposes ``[S, M]`` / ``[S, N]`` are also accepted; a square scale tensor (M or N equal to S) is read in
+      DeepGEMM's form.
+    - Scales per group (sgl-deep-gemm 0.2.5's layouts): group ``g`` owns ``ceil(k_g/128)`` scale columns (the
+      compact layout, the default; a partial last K block has its own scale), or with
+      ``use_padded_sf_layout=True`` ``ceil(align(k_g, get_mk_alignment_for_contiguous_layout())/128)`` (the columns
+      past its own are never read); its columns follow the previous groups'. S is their sum. With every ``k_g`` a
+      multiple of 128 and the alignment 128 (DeepGEMM 2.6.1's calls) both layouts are ``[M, Σ k_g/128]``.
     - ``d`` float32 ``[G, M, N]`` contiguous; ``c`` optional float32 ``[G, M, N]`` (may be ``d``).
-    - ``ks_cpu``: the K of each group (host ints, multiples of 128); ``grouped_layout``: the same as int32
-      ``[G]`` on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends)
-      raises ``NotImplementedError`` on SM90.
+    - ``ks_cpu``: the K of each group (host ints, multiples of 16: each group's rows are read by TMA; the
+      kernel reads zeros past ``k_g`` in a partial last K block); ``grouped_layout``: the same as int32 ``[G]``
+      on the GPU. ``recipe`` must be ``(1, 1, 128)``. ``use_psum_layout=True`` (cumulative K ends) raises
+      ``NotImplementedError`` on SM90. ``epilogue``: ``None`` or an identity epilogue (``deep_gemm.epilogue``).
     - Groups with ``k_g == 0`` get ``d[g] = c[g]`` (or zeros). The host ``ks_cpu`` drive the computation (one
       1D1D kernel launch for up to 32 groups); ``grouped_layout`` must hold the same values.
     """
+    if epilogue is not None:
+        _compat28.grouped_epilogue('k_grouped_fp8_gemm_nt_contiguous', epilogue)
     if _tracing():
         return _ops.k_grouped_fp8_gemm_nt_contiguous(a[0], a[1], b[0], b[1], d, list(ks_cpu), grouped_layout, c, list(recipe),
-                                                     compiled_dims, use_psum_layout)
-    _c_k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks_cpu, grouped_layout, c, recipe, compiled_dims, use_psum_layout)
+                                                     compiled_dims, use_psum_layout, use_padded_sf_layout)
+    _c_k_grouped_fp8_gemm_nt_contiguous(a, b, d, ks_cpu, grouped_layout, c, recipe, compiled_dims, use_psum_layout,
+                                        use_padded_sf_layout)
 
 
 def bf16_gemm_nt(a: Tensor, b: Tensor, d: Tensor, c: Optional[Tensor] = None, compiled_dims: str = 'nk',

@@ -84,8 +84,12 @@ def test_validation_compact_and_padded(device, alignment):
 def test_validation_errors(device):
     with pytest.raises(ValueError, match=rf'^{OP}: ks_cpu\[1\] must be a non-negative multiple of 16; got 40'):
         getattr(deep_gemm, OP)(*_args(device, 64, 96, [128, 40], 2))
-    with pytest.raises(TypeError, match='use_padded_sf_layout'):
-        getattr(deep_gemm, OP)(*_args(device, 64, 96, [128], 1), use_padded_sf_layout=1)
+    class NoTruth:  # bool parameters take Python truth values, as the op's other flags do
+        def __bool__(self):
+            raise ValueError('no truth value')
+
+    with pytest.raises(TypeError, match=rf'^{OP}: use_padded_sf_layout must be a bool; got NoTruth'):
+        getattr(deep_gemm, OP)(*_args(device, 64, 96, [128], 1), use_padded_sf_layout=NoTruth())
     with pytest.raises(NotImplementedError, match='epilogue'):
         getattr(deep_gemm, OP)(*_args(device, 64, 96, [128], 1), epilogue='relu')
     # The BF16 K-grouped op keeps whole 128-K groups.
