@@ -92,13 +92,18 @@ class Engine:
 
 
 def check_topk(got, want, inside, topk=64):
-    """vLLM's next step: the top-k of each row over its range. Ties aside, the picks are the reference's."""
+    """vLLM's next step: the top-k of each row over its range. A pick may differ from the reference's only at a near-tie:
+    every position picked from ``got`` must be inside the row and score, by the reference, at least the reference's k-th
+    best less a rounding allowance (1e-3 of the row's largest reference score; the logits differ from the reference by
+    about 1e-4 of it). Comparing the sorted index lists position by position instead fails on one near-tie swap."""
     got_masked = torch.where(inside, got, torch.full_like(got, float('-inf')))
     k = min(topk, int(inside.sum(1).min()))
-    picked = got_masked.topk(k, dim=1).indices.sort(1).values
-    wanted = want.topk(k, dim=1).indices.sort(1).values
-    agree = (picked == wanted).float().mean()
-    assert agree > 0.98, float(agree)
+    picked = got_masked.topk(k, dim=1).indices
+    want_inside = torch.where(inside, want, torch.full_like(want, float('-inf')))
+    kth_best = want_inside.topk(k, dim=1).values[:, -1:]
+    allowance = 1e-3 * torch.where(inside, want, torch.zeros_like(want)).abs().amax(1, keepdim=True)
+    short = kth_best - allowance - want_inside.gather(1, picked)
+    assert (short <= 0).all(), f'picks below the k-th best by up to {float(short.max()):.4g} (allowance {allowance.max():.4g})'
 
 
 def prefill_step(engine, reqs):
