@@ -184,12 +184,55 @@ def stub_block(table, validate_only) -> str:
     return '\n'.join(out) + '\n'
 
 
-def update_stub_text(text: str, c_module) -> str:
-    """`text` (the contents of _C.pyi) with the lines from STUB_BEGIN to STUB_END replaced by what the op
-    table of `c_module` gives."""
-    begin, end = text.index(STUB_BEGIN), text.index(STUB_END)
+# The marker lines around the stubs of the fast entries generated from rows of csrc/python/op_table.hpp.
+ENTRY_STUB_BEGIN = '# ---- op-table entries (generated from csrc/python/op_table.hpp by scripts/gen_stubs.py; do not edit by hand) ----'
+ENTRY_STUB_END = '# ---- end of the generated op-table entries ----'
+
+# The annotation of each schema type (as torch's parsed schema spells it) in an entry's stub.
+_SCHEMA_STUB_TYPES = {
+    'Tensor': 'Tensor', 'Optional[Tensor]': 'Optional[Tensor]', 'int': 'int', 'Optional[int]': 'Optional[int]', 'SymInt': 'int',
+    'bool': 'bool', 'float': 'float', 'Optional[float]': 'Optional[float]', 'str': 'str', 'List[int]': 'Sequence[int]',
+    'ScalarType': 'dtype',
+}
+
+
+def _stub_default(value) -> str:
+    # int lists as tuples, as the entry's __text_signature__ renders them
+    return repr(tuple(value)) if isinstance(value, list) else repr(value)
+
+
+def entry_stub(entry: str, schema: str) -> str:
+    """The _C.pyi line of fast entry `entry`, whose parameters and result are the schema's."""
+    parsed = torch._C.parse_schema('deep_gemm::' + schema)
+    params, keyword_only = [], False
+    for arg in parsed.arguments:
+        if arg.kwarg_only and not keyword_only:
+            params.append('*')
+            keyword_only = True
+        annotation = _SCHEMA_STUB_TYPES[str(arg.real_type)]  # real_type: ScalarType and SymInt, not their int
+        params.append(f'{arg.name}: {annotation}' + (f' = {_stub_default(arg.default_value)}' if arg.has_default_value() else ''))
+    returns = [str(r.type) for r in parsed.returns]
+    result = 'None' if not returns else returns[0] if len(returns) == 1 else f'Tuple[{", ".join(returns)}]'
+    return _wrap(f'def {entry}', params, f') -> {result}: ...')
+
+
+def entry_stub_block(op_entries, op_table) -> str:
+    """The generated part of _C.pyi for the fast entries of op_table.hpp (``_C._op_entries()``), markers included."""
+    schemas = {name: schema for name, schema, *_ in op_table}
+    return '\n'.join([ENTRY_STUB_BEGIN] + [entry_stub(entry, schemas[op]) for entry, op in op_entries] + [ENTRY_STUB_END]) + '\n'
+
+
+def _replace_block(text: str, begin_marker: str, end_marker: str, block: str) -> str:
+    begin, end = text.index(begin_marker), text.index(end_marker)
     end = text.index('\n', end) + 1
-    return text[:begin] + stub_block(c_module._gemm_op_table(), validate_only_entries(c_module)) + text[end:]
+    return text[:begin] + block + text[end:]
+
+
+def update_stub_text(text: str, c_module) -> str:
+    """`text` (the contents of _C.pyi) with its two generated parts (STUB_BEGIN to STUB_END, ENTRY_STUB_BEGIN to
+    ENTRY_STUB_END) replaced by what the op tables of `c_module` give."""
+    text = _replace_block(text, STUB_BEGIN, STUB_END, stub_block(c_module._gemm_op_table(), validate_only_entries(c_module)))
+    return _replace_block(text, ENTRY_STUB_BEGIN, ENTRY_STUB_END, entry_stub_block(c_module._op_entries(), c_module._op_table()))
 
 
 def validate_only_entries(c_module) -> dict:

@@ -26,9 +26,8 @@ def get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices=None)
     of unit ``floor(i * total / num_sms)``, the first unit of SM ``i``; row ``num_sms`` is ``(B, 0)``. Built
     with tensor ops on the tensor's device: no host synchronisation, so it can be captured in a CUDA graph.
     """
-    if _tracing():
-        return torch.ops.deep_gemm.get_paged_mqa_logits_metadata(context_lens, block_kv, num_sms, indices)
-    return _c_metadata(context_lens, block_kv, num_sms, indices)
+    metadata = torch.ops.deep_gemm.get_paged_mqa_logits_metadata if _tracing() else _c_metadata
+    return metadata(context_lens, block_kv, num_sms, indices)
 
 
 def _split_q(op: str, q):
@@ -47,18 +46,27 @@ def _logits_bf16(op: str, logits_dtype) -> bool:
     raise TypeError(f'{op}: logits_dtype must be torch.float32 or torch.bfloat16; got {logits_dtype}')
 
 
+def _one_indices(op: str, positional, keyword):
+    """``indices`` given positionally (a tensor, None, or a dtype parameter's default when not given) or by keyword."""
+    if isinstance(positional, torch.dtype):
+        positional = None
+    if positional is not None and not isinstance(positional, torch.Tensor):
+        raise TypeError(f'{op}: indices must be a tensor or None; got {type(positional).__name__}')
+    if positional is not None and keyword is not None:
+        raise TypeError(f'{op}: indices given twice')
+    return keyword if positional is None else positional
+
+
 def _run(op, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, logits_dtype, indices):
     if not isinstance(clean_logits, bool):
-        raise TypeError(f'{op}: clean_logits must be a bool (or, in the DeepGEMM 2.8 form, the 8th argument a torch.dtype); '
-                        f'got {type(clean_logits).__name__}')
+        raise TypeError(f'{op}: clean_logits must be a bool (or the 8th argument a torch.dtype logits_dtype, DeepGEMM 2.8.1, or a '
+                        f'tensor or None indices, sgl-deep-gemm 0.2.5); got {type(clean_logits).__name__}')
     bf16 = _logits_bf16(op, logits_dtype)
     q, q_sf = _split_q(op, q)
     if q_sf is not None:
         raise NotImplementedError(f'{op}: FP4 q (a (q, q_sf) pair with scales) is SM100-only in DeepGEMM; on SM90 pass (q_fp8, None)')
-    if _tracing():
-        return torch.ops.deep_gemm.fp8_paged_mqa_logits(q, None, kv_cache, weights, context_lens, block_table, schedule_meta,
-                                                        max_context_len, clean_logits, bf16, indices)
-    return _c_logits(q, None, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, bf16, indices)
+    logits = torch.ops.deep_gemm.fp8_paged_mqa_logits if _tracing() else _c_logits
+    return logits(q, None, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, bf16, indices)
 
 
 def fp8_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits=False,
@@ -91,21 +99,28 @@ def fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, sc
     indices to ``[0, num_blocks)``, schedule entries to the batch range; bad values give wrong logits, never
     an access outside the tensors.
 
-    DeepGEMM 2.8 form: ``fp8_fp4_paged_mqa_logits(q, kv_cache, weights, context_lens, block_table, schedule_meta,
-    max_context_len, logits_dtype=torch.float32, indices=None)``: when the 8th positional argument is a
-    ``torch.dtype`` it is the logits dtype (and the 9th, if any, is ``indices``); nothing is cleaned.
+    Call forms, told apart by the type of the 8th positional argument (docs/compat_2_8.md, "Positional clashes
+    between dialects"): a ``bool`` is DeepGEMM 2.6.1's ``clean_logits`` (the signature above); a ``torch.dtype`` is
+    2.8.1's ``logits_dtype`` in ``(…, max_context_len, logits_dtype=torch.float32, indices=None)`` (the 9th, if any,
+    is ``indices``); a tensor or None is sgl-deep-gemm 0.2.5's ``indices`` in ``(…, max_context_len, indices=None)``.
+    The 2.8.1 and 0.2.5 forms clean nothing. Another type raises ``TypeError``; ``indices`` other than None raises
+    ``NotImplementedError`` on SM90 (as in DeepGEMM and 0.2.5, whose SM90 paths reject it).
     """
     op = 'fp8_fp4_paged_mqa_logits'
     if isinstance(clean_logits, torch.dtype):
-        # 2.8 positional form: (…, max_context_len, logits_dtype, indices).
+        # 2.8.1 positional form: (…, max_context_len, logits_dtype, indices).
         if isinstance(logits_dtype, torch.dtype) and logits_dtype != torch.float32:
             raise TypeError(f'{op}: logits_dtype given twice ({clean_logits} positionally, {logits_dtype} by keyword)')
-        if logits_dtype is None or isinstance(logits_dtype, torch.Tensor):
-            if indices is not None:
-                raise TypeError(f'{op}: indices given twice')
-            indices = logits_dtype
+        indices = _one_indices(op, logits_dtype, indices)
         clean_logits, logits_dtype = False, clean_logits
-    elif logits_dtype is None or isinstance(logits_dtype, torch.Tensor):
+    elif clean_logits is None or isinstance(clean_logits, torch.Tensor):
+        # 0.2.5 positional form: (…, max_context_len, indices); logits_dtype only by keyword.
+        if not isinstance(logits_dtype, torch.dtype):
+            raise TypeError(f'{op}: in the 0.2.5 form (8th argument indices) logits_dtype must be a torch.dtype, given by keyword; '
+                            f'got {type(logits_dtype).__name__}')
+        indices = _one_indices(op, clean_logits, indices)
+        clean_logits = False
+    elif not isinstance(logits_dtype, torch.dtype):
         raise TypeError(f'{op}: logits_dtype must be a torch.dtype; got {type(logits_dtype).__name__}')
     return _run(op, q, kv_cache, weights, context_lens, block_table, schedule_meta, max_context_len, clean_logits, logits_dtype,
                 indices)

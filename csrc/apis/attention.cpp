@@ -154,4 +154,10 @@ at::Tensor get_mqa_logits_metadata(const at::Tensor& ks, const at::Tensor& ke, i
     return at::stack({lo.masked_fill(none, 0), hi.masked_fill(none, 0)}, 1).to(at::kInt);
 }
 
+jit::KernelSource mqa_logits_kernel_source(int num_heads, int head_dim, bool bf16_logits, bool compressed, bool clean) {
+    kernels::MqaLogitsConfig c;
+    c.num_heads = num_heads, c.head_dim = head_dim, c.bf16_logits = bf16_logits, c.compressed = compressed, c.clean = clean;
+    return kernels::sm90_fp8_mqa_logits_source(c);
+}
+
 }  // namespace deep_gemm::api

@@ -8,6 +8,8 @@
 
 #include <optional>
 
+#include "../jit/jit.hpp"
+
 namespace deep_gemm::api {
 
 // logits [S, S_kv] (max_seqlen_k == 0) or [S, max_seqlen_k] (compressed), float32 or bfloat16, contiguous.
@@ -22,5 +24,8 @@ at::Tensor fp8_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& 
 // union [start, end) of its queries' ks / ke ranges clamped to [0, num_kv_tokens] ([0, 0] when all are
 // empty), i.e. the kv rows that CTA computes.
 at::Tensor get_mqa_logits_metadata(const at::Tensor& ks, const at::Tensor& ke, int64_t num_kv_tokens, int64_t num_heads, bool fake);
+
+// The generated source of one kernel config (for compile-only builds without a GPU: tests, SASS checks).
+jit::KernelSource mqa_logits_kernel_source(int num_heads, int head_dim, bool bf16_logits, bool compressed, bool clean);
 
 }  // namespace deep_gemm::api

@@ -427,6 +427,12 @@ void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Te
     gemm_with_spec(op_spec(static_cast<GemmOp>(int(GemmOp::kBf16Nt) + int(layout))), a, b, d, c, fake, alpha, /*allow_fp8=*/false);
 }
 
+void cublaslt_gemm_scaled(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                          const std::optional<at::Tensor>& c, double alpha, bool fake) {
+    if (layout < 0 or layout > 3) throw_value_error(fmt::format("_cublaslt_gemm_scaled: layout must be 0..3; got {}", layout));
+    bf16_gemm_cublaslt(static_cast<CublasLtLayout>(layout), a, b, d, c, fake, static_cast<float>(alpha));
+}
+
 void cublaslt_shutdown() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);

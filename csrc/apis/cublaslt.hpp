@@ -37,6 +37,11 @@ void cublaslt_gemm_batched(CublasLtLayout layout, const at::Tensor& a, const at:
 void bf16_gemm_cublaslt(CublasLtLayout layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
                         const std::optional<at::Tensor>& c, bool fake, float alpha);
 
+// The op _cublaslt_gemm_scaled: bf16_gemm_cublaslt for the bf16_gemm_* ops called with alpha != 1
+// (deep_gemm/_compat28.py); `layout` is a CublasLtLayout (0 nt, 1 nn, 2 tn, 3 tt), else ValueError.
+void cublaslt_gemm_scaled(int64_t layout, const at::Tensor& a, const at::Tensor& b, const at::Tensor& d,
+                          const std::optional<at::Tensor>& c, double alpha, bool fake);
+
 // Releases every cuBLASLt handle, workspace and cached plan (after waiting for each device that has a
 // handle). A later call creates them again. Safe to call at any time and more than once.
 void cublaslt_shutdown();

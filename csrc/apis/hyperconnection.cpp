@@ -110,4 +110,11 @@ void tf32_hc_prenorm_gemm(const at::Tensor& a, const at::Tensor& b, const at::Te
     kernels::tf32_hc_prenorm_gemm(args);
 }
 
+
+HcPrenormKernelPlan hc_prenorm_kernel_plan(int m, int n, int k, int num_splits, int num_sms) {
+    const kernels::HcPrenormPlan plan = kernels::plan_hc_prenorm(m, n, k, num_splits, num_sms);
+    return {kernels::hc_prenorm_source(plan.config).kernel_source(), plan.config.block_n, plan.config.stages, plan.reduce,
+            plan.num_units, plan.smem_bytes};
+}
+
 }  // namespace deep_gemm::api

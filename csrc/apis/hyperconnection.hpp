@@ -6,6 +6,8 @@
 
 #include <optional>
 
+#include "../jit/jit.hpp"
+
 namespace deep_gemm::api {
 
 // d = a @ b.T in TF32 and sqr_sum = (a * a).sum(-1), written into the caller's d and sqr_sum:
@@ -16,5 +18,12 @@ void tf32_hc_prenorm_gemm(const at::Tensor& a, const at::Tensor& b, const at::Te
                           std::optional<int64_t> num_splits, bool fake);
 
 inline constexpr int64_t kHcMaxSplits = 1024;
+
+// The kernel a shape would run (for compile-only builds without a GPU): its source and the plan's figures.
+struct HcPrenormKernelPlan {
+    jit::KernelSource source;
+    int block_n = 0, stages = 0, reduce = 0, num_units = 0, smem_bytes = 0;
+};
+HcPrenormKernelPlan hc_prenorm_kernel_plan(int m, int n, int k, int num_splits, int num_sms);
 
 }  // namespace deep_gemm::api

@@ -173,4 +173,10 @@ at::Tensor transform_sf_into_required_layout_meta(const at::Tensor& sf, int64_t 
     return at::empty_symint(sf.sym_sizes(), sf.options());
 }
 
+
+jit::KernelSource compile_only_kernel_source(std::string_view kernel) {
+    if (kernel == "layout_transpose_sf") return kernels::layout_transpose_sf_source();
+    throw_value_error(fmt::format("compile_only: unknown kernel \"{}\"; known: layout_transpose_sf", kernel));
+}
+
 }  // namespace deep_gemm::api

@@ -7,6 +7,9 @@
 
 #include <array>
 #include <optional>
+#include <string_view>
+
+#include "../jit/jit.hpp"
 
 #include "common.hpp"
 #include "gemm_ops.hpp"  // Recipe
@@ -43,5 +46,8 @@ at::Tensor transform_sf_into_required_layout(const at::Tensor& sf, int64_t mn, i
                                              bool allow_passthrough = true);
 at::Tensor transform_sf_into_required_layout_meta(const at::Tensor& sf, int64_t mn, int64_t k, const Recipe& recipe,
                                                   std::optional<int64_t> num_groups, bool is_sfa);
+
+// The source of a kernel compile_only builds by name (no GPU needed: warm-ups, CI); ValueError for another name.
+jit::KernelSource compile_only_kernel_source(std::string_view kernel);
 
 }  // namespace deep_gemm::api

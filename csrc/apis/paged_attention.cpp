@@ -24,7 +24,7 @@ constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 void check_no_indices(const Checker& check, const std::optional<at::Tensor>& indices) {
     if (indices.has_value() and indices->defined())
-        check.not_implemented("indices (varlen rows) are SM100-only in DeepGEMM and not supported on SM90; got a tensor (pass None)");
+        check.not_implemented("indices (varlen rows) are SM100-only in DeepGEMM (2.6.1, 2.8.1) and sgl-deep-gemm 0.2.5, whose SM90 paths refuse them too; got a tensor (pass None)");
 }
 
 // context_lens: int32 contiguous [B] or [B, next_n]; returns its view.
@@ -67,11 +67,11 @@ at::Tensor get_paged_mqa_logits_metadata(const at::Tensor& context_lens, int64_t
     return at::stack({batch, page}, 1).to(at::kInt);
 }
 
-at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::optional<at::Tensor>& q_sf, const at::Tensor& kv_cache,
+at::Tensor fp8_paged_mqa_logits(const at::Tensor& q, const std::optional<at::Tensor>& q_sf, const at::Tensor& kv_cache,
                                 const at::Tensor& weights, const at::Tensor& context_lens, const at::Tensor& block_table,
                                 const at::Tensor& schedule_meta, int64_t max_context_len, bool clean_logits, bool logits_bf16,
                                 const std::optional<at::Tensor>& indices, bool fake) {
-    const Checker check(op, fake ? CheckMode::kFake : CheckMode::kReal);
+    const Checker check("fp8_paged_mqa_logits", fake ? CheckMode::kFake : CheckMode::kReal);
     if (q_sf.has_value() and q_sf->defined())
         check.not_implemented("FP4 q (a (q, q_sf) pair with scales) is SM100-only in DeepGEMM; on SM90 pass (q_fp8, None)");
     check_no_indices(check, indices);
@@ -194,6 +194,13 @@ at::Tensor fp8_paged_mqa_logits(const char* op, const at::Tensor& q, const std::
     a.stream = current_stream(device);
     kernels::sm90_fp8_paged_mqa_logits(a);
     return logits;
+}
+
+jit::KernelSource paged_mqa_logits_kernel_source(int num_heads, int next_n, bool lens_2d, bool clean, bool bf16_logits, int block_kv) {
+    kernels::PagedMqaConfig c;
+    c.num_heads = num_heads, c.next_n = next_n, c.lens_2d = lens_2d, c.clean = clean, c.bf16_logits = bf16_logits;
+    c.block_kv = block_kv;
+    return kernels::paged_mqa_logits_source(c);
 }
 
 }  // namespace deep_gemm::api

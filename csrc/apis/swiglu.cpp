@@ -230,4 +230,22 @@ at::Tensor apply_weight_to_fp8(const at::Tensor& x, const at::Tensor& out, const
     return sf;
 }
 
+
+jit::KernelSource quant_kernel_source(std::string_view input, bool swiglu, int group, std::string_view sf_layout, bool round_scale,
+                                      bool weights, bool clamp, bool output_bf16, bool fast_math) {
+    kernels::QuantConfig c;
+    c.input = input == "fp32" ? kernels::QuantInput::kFp32 : input == "fp16" ? kernels::QuantInput::kFp16 : kernels::QuantInput::kBf16;
+    c.swiglu = swiglu;
+    c.group = group;
+    c.sf_layout = sf_layout == "ue8m0" ? kernels::QuantSfLayout::kUe8m0
+                  : sf_layout == "row" ? kernels::QuantSfLayout::kRowMajor
+                                       : kernels::QuantSfLayout::kColMajor;
+    c.round_scale = round_scale;
+    c.has_weights = weights;
+    c.has_clamp = clamp;
+    c.output_bf16 = output_bf16;
+    c.fast_math = fast_math;
+    return kernels::swiglu_fp8_quant_source(c);
+}
+
 }  // namespace deep_gemm::api

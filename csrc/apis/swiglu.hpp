@@ -9,6 +9,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "../jit/jit.hpp"
+
 namespace deep_gemm::api {
 
 struct QuantOptions {
@@ -31,5 +33,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> swiglu_apply_weight_to_fp8(
 // Quantises x [T, H] into `out` (float8_e4m3fn [T, H]) and returns the scales.
 at::Tensor apply_weight_to_fp8(const at::Tensor& x, const at::Tensor& out, const std::optional<at::Tensor>& topk_weights,
                                const std::optional<at::Tensor>& avail_tokens, const QuantOptions& options, bool fake);
+
+// The generated source of one kernel config (for compile-only builds without a GPU): `input` "bf16", "fp16" or
+// "fp32", `sf_layout` "col", "row" or "ue8m0".
+jit::KernelSource quant_kernel_source(std::string_view input, bool swiglu, int group, std::string_view sf_layout, bool round_scale,
+                                      bool weights, bool clamp, bool output_bf16, bool fast_math);
 
 }  // namespace deep_gemm::api

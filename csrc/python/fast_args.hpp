@@ -50,13 +50,21 @@ PyObject* guarded(Body&& body) noexcept {
 std::string type_name(PyObject* o);
 
 // Binds positional and keyword arguments to the parameters of a table row (borrowed references; nullptr =
-// not given).
+// not given): an OpArg row of gemm_table.hpp or an OpParam row of op_table.hpp.
 class FastArgs {
 public:
     static constexpr int kMax = 12;
-    FastArgs(const char* fname, const OpRow& row, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) : params_(row.args) {
-        const int n = static_cast<int>(params_.size());
-        if (nargs > n) api::throw_type_error(fmt::format("{}() takes at most {} arguments ({} given)", fname, n, nargs));
+    FastArgs(const char* fname, const OpRow& row, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)
+        : FastArgs(fname, row.args, args, nargs, kwnames) {}
+    template <class Param>
+    FastArgs(const char* fname, std::span<const Param> params, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+        const int n = static_cast<int>(params.size());
+        int positional = n;  // parameters that may be given by position (those before a keyword-only one)
+        if constexpr (requires { params[0].keyword_only; })
+            for (int k = n - 1; k >= 0; --k)
+                if (params[k].keyword_only) positional = k;
+        if (nargs > positional)
+            api::throw_type_error(fmt::format("{}() takes at most {} arguments ({} given)", fname, positional, nargs));
         for (Py_ssize_t j = 0; j < nargs; ++j) slots_[j] = args[j];
         if (kwnames != nullptr) {
             const Py_ssize_t nkw = PyTuple_GET_SIZE(kwnames);
@@ -64,22 +72,20 @@ public:
                 PyObject* key = PyTuple_GET_ITEM(kwnames, j);
                 int slot = -1;
                 for (int k = 0; k < n; ++k)
-                    if (PyUnicode_CompareWithASCIIString(key, params_[k].name) == 0) slot = k;
+                    if (PyUnicode_CompareWithASCIIString(key, params[k].name) == 0) slot = k;
                 if (slot < 0)
                     api::throw_type_error(fmt::format("{}() got an unexpected keyword argument '{}'", fname, PyUnicode_AsUTF8(key)));
                 if (slots_[slot] != nullptr)
-                    api::throw_type_error(fmt::format("{}() got multiple values for argument '{}'", fname, params_[slot].name));
+                    api::throw_type_error(fmt::format("{}() got multiple values for argument '{}'", fname, params[slot].name));
                 slots_[slot] = args[nargs + j];
             }
         }
-        const int required = required_count(row);
-        for (int k = 0; k < required; ++k)
-            if (slots_[k] == nullptr) api::throw_type_error(fmt::format("{}() missing required argument '{}'", fname, params_[k].name));
+        for (int k = 0; k < n and params[k].default_value == nullptr; ++k)
+            if (slots_[k] == nullptr) api::throw_type_error(fmt::format("{}() missing required argument '{}'", fname, params[k].name));
     }
     PyObject* operator[](size_t i) const { return slots_[i]; }
 
 private:
-    std::span<const OpArg> params_;
     PyObject* slots_[kMax] = {};
 };
 

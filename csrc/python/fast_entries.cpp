@@ -20,6 +20,8 @@
 #include "python/fast_args.hpp"
 #include "python/gemm_table.hpp"
 #include "python/op_table.hpp"
+#include "python/table_op.hpp"
+#include "python/torch_ops.hpp"
 
 namespace deep_gemm::python {
 
@@ -228,26 +230,26 @@ py::list full_op_table_for_python() {
     for (const OpTableRow& row : table::kOtherOps) {
         py::list names;
         for (const auto& word : py::str(row.public_names).attr("split")()) names.append(word);
-        rows.append(py::make_tuple(row.name, row.schema != nullptr ? py::object(py::str(row.schema)) : py::none(),
+        rows.append(py::make_tuple(row.name, row.has_schema ? py::object(py::str(schema_text(row))) : py::none(),
                                    backend_name(row.backend), py::tuple(names), row.wrapper));
     }
     return rows;
 }
 
+// _C._op_entries(): [(entry, op name)]: the _C fast entries generated from rows of op_table.hpp (their stubs in
+// _C.pyi are generated from the op's schema by scripts/gen_stubs.py).
+py::list op_entries_for_python() {
+    py::list entries;
+    for (const OpTableRow& row : table::kOtherOps)
+        if (*row.entry != 0) entries.append(py::make_tuple(row.entry, row.name));
+    return entries;
+}
+
 }  // namespace
 
 void register_gemm_entries(py::module_& m) {
-    // CPython keeps pointers to the method definitions and their docstrings: both live as long as the process.
-    static std::deque<std::string> docs;
-    static std::deque<PyMethodDef> defs;
     const auto add = [&](const char* name, EntryFn fn, const OpRow& row, std::string_view doc) {
-        // "name(a, b, ...)\n--\n\n" at the start of the docstring becomes the function's __text_signature__.
-        docs.push_back(fmt::format("{}{}\n--\n\n{}", name, python_signature(row), doc));
-        defs.push_back({name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(fn)), METH_FASTCALL | METH_KEYWORDS,
-                        docs.back().c_str()});
-        PyObject* f = PyCFunction_NewEx(&defs.back(), nullptr, m.attr("__name__").ptr());
-        if (f == nullptr) throw py::error_already_set();
-        m.add_object(name, py::reinterpret_steal<py::object>(f));
+        add_fastcall(m, name, fn, python_signature(row), doc);
     };
     static constexpr auto kEntries = run_entries(std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
     for (const OpRow& row : table::kRows) {
@@ -260,6 +262,8 @@ void register_gemm_entries(py::module_& m) {
           "The GEMM op table (csrc/python/gemm_table.hpp): [(name, [(parameter, kind, default or None)])].");
     m.def("_op_table", &full_op_table_for_python,
           "Every op (csrc/python/gemm_table.hpp, then op_table.hpp): [(name, schema or None, backend, public names, module)].");
+    m.def("_op_entries", &op_entries_for_python,
+          "The _C fast entries generated from rows of csrc/python/op_table.hpp: [(entry, op name)].");
 }
 
 // ---- layout entries --------------------------------------------------------------------------------

@@ -5,25 +5,15 @@
 #include <fmt/format.h>
 
 #include "apis/common.hpp"
+#include "apis/layout.hpp"
 #include "apis/runtime.hpp"
 #include "jit/cache_settings.hpp"
 #include "jit/jit.hpp"
 #include "jit/settings.hpp"
-#include "jit_kernels/impls/layout_transpose_sf.hpp"
 
 namespace deep_gemm::python {
 
 namespace py = pybind11;
-
-namespace {
-
-// Kernels that can be compiled without a GPU (warm-up, CI). Other kernel families add theirs here.
-jit::KernelSource compile_only_source(const std::string& kernel) {
-    if (kernel == "layout_transpose_sf") return kernels::layout_transpose_sf_source();
-    api::throw_value_error(fmt::format("compile_only: unknown kernel \"{}\"; known: layout_transpose_sf", kernel));
-}
-
-}  // namespace
 
 py::dict build_entry(const jit::KernelSource& src, const std::string& arch) {
     jit::CachedKernel entry;
@@ -41,11 +31,11 @@ py::dict build_entry(const jit::KernelSource& src, const std::string& arch) {
 }
 
 py::dict compile_only(const std::string& kernel, const std::string& arch) {
-    return build_entry(compile_only_source(kernel), arch);
+    return build_entry(api::compile_only_kernel_source(kernel), arch);
 }
 
 py::tuple compile_only_kernel_source(const std::string& kernel) {
-    const jit::KernelSource src = compile_only_source(kernel);
+    const jit::KernelSource src = api::compile_only_kernel_source(kernel);
     return py::make_tuple(src.name, src.symbol, src.code);
 }
 

@@ -11,9 +11,9 @@
 #include "apis/common.hpp"
 #include "apis/swiglu.hpp"
 #include "python/fast_args.hpp"
-#include "jit_kernels/impls/swiglu_fp8_quant.hpp"
 #include "python/jit_tools.hpp"
 #include "python/op_table.hpp"
+#include "python/torch_ops.hpp"
 
 namespace py = pybind11;
 
@@ -90,20 +90,8 @@ at::Tensor apply_entry(const at::Tensor& x, const at::Tensor& out, const Opt& w,
 // Builds one kernel config for sm_90a without a GPU (the compile-only SASS test); returns the cache entry.
 py::dict compile_quant_kernel(const std::string& input, bool swiglu, int group, const std::string& sf_layout, bool round_scale,
                               bool weights, bool clamp, bool output_bf16, bool fast_math) {
-    kernels::QuantConfig c;
-    c.input = input == "fp32" ? kernels::QuantInput::kFp32 : input == "fp16" ? kernels::QuantInput::kFp16 : kernels::QuantInput::kBf16;
-    c.swiglu = swiglu;
-    c.group = group;
-    c.sf_layout = sf_layout == "ue8m0" ? kernels::QuantSfLayout::kUe8m0
-                  : sf_layout == "row" ? kernels::QuantSfLayout::kRowMajor
-                                       : kernels::QuantSfLayout::kColMajor;
-    c.round_scale = round_scale;
-    c.has_weights = weights;
-    c.has_clamp = clamp;
-    c.output_bf16 = output_bf16;
-    c.fast_math = fast_math;
-    const jit::KernelSource src = kernels::swiglu_fp8_quant_source(c);
-    return build_entry(src, "sm_90a");
+    return build_entry(api::quant_kernel_source(input, swiglu, group, sf_layout, round_scale, weights, clamp, output_bf16, fast_math),
+                       "sm_90a");
 }
 
 }  // namespace
@@ -127,8 +115,8 @@ void register_quant_entries(py::module_& m) {
 // torch.compile): validation and the outputs' shapes and scale layouts.
 TORCH_LIBRARY_FRAGMENT(deep_gemm, m) {
     using namespace deep_gemm::python;
-    def_op(m, table::schema_of("swiglu_apply_weight_to_fp8"),
+    def_op(m, schema_text(table::row("swiglu_apply_weight_to_fp8")),
            TORCH_FN(swiglu_kernel<false>), TORCH_FN(swiglu_kernel<true>));
-    def_op(m, table::schema_of("apply_weight_to_fp8"),
+    def_op(m, schema_text(table::row("apply_weight_to_fp8")),
            TORCH_FN(apply_kernel<false>), TORCH_FN(apply_kernel<true>));
 }

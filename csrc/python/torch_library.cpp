@@ -10,6 +10,7 @@
 #include "apis/layout.hpp"
 #include "python/gemm_table.hpp"
 #include "python/op_table.hpp"
+#include "python/torch_ops.hpp"
 
 using namespace deep_gemm;
 using api::GemmCall;
@@ -95,7 +96,7 @@ void gemm_kernel(const c10::OperatorHandle&, torch::jit::Stack* stack) {
 
 template <size_t... I>
 void register_gemm_ops(torch::Library& m, std::index_sequence<I...>) {
-    (python::def_op(m, python::torch_schema(python::gemm_op_row(static_cast<GemmOp>(I))).c_str(),
+    (python::def_op(m, python::torch_schema(python::gemm_op_row(static_cast<GemmOp>(I))),
                     [] { return torch::CppFunction::makeFromBoxedFunction<&gemm_kernel<static_cast<GemmOp>(I), false>>(); },
                     [] { return torch::CppFunction::makeFromBoxedFunction<&gemm_kernel<static_cast<GemmOp>(I), true>>(); }),
      ...);
@@ -128,8 +129,8 @@ at::Tensor transform_sf_meta(const at::Tensor& sf, c10::SymInt mn, c10::SymInt k
 // fallback); Meta (also what FakeTensor runs under torch.compile): validation and output shapes only.
 TORCH_LIBRARY(deep_gemm, m) {
     register_gemm_ops(m, std::make_index_sequence<static_cast<size_t>(GemmOp::kCount)>());
-    python::def_op(m, python::table::schema_of("get_mn_major_tma_aligned_tensor"), TORCH_FN(mn_major_op),
+    python::def_op(m, python::schema_text(python::table::row("get_mn_major_tma_aligned_tensor")), TORCH_FN(mn_major_op),
                    TORCH_FN(api::get_mn_major_tma_aligned_tensor_meta));
-    python::def_op(m, python::table::schema_of("transform_sf_into_required_layout"),
+    python::def_op(m, python::schema_text(python::table::row("transform_sf_into_required_layout")),
                    TORCH_FN(transform_sf_op), TORCH_FN(transform_sf_meta));
 }

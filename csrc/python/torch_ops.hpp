@@ -34,15 +34,12 @@ void impl_kernels(torch::Library& m, const char* name, const Real& real, const F
 }
 
 // The op name of a schema ("name(Tensor a, ...) -> ()" gives "name").
-inline std::string schema_op_name(const char* schema) {
-    const std::string text = schema;
-    return text.substr(0, text.find('('));
-}
+inline std::string schema_op_name(const std::string& schema) { return schema.substr(0, schema.find('(')); }
 
 // Defines deep_gemm::<op> by its schema and registers its kernels (impl_kernels).
 template <class Real, class Fake>
-void def_op(torch::Library& m, const char* schema, const Real& real, const Fake& fake) {
-    m.def(schema);
+void def_op(torch::Library& m, const std::string& schema, const Real& real, const Fake& fake) {
+    m.def(schema.c_str());
     impl_kernels(m, schema_op_name(schema).c_str(), real, fake);
 }
 

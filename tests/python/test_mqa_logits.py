@@ -184,6 +184,13 @@ CALL_FORMS = [
     ((512, torch.bfloat16, None), {}, (True, 512, torch.bfloat16, None)),
     ((512,), dict(logits_dtype=torch.bfloat16, schedule_meta=SM), (True, 512, torch.bfloat16, SM)),
     ((), dict(max_seqlen_k=512, logits_dtype=torch.bfloat16, schedule_meta=SM), (True, 512, torch.bfloat16, SM)),
+    # sgl-deep-gemm 0.2.5: (max_seqlen_k, schedule_meta); no logits_dtype (float32), clean_logits True
+    ((512, SM), {}, (True, 512, torch.float32, SM)),
+    ((512, None), {}, (True, 512, torch.float32, None)),
+    ((0, SM), {}, (True, 0, torch.float32, SM)),
+    ((512,), dict(schedule_meta=SM), (True, 512, torch.float32, SM)),
+    ((), dict(max_seqlen_k=512, schedule_meta=SM), (True, 512, torch.float32, SM)),
+    ((512, SM), dict(logits_dtype=torch.bfloat16), (True, 512, torch.bfloat16, SM)),  # a 2.8.1 keyword on the 0.2.5 form
 ]
 
 
@@ -199,11 +206,43 @@ def test_call_forms(captured, args, kwargs, want):
 
 
 def test_call_form_conflicts(captured):
+    sm = torch.zeros(3, 2, dtype=torch.int32)
     with pytest.raises(TypeError, match='max_seqlen_k given twice'):
         _form((512,), dict(max_seqlen_k=64))
     with pytest.raises(TypeError, match='clean_logits must be a bool'):
         _form(('yes',), {})
+    with pytest.raises(TypeError, match=r'7th argument must be a torch.dtype \(v2.8.1 logits_dtype\) or a tensor or None'):
+        _form((512, 'bf16'), {})
+    with pytest.raises(TypeError, match='schedule_meta must be a tensor or None; got str'):
+        _form((512, torch.bfloat16, 'meta'), {})
+    with pytest.raises(TypeError, match='schedule_meta given twice'):
+        _form((512, sm), dict(schedule_meta=sm))
+    with pytest.raises(TypeError, match='logits_dtype given twice'):
+        _form((512, torch.bfloat16), dict(logits_dtype=torch.float16))
     assert not captured
+
+
+# Each dialect's positional form run through the real binding on meta tensors: the result's shape says where
+# max_seqlen_k went, its dtype where logits_dtype went.
+@pytest.mark.parametrize('args,shape,dtype', [
+    ((False, 7), (6, 7), torch.float32),                   # v2.6.1 (clean_logits, max_seqlen_k)
+    ((True, 0, torch.bfloat16), (6, 50), torch.bfloat16),  # v2.6.1 with logits_dtype
+    ((7, torch.bfloat16), (6, 7), torch.bfloat16),         # v2.8.1 (max_seqlen_k, logits_dtype)
+    ((7, torch.bfloat16, 'sm'), (6, 7), torch.bfloat16),   # v2.8.1 with schedule_meta
+    ((7, 'sm'), (6, 7), torch.float32),                    # 0.2.5 (max_seqlen_k, schedule_meta)
+    ((7, None), (6, 7), torch.float32),                    # 0.2.5, schedule_meta None
+])
+def test_dialect_forms_bind_on_meta_tensors(args, shape, dtype):
+    q, kv, w, ks, ke = _meta()
+    sm = torch.zeros(2, 2, dtype=torch.int32, device='meta')
+    out = deep_gemm.fp8_fp4_mqa_logits(q, kv, w, ks, ke, *[sm if a == 'sm' else a for a in args])
+    assert out.shape == shape and out.dtype == dtype and out.device.type == 'meta'
+
+
+def test_wrong_schedule_meta_type_reaches_the_entry():
+    q, kv, w, ks, ke = _meta()
+    with pytest.raises(TypeError, match='schedule_meta must be a torch.Tensor; got int'):
+        deep_gemm.fp8_fp4_mqa_logits(q, kv, w, ks, ke, 7, schedule_meta=3)
 
 
 def test_fp8_mqa_logits_form(captured):
@@ -236,6 +275,19 @@ def test_compile_fullgraph_traces(dynamic):
     for max_k in (256, 300):
         with pytest.raises(RuntimeError, match='fp8_mqa_logits: requires CUDA tensors'):
             compiled(a['q'][0], *a['kv'], a['weights'], a['cu_seq_len_k_start'], a['cu_seq_len_k_end'], max_k)
+
+
+def test_compile_fullgraph_025_form():
+    """The sgl-deep-gemm 0.2.5 form (max_seqlen_k, schedule_meta) under torch.compile(fullgraph=True)."""
+    torch._dynamo.reset()
+    a = _args()
+
+    def f(q, kv, kv_sf, w, ks, ke, sm):
+        return deep_gemm.fp8_fp4_mqa_logits((q, None), (kv, kv_sf), w, ks, ke, 256, sm) * 2
+
+    compiled = torch.compile(f, backend='aot_eager', fullgraph=True)
+    with pytest.raises(RuntimeError, match='fp8_mqa_logits: requires CUDA tensors'):
+        compiled(a['q'][0], *a['kv'], a['weights'], a['cu_seq_len_k_start'], a['cu_seq_len_k_end'], torch.zeros(2, 2, dtype=torch.int32))
 
 
 def test_fake_tensor_mode_shapes():

@@ -145,3 +145,52 @@ def test_all_starts_with_the_tables_public_names():
     names = [public for row in OPS for public in row[3]]
     assert deep_gemm._wrappers.PUBLIC_OPS == names
     assert deep_gemm.__all__[1:1 + len(names)] == names
+
+
+# ---- the fast entries bound from rows of csrc/python/op_table.hpp (csrc/python/table_op.hpp) ----------
+
+ENTRIES = _C._op_entries()
+SCHEMAS = {row[0]: row[1] for row in OPS}
+
+
+@pytest.mark.parametrize('entry,op', ENTRIES, ids=[e for e, _ in ENTRIES])
+def test_generated_entry_follows_its_row(entry, op):
+    import inspect
+    schema = torch._C.parse_schema('deep_gemm::' + SCHEMAS[op])
+    params = list(inspect.signature(getattr(_C, entry)).parameters.values())
+    assert [p.name for p in params] == [a.name for a in schema.arguments]
+    for p, a in zip(params, schema.arguments):
+        if a.has_default_value():
+            want = tuple(a.default_value) if isinstance(a.default_value, list) else a.default_value
+            assert p.default == want, (entry, p.name)
+        else:
+            assert p.default is inspect.Parameter.empty, (entry, p.name)
+
+
+def test_generated_entry_binds_positional_keyword_and_defaults():
+    f = _C.get_paged_mqa_logits_metadata
+    lens = torch.tensor([70, 3], dtype=torch.int32)
+    want = f(lens, 64, 4, None)
+    assert torch.equal(f(lens, 64, 4), want)  # indices defaults to None
+    assert torch.equal(f(num_sms=4, context_lens=lens, block_kv=64), want)
+    assert torch.equal(f(lens, 64, num_sms=4, indices=None), want)
+    with pytest.raises(TypeError, match=r'takes at most 4 arguments \(5 given\)'):
+        f(lens, 64, 4, None, None)
+    with pytest.raises(TypeError, match="missing required argument 'num_sms'"):
+        f(lens, 64)
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'blocks'"):
+        f(lens, 64, 4, blocks=1)
+    with pytest.raises(TypeError, match="got multiple values for argument 'block_kv'"):
+        f(lens, 64, 4, block_kv=64)
+    with pytest.raises(TypeError, match='^get_paged_mqa_logits_metadata: block_kv must be an int; got str'):
+        f(lens, '64', 4)
+    with pytest.raises(TypeError, match='^get_paged_mqa_logits_metadata: indices must be a torch.Tensor; got int'):
+        f(lens, 64, 4, 3)
+    with pytest.raises(TypeError, match='^fp8_mqa_logits: logits_dtype must be a torch.dtype; got str'):
+        _C._fp8_mqa_logits_unpacked(*[lens] * 7, True, 0, 'float32')
+
+
+def test_generated_entry_routes_meta_tensors_through_the_dispatcher():
+    lens = torch.tensor([70, 3], dtype=torch.int32, device='meta')
+    out = _C.get_paged_mqa_logits_metadata(lens, 64, 4)
+    assert out.shape == (5, 2) and out.device.type == 'meta'

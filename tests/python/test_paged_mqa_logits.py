@@ -380,6 +380,12 @@ def test_call_forms(captured):
         (lambda: deep_gemm.fp8_fp4_paged_mqa_logits((pos[0], None), *pos[1:], torch.bfloat16), (False, True, None)),
         (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, torch.float32, None), (False, False, None)),
         (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, logits_dtype=torch.bfloat16, indices=None), (False, True, None)),
+        (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, torch.bfloat16, IDX), (False, True, IDX)),
+        # sgl-deep-gemm 0.2.5: the 8th positional argument is indices (a tensor or None); no clean_logits, float32.
+        (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, None), (False, False, None)),
+        (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, IDX), (False, False, IDX)),
+        (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, indices=IDX), (False, False, IDX)),
+        (lambda: deep_gemm.fp8_fp4_paged_mqa_logits(*pos, IDX, logits_dtype=torch.bfloat16), (False, True, IDX)),
     ]
     for i, (call, want) in enumerate(forms):
         assert call() == 'ran', i
@@ -388,6 +394,47 @@ def test_call_forms(captured):
         assert (got[8], got[9], got[10]) == want, i
     with pytest.raises(TypeError, match='logits_dtype given twice'):
         deep_gemm.fp8_fp4_paged_mqa_logits(*pos, torch.bfloat16, torch.bfloat16)
+    n = len(captured)
+    with pytest.raises(TypeError, match='indices given twice'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, IDX, indices=IDX)
+    with pytest.raises(TypeError, match='indices given twice'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, torch.bfloat16, IDX, indices=IDX)
+    with pytest.raises(TypeError, match='indices must be a tensor or None; got str'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, torch.bfloat16, 'rows')
+    with pytest.raises(TypeError, match=r'in the 0.2.5 form \(8th argument indices\) logits_dtype must be a torch.dtype'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, None, IDX)
+    with pytest.raises(TypeError, match=r'clean_logits must be a bool \(or the 8th argument a torch.dtype'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, 'clean')
+    with pytest.raises(TypeError, match='clean_logits must be a bool'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, 1)
+    assert len(captured) == n
+
+
+IDX = torch.zeros(2, dtype=torch.int32)  # a 0.2.5 / 2.8.1 indices tensor
+
+
+# Each dialect's positional form through the real binding on meta tensors: the dtype says where logits_dtype went;
+# indices reaching the op raises its SM90 NotImplementedError.
+@pytest.mark.parametrize('extra,dtype', [
+    ((True,), torch.float32),                   # 2.6.1 clean_logits
+    ((False, torch.bfloat16), torch.bfloat16),  # 2.6.1 clean_logits, logits_dtype
+    ((torch.bfloat16,), torch.bfloat16),        # 2.8.1 logits_dtype
+    ((torch.bfloat16, None), torch.bfloat16),   # 2.8.1 logits_dtype, indices
+    ((None,), torch.float32),                   # 0.2.5 indices
+])
+def test_dialect_forms_bind_on_meta_tensors(extra, dtype):
+    a = valid_args(device='meta')
+    pos = [a['q'], a['kv_cache'], a['weights'], a['context_lens'], a['block_table'], a['schedule_meta'], 192]
+    out = deep_gemm.fp8_fp4_paged_mqa_logits(*pos, *extra)
+    assert out.shape == (4, 192) and out.dtype == dtype and out.device.type == 'meta'
+
+
+@pytest.mark.parametrize('extra', [(IDX,), (torch.float32, IDX)], ids=['0.2.5', '2.8.1'])
+def test_indices_reach_the_op_and_are_refused_on_sm90(extra):
+    a = valid_args(device='meta')
+    pos = [a['q'], a['kv_cache'], a['weights'], a['context_lens'], a['block_table'], a['schedule_meta'], 192]
+    with pytest.raises(NotImplementedError, match='fp8_paged_mqa_logits: .*indices'):
+        deep_gemm.fp8_fp4_paged_mqa_logits(*pos, *[e.to('meta') if isinstance(e, torch.Tensor) else e for e in extra])
 
 
 # ---- torch.library: meta kernels and torch.compile ------------------------------------------------------
@@ -445,6 +492,18 @@ def test_compile_fullgraph(dynamic):
                              'fp8_paged_mqa_logits: requires CUDA tensors', dynamic)
     assert any('deep_gemm.fp8_paged_mqa_logits' in t for t in targets), targets
     assert any('deep_gemm.get_paged_mqa_logits_metadata' in t for t in targets), targets
+
+
+def test_compile_fullgraph_025_form():
+    """The sgl-deep-gemm 0.2.5 form (8th positional indices=None) under torch.compile(fullgraph=True)."""
+    def f(q, kv_cache, weights, context_lens, block_table):
+        meta = deep_gemm.get_paged_mqa_logits_metadata(context_lens, 64, 8, None)
+        return deep_gemm.fp8_fp4_paged_mqa_logits((q, None), kv_cache, weights, context_lens, block_table, meta, 192, None)
+
+    a = valid_args()
+    targets = traced_targets(f, (a['q'], a['kv_cache'], a['weights'], a['context_lens'], a['block_table']),
+                             'fp8_paged_mqa_logits: requires CUDA tensors', False)
+    assert any('deep_gemm.fp8_paged_mqa_logits' in t for t in targets), targets
 
 
 # ---- a model of the kernel's barrier protocol --------------------------------------------------------------
