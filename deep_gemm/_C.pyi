@@ -97,7 +97,8 @@ def m_grouped_fp8_gemm_nt_contiguous(a: _Pair, b: _Pair, d: Tensor, grouped_layo
 def m_grouped_fp8_gemm_nt_masked(a: _Pair, b: _Pair, d: Tensor, masked_m: Tensor, expected_m: int,
                                  recipe: Optional[Sequence[int]] = None, recipe_a: Optional[Sequence[int]] = None,
                                  recipe_b: Optional[Sequence[int]] = None, compiled_dims: str = 'nk',
-                                 disable_ue8m0_cast: bool = False) -> None: ...
+                                 disable_ue8m0_cast: bool = False, max_block_n: int = 256, enable_overlap: bool = False,
+                                 signal: Optional[Tensor] = None) -> Optional[Tuple[int, int]]: ...
 def k_grouped_fp8_gemm_nt_contiguous(a: _Pair, b: _Pair, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,
                                      c: Optional[Tensor] = None, recipe: Sequence[int] = (1, 1, 128), compiled_dims: str = 'mn',
                                      use_psum_layout: bool = False) -> None: ...
