@@ -171,3 +171,24 @@ def test_forced_config_above_max_block_n_is_refused(monkeypatch):
     finally:
         monkeypatch.undo()
         deep_gemm.reload_settings()
+
+
+def test_warmup_call_plans_the_overlap_kernel():
+    from deep_gemm._warmup_calls import plan_call, plan_target
+    target = plan_target('sm_90a', 132, 232448)
+    call = {'op': OP, 'max_m': 256, 'n': 7168, 'k': 2048, 'num_groups': 16, 'expected_m': 64}
+    plain = [r.symbol for r in plan_call(call, target)]
+    signal = [r.symbol for r in plan_call({**call, 'enable_overlap': True, 'max_block_n': 64}, target)]
+    assert not any(s.endswith('_signal') for s in plain), plain
+    gemm = [s for s in signal if s.endswith('_signal')]
+    assert len(gemm) == 1 and _tile(gemm[0])[1] <= 64, signal
+
+
+def test_compile_mode_fields_carry_the_overlap_arguments():
+    """SGLang's set_compile_mode(1) warm-up (deep_gemm/_compat025.py) plans the kernel the call would run."""
+    from deep_gemm._compat025 import plan_fields
+    a, b, d, masked_m = _args('meta')
+    sig = _signal('meta')
+    fields = plan_fields(OP, (a, b, d, masked_m, 8, None, None, None, 'nk', False, 160, True, sig))
+    assert fields['max_block_n'] == 160 and fields['enable_overlap'] is True
+    assert 'max_block_n' not in plan_fields(OP, (a, b, d, masked_m, 8))
