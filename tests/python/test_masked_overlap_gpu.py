@@ -94,11 +94,13 @@ def test_overlap_output_and_signal(num_groups, max_m, n, k, expected_m, values, 
     assert block_n <= max_block_n, (block_n, max_block_n)
     torch.testing.assert_close(signal.cpu(), _expected_signal(values, max_m, block_m, threshold, signal.numel()),
                                rtol=0, atol=0)
-    # Without overlap: the same output, None returned, the signal (here a fresh one) untouched by the call.
+    # Without overlap: the same output, None returned, the signal of the call before unchanged.
     d2 = torch.full_like(d, float('nan'))
     assert deep_gemm.m_grouped_fp8_gemm_nt_masked(a, b, d2, masked_m, expected_m, max_block_n=max_block_n) is None
     torch.cuda.synchronize()
     _check_output(d2, a_deq, b_deq, values, max_m, what + ' (no overlap)')
+    torch.testing.assert_close(signal.cpu(), _expected_signal(values, max_m, block_m, threshold, signal.numel()),
+                               rtol=0, atol=0)
 
 
 @pytest.mark.parametrize('config', ['64,128,0,0,1', '128,128,0,1,1', '256,128,0,0,0', '128,96,0,0,0'])
