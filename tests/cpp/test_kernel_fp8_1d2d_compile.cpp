@@ -426,7 +426,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedMulticastB) {
 // Tile signals (m_grouped_fp8_gemm_nt_masked with enable_overlap; epilogue/tile_signal.cuh): the masked heuristics'
 // 64-row, pipelined 128-row and 256-row tiles, and the 128-row one on B-sharing pairs (whose second tile past a
 // group's last M block signals nothing). The source takes the counters as its last parameter and names the variant;
-// the SASS has the GPU-scope release add (RED) besides build_and_check's checks. A key without the flag generates
+// the SASS has the GPU-scope release add (REDG) besides build_and_check's checks. A key without the flag generates
 // no trace of it.
 TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedTileSignal) {
     ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
@@ -443,7 +443,7 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedTileSignal) {
         EXPECT_NE(src.code.find("DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_SIGNAL_PARAMS)"), std::string::npos) << src.code;
         EXPECT_NE(src.code.find(", nullptr, nullptr, tile_signal"), std::string::npos) << src.code;
         build_and_check(key, [](const std::string& sass) {
-            EXPECT_GT(count_op(sass, "RED"), 0) << "no signal add in SASS";
+            EXPECT_GT(count_op(sass, "REDG"), 0) << "no signal add in SASS";
         });
     }
 }
