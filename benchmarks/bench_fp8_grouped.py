@@ -10,12 +10,17 @@ rounds):
 Group sizes are random (+-30% around the mean, fixed seed); contiguous groups are multiples of 128 rows
 (no padding rows), masked groups multiples of 16 with max_m = the largest group rounded up to 128. TFLOPS count the valid rows only.
 
+`--overlap` times instead the masked GEMM with tile signals (enable_overlap=True, SGLang's overlapped combine) against
+the same call without, interleaved, on SGLang-like decode shapes (G 16/32, max_m 256-1024, N x K 4096 x 7168 and
+7168 x 2048; `--overlap-shapes GxMAX_MxNxK,...` for others; `--max-block-n` as SGLang passes it).
+
 `--config VALUE` (repeatable) also times ours with DG_FP8_GEMM_CONFIG=VALUE forced, in the same turns (e.g. a
 previous default against the current one); the settings are reloaded around each such call, on the host while
 the sleep kernel ahead of it runs.
 
     python3 benchmarks/bench_fp8_grouped.py [--runs 10] [--config 128,128,0,1,0 ...]
         [--shapes masked:32x48x4096x7168,...]
+    python3 benchmarks/bench_fp8_grouped.py --overlap [--runs 20] [--max-block-n 256] [--overlap-shapes 16x256x4096x7168]
 """
 import argparse
 import os
@@ -158,6 +163,62 @@ def bench_masked(groups, mean, n, k, runs, configs=()):
                                 label=f'masked {ms}: ')
 
 
+# (groups, max_m, N, K): SGLang's low-latency MoE layers (DeepEP's masked layout), down projection 7168 x 2048 and
+# 4096 x 7168; the valid rows per group about half of max_m.
+OVERLAP_SHAPES = [(g, max_m, n, k) for g in (16, 32) for max_m in (256, 512, 1024) for n, k in ((4096, 7168), (7168, 2048))]
+
+
+def parse_overlap_shapes(text):
+    """'16x256x4096x7168,...' -> [(16, 256, 4096, 7168), ...]."""
+    try:
+        shapes = [tuple(int(x) for x in item.strip().split('x')) for item in text.split(',')]
+    except ValueError:
+        shapes = []
+    if not shapes or any(len(s) != 4 or min(s) <= 0 for s in shapes):
+        raise argparse.ArgumentTypeError(f'expected GxMAX_MxNxK,... with positive ints; got {text!r}')
+    return shapes
+
+
+def bench_masked_overlap(groups, max_m, n, k, runs, max_block_n=256):
+    """The masked GEMM without and with tile signals, interleaved: (valid rows, times, (block_m, threshold))."""
+    ms = [min(max_m, m) for m in group_sizes(groups, max_m // 2, seed=groups * n + k + max_m)]
+    a = torch.randn((groups, max_m, k), device='cuda', dtype=torch.bfloat16)
+    parts = [per_token_cast_to_fp8(a[g]) for g in range(groups)]
+    a_fp8, sfa = torch.stack([p[0] for p in parts]), kernel_sfa(torch.stack([p[1] for p in parts]))
+    b_fp8, sfb = quant_b(groups, n, k)
+    masked_m = torch.tensor(ms, device='cuda', dtype=torch.int32)
+    d = torch.empty((groups, max_m, n), device='cuda', dtype=torch.bfloat16)
+    signal = torch.zeros(groups * ((max_m + 63) // 64), device='cuda', dtype=torch.int32)
+    expected_m = sum(ms) // groups
+    tile = []
+
+    def off():
+        deep_gemm.m_grouped_fp8_gemm_nt_masked((a_fp8, sfa), (b_fp8, sfb), d, masked_m, expected_m, max_block_n=max_block_n)
+
+    def on():  # (the counters keep counting up across calls: what they count does not change the time)
+        tile[:] = deep_gemm.m_grouped_fp8_gemm_nt_masked((a_fp8, sfa), (b_fp8, sfb), d, masked_m, expected_m,
+                                                         max_block_n=max_block_n, enable_overlap=True, signal=signal)
+
+    times = time_interleaved({'off': off, 'on': on}, runs, label=f'overlap G={groups} max_m={max_m} {n}x{k}: ')
+    return ms, times, tuple(tile)
+
+
+def print_overlap_table(shapes, runs, max_block_n=256, bench=bench_masked_overlap):
+    print(f'device: {torch.cuda.get_device_name()}, torch {torch.__version__}, max_block_n {max_block_n}', flush=True)
+    header = (f'{"G":>3} {"max_m":>5} {"sum M":>6} {"N":>5} {"K":>5} | {"off us":>8} {"on us":>8} {"on/off":>6} | '
+              f'{"block_m":>7} {"threshold":>9}')
+    lines = [header, '-' * len(header)]
+    for groups, max_m, n, k in shapes:
+        ms, t, tile = bench(groups, max_m, n, k, runs, max_block_n=max_block_n)
+        ratio = t['on'] / t['off'] if t.get('on') and t.get('off') else None
+        block_m, threshold = tile if tile else (None, None)
+        lines.append(f'{groups:>3} {max_m:>5} {sum(ms):>6} {n:>5} {k:>5} | {fmt(t.get("off"), "8.1f")} '
+                     f'{fmt(t.get("on"), "8.1f")} {fmt(ratio, "6.3f")} | {fmt(block_m, "7d")} {fmt(threshold, "9d")}')
+        torch.cuda.empty_cache()
+    lines.append('on/off: the time with tile signals / without (same tile; > 1: the signals cost)')
+    print('\n'.join(lines))
+
+
 def make_loop(a_parts, b_fp8, sfb):
     """One cuBLASLt block-wise _scaled_mm per group (A scales outer-dim-major, B scales [K/128, N/128])."""
     args = [(a, s.t().contiguous().t(), b_fp8[g], sfb[g].t()) for g, (a, s) in enumerate(a_parts) if a.shape[0] > 0]
@@ -230,7 +291,15 @@ def main():
     parser = argument_parser()
     parser.add_argument('--config', action='append', default=[],
                         help='also time ours with DG_FP8_GEMM_CONFIG=VALUE forced (repeatable)')
+    parser.add_argument('--overlap', action='store_true',
+                        help='time the masked GEMM with tile signals (enable_overlap) against without, on --overlap-shapes')
+    parser.add_argument('--overlap-shapes', type=parse_overlap_shapes, default=OVERLAP_SHAPES,
+                        help='comma-separated GxMAX_MxNxK for --overlap')
+    parser.add_argument('--max-block-n', type=int, default=256, help='max_block_n of the --overlap calls')
     args = parser.parse_args()
+    if args.overlap:
+        print_overlap_table(args.overlap_shapes, args.runs, args.max_block_n)
+        return
     print_table(bench_contiguous, bench_masked, args.shapes, args.config, runs=args.runs, configs=args.config)
 
 

@@ -68,7 +68,8 @@ def plan_fields(name: str, args: tuple) -> dict:
         recipe = _resolve_recipe(name, bound['recipe'], bound.get('recipe_a'), bound.get('recipe_b'))
         if recipe is not None:
             call['recipe'] = recipe
-    for key in ('compiled_dims', 'use_psum_layout', 'ensure_zero_padding', 'use_padded_sf_layout'):
+    for key in ('compiled_dims', 'use_psum_layout', 'ensure_zero_padding', 'use_padded_sf_layout', 'max_block_n',
+                'enable_overlap'):
         if key in bound:
             call[key] = bound[key]
     return call

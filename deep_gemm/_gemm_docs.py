@@ -65,6 +65,15 @@ DOCS = {
       below 0 count as 0, above maxM as maxM); ``expected_m`` > 0 is a host-side hint of the typical rows
       per group (config choice only).
     - Rows ``d[g, masked_m[g]:]`` are never written.
+    - ``max_block_n`` (default 256, at least 16): the largest BLOCK_N the config may pick (SGLang passes 160 on
+      H20); it caps the tile with or without overlap.
+    - ``enable_overlap=True`` with ``signal`` (the SGLang fork's overlapped combine; eager calls only, not under
+      ``torch.compile``): ``signal`` is int32 1-D contiguous on ``d``'s device with at least
+      ``G * ceil(maxM / 64)`` elements, zeroed by the caller. After each stored tile the kernel adds 1, with a
+      GPU-scope release, to ``signal[g * ceil(maxM / block_m) + m // block_m]``; the call returns
+      ``(block_m, threshold)`` with ``threshold = ceil(N / block_n)``: once a consumer reads (acquire) the counter of
+      rows ``m`` equal to ``threshold``, those rows of ``d[g]`` are written. Counters of M blocks at or past
+      ``ceil(masked_m[g] / block_m)`` stay 0. Without overlap the call returns None.
     """,
 
     'k_grouped_fp8_gemm_nt_contiguous': """Grouped GEMM over K blocks (weight gradients): ``d[g] = c[g] + A_g @ B_g.T`` with ``A_g [M, k_g]``.

@@ -21,6 +21,7 @@ from . import _compat28
 _WRAPPER_TYPES = {
     'operand': 'FP8Operand', 'tensor': 'Tensor', 'out_tensor': 'Tensor', 'opt_tensor': 'Optional[Tensor]', 'int': 'int',
     'opt_int': 'Optional[int]', 'bool': 'bool', 'str': 'str', 'int_list': 'Sequence[int]', 'recipe': 'Recipe', 'half_recipe': 'Recipe',
+    'opt_out_tensor': 'Optional[Tensor]',
 }
 _STUB_TYPES = {**_WRAPPER_TYPES, 'operand': '_Pair', 'recipe': 'Optional[Sequence[int]]', 'half_recipe': 'Optional[Sequence[int]]'}
 
@@ -49,6 +50,12 @@ def _op_arguments(name: str, params) -> list:
     return out
 
 
+def _returns(params) -> str:
+    """The annotation of what an op returns: with enable_overlap (the SGLang fork's masked form) the tile's
+    (block_m, threshold) when asked for, else None (the C entry's result, csrc/python/fast_entries.cpp)."""
+    return 'Optional[Tuple[int, int]]' if any(p == 'enable_overlap' for p, _, _ in params) else 'None'
+
+
 def _docstring(name: str, doc: str) -> str:
     # Written as is between triple quotes, so the function's __doc__ is exactly DOCS[name].
     if '"""' in doc or '\\' in doc or doc.endswith('"'):
@@ -56,15 +63,24 @@ def _docstring(name: str, doc: str) -> str:
     return f'    """{doc}"""\n'
 
 
+# The SGLang fork's parameters of the masked FP8 GEMM: in the wrapper after DeepGEMM 2.8's keywords too, so that
+# every positional form of 2.6.1 and 2.8 binds as it did.
+_AFTER_2_8_KEYWORDS = ('max_block_n', 'enable_overlap', 'signal')
+
+
 def wrapper_source(name: str, params, doc: str) -> str:
     # DeepGEMM 2.8's alpha= / epilogue= (Python only; deep_gemm/_compat28.py), after every 2.6.1 parameter.
     extra_params, prelude = _compat28.wrapper_extras(name)
-    return (_wrap(f'def {name}', _param_list(params, _WRAPPER_TYPES) + extra_params, ') -> None:') + '\n' +
+    returns = _returns(params)
+    leading = [p for p in params if p[0] not in _AFTER_2_8_KEYWORDS]
+    trailing = [p for p in params if p[0] in _AFTER_2_8_KEYWORDS]
+    signature = _param_list(leading, _WRAPPER_TYPES) + extra_params + _param_list(trailing, _WRAPPER_TYPES)
+    return (_wrap(f'def {name}', signature, f') -> {returns}:') + '\n' +
             _docstring(name, doc) +
             f'{prelude}'
             f'    if _tracing():\n' +
             _wrap(f'        return _ops.{name}', _op_arguments(name, params), ')') + '\n' +
-            _wrap(f'    _c_{name}', [p for p, _, _ in params], ')') + '\n')
+            _wrap('    return _c_' + name if returns != 'None' else f'    _c_{name}', [p for p, _, _ in params], ')') + '\n')
 
 
 # The annotation of each schema type a pass-through wrapper (an op_table.hpp row with module _wrappers) may take.
@@ -175,7 +191,7 @@ def stub_block(table, validate_only) -> str:
     rows = dict(table)
     out = [STUB_BEGIN]
     for name, params in table:
-        out.append(_wrap(f'def {name}', _param_list(params, _STUB_TYPES), ') -> None: ...'))
+        out.append(_wrap(f'def {name}', _param_list(params, _STUB_TYPES), f') -> {_returns(params)}: ...'))
     if validate_only:
         out.append('# host-overhead microbenchmark: the fast path without the device work')
     for entry, op in sorted(validate_only.items()):

@@ -17,7 +17,8 @@ by ``;``: ``ks=512;1024``). Fields (all but ``op`` / ``m`` / ``n`` / ``k`` optio
 - ``use_psum_layout``, ``ensure_zero_padding`` (M-grouped contiguous); ``use_padded_sf_layout`` (K-grouped FP8,
   with ``ks``: the scale layout, which with ``mk_alignment`` picks the kernel); ``compiled_dims``;
   ``mk_alignment`` and ``block_size_multiple_of`` (``[m, n]``) for jobs that change those knobs;
-  ``head_splits`` (``[left, mid, right]``, fp8_gemm_nt_skip_head_mid; ``n`` = the computed columns).
+  ``head_splits`` (``[left, mid, right]``, fp8_gemm_nt_skip_head_mid; ``n`` = the computed columns);
+  ``max_block_n`` and ``enable_overlap`` (m_grouped_fp8_gemm_nt_masked: SGLang's tile cap and tile-signal kernel).
 
 FP8 ops that convert row-major scales use the ``layout_transpose_sf`` kernel: it is planned with them.
 """
@@ -34,7 +35,8 @@ Call = Dict[str, Any]
 
 _DTYPES = ('bfloat16', 'float32')
 _FIELDS = {'op', 'm', 'max_m', 'n', 'k', 'num_groups', 'expected_m', 'ks', 'recipe', 'd_dtype', 'c_dtype',
-           'use_psum_layout', 'ensure_zero_padding', 'use_padded_sf_layout', 'compiled_dims', 'mk_alignment', 'block_size_multiple_of', 'head_splits'}
+           'use_psum_layout', 'ensure_zero_padding', 'use_padded_sf_layout', 'compiled_dims', 'mk_alignment',
+           'block_size_multiple_of', 'head_splits', 'max_block_n', 'enable_overlap'}
 _SCALE_LAYOUT_KERNEL = 'layout_transpose_sf'
 _INT32_MAX = 2**31 - 1
 
@@ -232,4 +234,4 @@ def call_kwargs(call: Call, target: PlanTarget) -> Dict[str, Any]:
         mk_alignment=_optional(call, 'mk_alignment', int), block_size_multiple_of=tuple(multiple) if multiple else None,
         compiled_dims=_optional(call, 'compiled_dims', str), num_sms=target.num_sms, smem_optin=target.smem_optin,
         cc_major=_cc_major(target.arch), head_splits=[int(x) for x in call.get('head_splits', ())],
-        clock_mhz=target.clock_mhz)
+        clock_mhz=target.clock_mhz, max_block_n=_int(call, 'max_block_n', 256), enable_overlap=_bool(call, 'enable_overlap', False))

@@ -177,7 +177,9 @@ def m_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, gr
 
 def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked_m: Tensor, expected_m: int,
                                  recipe: Recipe = None, recipe_a: Recipe = None, recipe_b: Recipe = None,
-                                 compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False, epilogue=None) -> None:
+                                 compiled_dims: str = 'nk', disable_ue8m0_cast: bool = False, epilogue=None,
+                                 max_block_n: int = 256, enable_overlap: bool = False,
+                                 signal: Optional[Tensor] = None) -> Optional[Tuple[int, int]]:
     """Batched GEMM where group ``g`` uses only its first ``masked_m[g]`` rows:
     ``d[g, :masked_m[g]] = a[g, :masked_m[g]] @ b[g].T``.
 
@@ -187,14 +189,24 @@ def m_grouped_fp8_gemm_nt_masked(a: FP8Operand, b: FP8Operand, d: Tensor, masked
       below 0 count as 0, above maxM as maxM); ``expected_m`` > 0 is a host-side hint of the typical rows
       per group (config choice only).
     - Rows ``d[g, masked_m[g]:]`` are never written.
+    - ``max_block_n`` (default 256, at least 16): the largest BLOCK_N the config may pick (SGLang passes 160 on
+      H20); it caps the tile with or without overlap.
+    - ``enable_overlap=True`` with ``signal`` (the SGLang fork's overlapped combine; eager calls only, not under
+      ``torch.compile``): ``signal`` is int32 1-D contiguous on ``d``'s device with at least
+      ``G * ceil(maxM / 64)`` elements, zeroed by the caller. After each stored tile the kernel adds 1, with a
+      GPU-scope release, to ``signal[g * ceil(maxM / block_m) + m // block_m]``; the call returns
+      ``(block_m, threshold)`` with ``threshold = ceil(N / block_n)``: once a consumer reads (acquire) the counter of
+      rows ``m`` equal to ``threshold``, those rows of ``d[g]`` are written. Counters of M blocks at or past
+      ``ceil(masked_m[g] / block_m)`` stay 0. Without overlap the call returns None.
     """
     if epilogue is not None:
         _compat28.grouped_epilogue('m_grouped_fp8_gemm_nt_masked', epilogue)
     if _tracing():
         return _ops.m_grouped_fp8_gemm_nt_masked(a[0], a[1], b[0], b[1], d, masked_m, expected_m,
                                                  _resolve_recipe('m_grouped_fp8_gemm_nt_masked', recipe, recipe_a, recipe_b),
-                                                 compiled_dims, disable_ue8m0_cast)
-    _c_m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m, recipe, recipe_a, recipe_b, compiled_dims, disable_ue8m0_cast)
+                                                 compiled_dims, disable_ue8m0_cast, max_block_n, enable_overlap, signal)
+    return _c_m_grouped_fp8_gemm_nt_masked(a, b, d, masked_m, expected_m, recipe, recipe_a, recipe_b, compiled_dims,
+                                           disable_ue8m0_cast, max_block_n, enable_overlap, signal)
 
 
 def k_grouped_fp8_gemm_nt_contiguous(a: FP8Operand, b: FP8Operand, d: Tensor, ks_cpu: Sequence[int], grouped_layout: Tensor,

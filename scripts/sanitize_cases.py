@@ -289,7 +289,17 @@ def check_m_grouped_fp8_gemm_masked_multicast() -> None:
             m_grouped_fp8_masked_case()
 
 
-def m_grouped_fp8_masked_case() -> None:
+def check_m_grouped_fp8_gemm_masked_overlap() -> None:
+    # enable_overlap (tile signals): the masked case's groups on the default tiles and on 64-row B-sharing pairs
+    # (a pair's second tile past masked_m signals nothing), the signal exactly G * ceil(max_m / 64) long so that a
+    # counter written out of bounds is a memcheck error; the counters then hold ceil(N / BLOCK_N) per M block
+    # with rows, 0 elsewhere.
+    for value in ("", "64,128,0,0,1"):
+        with forced_config("DG_FP8_GEMM_CONFIG", value):
+            m_grouped_fp8_masked_case(overlap=True)
+
+
+def m_grouped_fp8_masked_case(overlap: bool = False) -> None:
     # max_m = 100 (not a multiple of 64); masked_m 0, 37, 100, > max_m and negative (clamped on the device).
     values, max_m, n, k = [0, 37, 100, 1000, -7], 100, 200, 320
     a = torch.randn(len(values), max_m, k, dtype=torch.bfloat16)
@@ -297,7 +307,17 @@ def m_grouped_fp8_masked_case() -> None:
     a8, b8 = fp8_grouped_operands(a, b)
     d = torch.full((len(values), max_m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     masked_m = torch.tensor(values, dtype=torch.int32).cuda()
-    deep_gemm.m_grouped_fp8_gemm_nt_masked(a8, b8, d, masked_m, 64)
+    if overlap:
+        signal = torch.zeros(len(values) * ((max_m + 63) // 64), dtype=torch.int32, device="cuda")
+        block_m, threshold = deep_gemm.m_grouped_fp8_gemm_nt_masked(a8, b8, d, masked_m, 64, enable_overlap=True, signal=signal)
+        torch.cuda.synchronize()
+        m_blocks = (max_m + block_m - 1) // block_m
+        want = torch.zeros_like(signal, device="cpu")
+        for g, v in enumerate(values):
+            want[g * m_blocks:g * m_blocks + (min(max(v, 0), max_m) + block_m - 1) // block_m] = threshold
+        assert torch.equal(signal.cpu(), want), f"signals {signal.tolist()} != {want.tolist()} (block_m {block_m})"
+    else:
+        deep_gemm.m_grouped_fp8_gemm_nt_masked(a8, b8, d, masked_m, 64)
     torch.cuda.synchronize()
     out = d.cpu()
     for g, v in enumerate(values):

@@ -40,6 +40,16 @@ struct GemmCall {
     int64_t expected_m = 0;              // masked
     c10::ArrayRef<int64_t> ks;           // K-grouped: the K of each group (host copy of ks_tensor)
     c10::ArrayRef<int64_t> head_splits;  // fp8_gemm_nt_skip_head_mid: (left, mid, right)
+    // m_grouped_fp8_gemm_nt_masked (SGLang's overlapped combine): the config picks BLOCK_N <= max_block_n; with
+    // enable_overlap the kernel counts each stored tile in signal[g * ceil(max_m / BLOCK_M) + M block] (int32, at
+    // least G * ceil(max_m / 64) elements) and run_gemm writes the tile to *overlap_out (docs/compat_2_8.md).
+    int64_t max_block_n = 256;
+    bool enable_overlap = false;
+    const at::Tensor* signal = nullptr;
+    struct OverlapTile {
+        int64_t block_m = 0, threshold = 0;  // a consumer waits until signal[...] == threshold = ceil(N / BLOCK_N)
+    };
+    OverlapTile* overlap_out = nullptr;
     // The dtype a and b must have instead of the family's (cuBLASLt's unscaled float8_e4m3fn operands under
     // the BF16 rules; csrc/apis/cublaslt.cpp).
     std::optional<at::ScalarType> ab_dtype;

@@ -19,7 +19,8 @@ struct Problem {
     int64_t m = 0, n = 0, k = 0, groups = 1;
     int64_t sf_k = 0;  // FP8: the scale tensors' K blocks (K-grouped: the groups' scale blocks, compact or padded)
     View a, b, d, sfa, sfb, c, layout;
-    bool has_sf = false, has_c = false, has_layout = false;
+    View signal;  // the masked FP8 op's enable_overlap counters (has_signal)
+    bool has_sf = false, has_c = false, has_layout = false, has_signal = false;
     bool c_is_d = false;  // c and d are the same memory with the same layout (accumulate in place)
     Recipe recipe = kRecipe1D2D;
     kernels::GemmKernel kernel = kernels::GemmKernel::kFp8_1d2d;  // recipe_kernel() (always set)

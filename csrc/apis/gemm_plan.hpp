@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../jit/errors.hpp"
+#include "../jit_kernels/heuristics/sm90_fp8_config.hpp"
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "gemm_problem.hpp"
 
@@ -35,6 +36,8 @@ struct GemmCallShape {
     std::vector<int> ks;            // K-grouped FP8: each group's K (empty: k split evenly)
     bool use_padded_sf_layout = false;  // K-grouped FP8: scales padded to mk_alignment per group (else compact)
     std::vector<int> head_splits;   // fp8_gemm_nt_skip_head_mid: (left, mid, right); n = num_heads * (left + right)
+    int max_block_n = 256;          // m_grouped_fp8_gemm_nt_masked: BLOCK_N cap (256 and above: none)
+    bool enable_overlap = false;    // m_grouped_fp8_gemm_nt_masked: the tile-signal kernel
 };
 
 // The kernel problem of `call`, as the op would describe it (K-grouped FP8: all groups, k their summed K).
@@ -71,6 +74,13 @@ inline kernels::GemmProblem call_problem(const GemmCallShape& call) {
                     throw jit::Error("plan_gemm_call: fp8_gemm_nt_skip_head_mid takes head_splits (left, mid, right), recipe "
                                      "(1, 128, 128) and no C");
                 p.head_left = call.head_splits[0], p.head_mid = call.head_splits[1], p.head_right = call.head_splits[2];
+            }
+            if (call.max_block_n != 256 || call.enable_overlap) {
+                if (spec->op != GemmOp::kMGroupedFp8NtMasked || call.max_block_n < 16)
+                    throw jit::Error("plan_gemm_call: max_block_n (>= 16) and enable_overlap are m_grouped_fp8_gemm_nt_masked's");
+                // As run_gemm (gemm_run.cpp): a cap at or above the kernel's widest tile is none.
+                p.max_block_n = call.max_block_n < heuristics::kSm90Fp8MaxBlockN ? call.max_block_n : 0;
+                p.tile_signal = call.enable_overlap;
             }
             break;
         case kernels::GemmKernel::kFp8_1d1d:

@@ -11,6 +11,7 @@
 #include <span>
 #include <tuple>
 
+#include "../jit_kernels/heuristics/sm90_fp8_config.hpp"
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "layout.hpp"
 #include "runtime.hpp"
@@ -165,9 +166,17 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         if (masked) {
             o.a_group_stride = p.groups > 1 ? p.a.stride[0] : p.m * o.lda;
             o.sfa_group_stride = sfa_group_stride;
+            // max_block_n (256 and above: no cap) and enable_overlap (validated: a signal long enough).
+            if (call.max_block_n < heuristics::kSm90Fp8MaxBlockN) q.max_block_n = static_cast<int>(call.max_block_n);
+            if (call.enable_overlap) {
+                q.tile_signal = true;
+                o.signal = call.signal->mutable_data_ptr<int>();
+            }
         }
     }
-    kernels::run_gemm(desc);
+    const kernels::GemmTile tile = kernels::run_gemm(desc);
+    if (call.enable_overlap and call.overlap_out != nullptr)
+        *call.overlap_out = {tile.block_m, tile.block_n > 0 ? (p.n + tile.block_n - 1) / tile.block_n : 0};
 }
 
 // 1x128 scales as the FP8 kernels read them: MN-major with a TMA-aligned stride (element (mn, kb) at
@@ -320,7 +329,8 @@ void run_gemm(GemmOp op, const GemmCall& call) {
     const Checker check(spec.name, CheckMode::kReal);
     const Problem p = validate(spec, call, check);
     const int device = check.same_cuda_device({&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d,
-                                               p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr});
+                                               p.has_c ? &p.c : nullptr, p.has_layout ? &p.layout : nullptr,
+                                               p.has_signal ? &p.signal : nullptr});
     if (handle_empty(p, call)) return;
     require_sm90(check, device);
 

@@ -165,6 +165,34 @@ bool same_memory(const View& x, const View& y, CheckMode mode) {
     return true;
 }
 
+// The masked FP8 op's max_block_n, enable_overlap and signal (GemmCall; the op's defaults pass unchecked).
+void check_overlap_args(const Checker& check, const GemmCall& call, Problem& p) {
+    if (call.max_block_n < 16)
+        check.value_error(fmt::format("max_block_n is the largest BLOCK_N (a multiple of 16) the config may pick, so at least 16; "
+                                      "got {}", call.max_block_n));
+    if (call.signal != nullptr and not call.enable_overlap)
+        check.value_error("signal is only written with enable_overlap=True; got a signal with enable_overlap=False");
+    if (not call.enable_overlap) return;
+    if (call.signal == nullptr)
+        check.value_error("enable_overlap=True needs signal, an int32 tensor of at least G * ceil(M / 64) zeros; got None");
+    check.strided(*call.signal, "signal");
+    p.signal = make_view(*call.signal, "signal");
+    p.has_signal = true;
+    check.dtype(*call.signal, "signal", at::kInt);
+    check.rank(p.signal, 1, "[G * ceil(M / 64)] or longer");
+    check.contiguous(p.signal, " (the kernel indexes it as a flat int32 array)");
+    // The kernel counts at signal[g * ceil(M / BLOCK_M) + M block] with BLOCK_M >= 64, all below G * ceil(M / 64).
+    const int64_t need = known(p.groups, p.m) ? p.groups * ceil_div(p.m, 64) : kUnknown;
+    if (known(need, p.signal.size[0]) and p.signal.size[0] < need)
+        check.value_error(fmt::format("signal must have at least G * ceil(M / 64) = {} * {} = {} elements; got shape {}", p.groups,
+                                      ceil_div(p.m, 64), need, p.signal.shape_str()));
+    // No launch means no signal: a consumer waiting for one would wait forever.
+    if ((known(p.m) and p.m == 0) or (known(p.n) and p.n == 0) or (known(p.k) and p.k == 0) or (known(p.groups) and p.groups == 0))
+        check.value_error(fmt::format("enable_overlap=True needs M, N, K and G > 0 (an empty problem launches no kernel and signals "
+                                      "nothing); got G={}, M={}, N={}, K={}", p.groups, p.m, p.n, p.k));
+    check_no_overlap(check, p.signal, {&p.a, &p.b, &p.d, &p.sfa, &p.sfb, &p.layout});
+}
+
 }  // namespace
 
 Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& check) {
@@ -462,6 +490,7 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     }
     check_no_overlap(check, p.d, {&p.a, &p.b, p.has_sf ? &p.sfa : nullptr, p.has_sf ? &p.sfb : nullptr,
                                   p.has_layout ? &p.layout : nullptr});
+    if (call.enable_overlap or call.signal != nullptr or call.max_block_n != 256) check_overlap_args(check, call, p);
     return p;
 }
 
@@ -473,7 +502,7 @@ void check_gemm_fake(GemmOp op, const GemmCall& call) {
     const Problem p = validate(spec, call, check);
     // Fake tensors carry their would-be devices: mixing them is an error here too (meta tensors opt out).
     const View* views[] = {&p.a, p.has_sf ? &p.sfa : nullptr, &p.b, p.has_sf ? &p.sfb : nullptr, &p.d, p.has_c ? &p.c : nullptr,
-                           p.has_layout ? &p.layout : nullptr};
+                           p.has_layout ? &p.layout : nullptr, p.has_signal ? &p.signal : nullptr};
     const View* first = nullptr;
     const View* meta = nullptr;
     const View* real = nullptr;

@@ -45,6 +45,17 @@ PyObject* guarded(Body&& body) noexcept {
     }
 }
 
+// As guarded(), for a body that returns the entry's result (a new reference).
+template <typename Body>
+PyObject* guarded_value(Body&& body) noexcept {
+    try {
+        return body();
+    } catch (...) {
+        set_python_error();
+        return nullptr;
+    }
+}
+
 // ---- arguments ------------------------------------------------------------------------------------
 
 std::string type_name(PyObject* o);
@@ -53,7 +64,7 @@ std::string type_name(PyObject* o);
 // not given): an OpArg row of gemm_table.hpp or an OpParam row of op_table.hpp.
 class FastArgs {
 public:
-    static constexpr int kMax = 12;
+    static constexpr int kMax = 13;
     FastArgs(const char* fname, const OpRow& row, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames)
         : FastArgs(fname, row.args, args, nargs, kwnames) {}
     template <class Param>

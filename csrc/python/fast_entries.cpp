@@ -79,6 +79,9 @@ void call_op(GemmOp op, const GemmCall& call) {
             case Slot::kUsePaddedSfLayout: stack.emplace_back(call.use_padded_sf_layout); break;
             case Slot::kEnsureZeroPadding: stack.emplace_back(call.ensure_zero_padding); break;
             case Slot::kExpectedMForPsumLayout: stack.push_back(optional(call.expected_m_for_psum_layout)); break;
+            case Slot::kMaxBlockN: stack.emplace_back(call.max_block_n); break;
+            case Slot::kEnableOverlap: stack.emplace_back(call.enable_overlap); break;
+            case Slot::kSignal: stack.push_back(optional(call.signal)); break;
         }
     }
     op_handle(op).callBoxed(stack);
@@ -148,6 +151,12 @@ void bind_arg(const char* op, const FastArgs& args, GemmCall& call, std::vector<
         call.use_padded_sf_layout = bool_arg(op, arg.name, o, bool_default(arg));
     } else if constexpr (slot == Slot::kEnsureZeroPadding) {
         call.ensure_zero_padding = bool_arg(op, arg.name, o, bool_default(arg));
+    } else if constexpr (slot == Slot::kMaxBlockN) {
+        if (o != nullptr) call.max_block_n = int_arg(op, arg.name, o);  // absent: GemmCall's default, the row's
+    } else if constexpr (slot == Slot::kEnableOverlap) {
+        call.enable_overlap = bool_arg(op, arg.name, o, bool_default(arg));
+    } else if constexpr (slot == Slot::kSignal) {
+        call.signal = opt_tensor_arg(op, arg.name, o);
     } else {
         static_assert(slot == Slot::kExpectedMForPsumLayout);
         call.expected_m_for_psum_layout = opt_int_arg(op, arg.name, o);
@@ -162,9 +171,11 @@ void bind(const char* op, const FastArgs& args, GemmCall& call, std::vector<int6
 
 enum class Entry { kRun, kValidateOnly };
 
+// Returns None, or for an op with enable_overlap (gemm_table.hpp's has_overlap) called with it the tuple
+// (BLOCK_M, threshold) that a consumer of the signal needs.
 template <GemmOp kOp, Entry kEntry>
 PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObject* kwnames) noexcept {
-    return guarded([&] {
+    return guarded_value([&]() -> PyObject* {
         constexpr const OpRow& row = gemm_op_row(kOp);
         static_assert(row.args.size() <= FastArgs::kMax);
         const char* op = api::gemm_op_spec(kOp).name;
@@ -172,14 +183,20 @@ PyObject* gemm_entry(PyObject*, PyObject* const* argv, Py_ssize_t nargs, PyObjec
         GemmCall call;
         std::vector<int64_t> ks;
         bind<kOp>(op, args, call, ks, std::make_index_sequence<row.args.size()>());
+        GemmCall::OverlapTile tile;
+        if constexpr (has_overlap(row)) call.overlap_out = &tile;
         if constexpr (kEntry == Entry::kValidateOnly) {
             api::check_gemm_real_for_benchmark(kOp, call);
-        } else if (plain_tensors({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout})) {
+        } else if (plain_tensors({call.a, call.sfa, call.b, call.sfb, call.d, call.c, call.layout, call.signal})) {
             py::gil_scoped_release no_gil;
             api::run_gemm(kOp, call);
         } else {
-            call_op(kOp, call);
+            call_op(kOp, call);  // (the torch.library form takes no enable_overlap=True: it raises)
         }
+        if constexpr (has_overlap(row)) {
+            if (call.enable_overlap) return Py_BuildValue("(LL)", static_cast<long long>(tile.block_m), static_cast<long long>(tile.threshold));
+        }
+        Py_RETURN_NONE;
     });
 }
 
@@ -196,6 +213,7 @@ const char* kind_name(ArgKind kind) {
         case ArgKind::kTensor: return "tensor";
         case ArgKind::kOutTensor: return "out_tensor";
         case ArgKind::kOptTensor: return "opt_tensor";
+        case ArgKind::kOptOutTensor: return "opt_out_tensor";
         case ArgKind::kInt: return "int";
         case ArgKind::kOptInt: return "opt_int";
         case ArgKind::kBool: return "bool";

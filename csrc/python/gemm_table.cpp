@@ -13,6 +13,7 @@ const char* schema_type(ArgKind kind) {
         case ArgKind::kTensor: return "Tensor";
         case ArgKind::kOutTensor: return "Tensor(a!)";
         case ArgKind::kOptTensor: return "Tensor?";
+        case ArgKind::kOptOutTensor: return "Tensor(b!)?";
         case ArgKind::kInt: return "int";
         case ArgKind::kOptInt: return "int?";
         case ArgKind::kBool: return "bool";

@@ -22,6 +22,7 @@ enum class ArgKind {
     kTensor,
     kOutTensor,   // the output, written in place: `Tensor(a!)`
     kOptTensor,   // `Tensor?`
+    kOptOutTensor,  // `Tensor(b!)?`: an optional tensor the op writes (the masked op's signal)
     kInt,
     kOptInt,      // `int?`
     kBool,
@@ -34,7 +35,7 @@ enum class ArgKind {
 // Where a parameter's value goes in api::GemmCall.
 enum class Slot {
     kA, kB, kD, kC, kLayout, kExpectedM, kKs, kRecipe, kRecipeA, kRecipeB, kCompiledDims, kDisableUe8m0Cast, kUsePsumLayout,
-    kEnsureZeroPadding, kExpectedMForPsumLayout, kHeadSplits, kUsePaddedSfLayout,
+    kEnsureZeroPadding, kExpectedMForPsumLayout, kHeadSplits, kUsePaddedSfLayout, kMaxBlockN, kEnableOverlap, kSignal,
 };
 
 struct OpArg {
@@ -73,6 +74,10 @@ inline constexpr OpArg kPaddedSf{"use_padded_sf_layout", K::kBool, S::kUsePadded
 inline constexpr OpArg kZeroPadding{"ensure_zero_padding", K::kBool, S::kEnsureZeroPadding, "True"};
 inline constexpr OpArg kHeadSplits{"head_splits", K::kIntList, S::kHeadSplits};
 inline constexpr OpArg kExpectedMPsum{"expected_m_for_psum_layout", K::kOptInt, S::kExpectedMForPsumLayout, "None"};
+// The SGLang fork's overlapped masked GEMM (after every DeepGEMM parameter): api::GemmCall says what they do.
+inline constexpr OpArg kMaxBlockN{"max_block_n", K::kInt, S::kMaxBlockN, "256"};
+inline constexpr OpArg kEnableOverlap{"enable_overlap", K::kBool, S::kEnableOverlap, "False"};
+inline constexpr OpArg kSignal{"signal", K::kOptOutTensor, S::kSignal, "None"};
 
 constexpr OpArg dims(const char* default_dims) { return {"compiled_dims", K::kStr, S::kCompiledDims, default_dims}; }
 
@@ -81,7 +86,8 @@ constexpr auto fp8_dense(const char* d) { return std::array{kA8, kB8, kD, kC, kR
 inline constexpr auto kFp8DenseNk = fp8_dense("nk"), kFp8DenseMn = fp8_dense("mn");
 inline constexpr std::array kFp8MContiguous{kA8, kB8, kD, kGroupedLayout, kRecipe, kRecipeA, kRecipeB, dims("nk"), kUe8m0, kPsum,
                                             kZeroPadding, kExpectedMPsum};
-inline constexpr std::array kFp8Masked{kA8, kB8, kD, kMaskedM, kExpectedM, kRecipe, kRecipeA, kRecipeB, dims("nk"), kUe8m0};
+inline constexpr std::array kFp8Masked{kA8, kB8, kD, kMaskedM, kExpectedM, kRecipe, kRecipeA, kRecipeB, dims("nk"), kUe8m0,
+                                        kMaxBlockN, kEnableOverlap, kSignal};
 inline constexpr std::array kFp8KGrouped{kA8, kB8, kD, kKs, kGroupedLayout, kC, kKGroupedRecipe, dims("mn"), kPsum, kPaddedSf};
 
 constexpr auto bf16_dense(const char* d) { return std::array{kA16, kB16, kD, kC, dims(d)}; }
@@ -144,6 +150,13 @@ constexpr int required_count(const OpRow& row) {
     int n = 0;
     while (n < static_cast<int>(row.args.size()) and row.args[n].default_value == nullptr) ++n;
     return n;
+}
+
+// Whether the op's Python entry returns what enable_overlap asks for (else it returns None).
+constexpr bool has_overlap(const OpRow& row) {
+    for (const OpArg& arg : row.args)
+        if (arg.slot == Slot::kEnableOverlap) return true;
+    return false;
 }
 
 // The default of a bool parameter.

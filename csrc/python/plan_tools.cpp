@@ -56,7 +56,8 @@ std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
     const std::optional<std::vector<int64_t>>& recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout,
     bool ensure_zero_padding, bool use_padded_sf_layout, std::optional<int> mk_alignment,
     std::optional<std::pair<int, int>> block_size_multiple_of, std::optional<std::string> compiled_dims, int num_sms,
-    int smem_optin, int cc_major, const std::vector<int>& head_splits, int clock_mhz) {
+    int smem_optin, int cc_major, const std::vector<int>& head_splits, int clock_mhz,
+    int max_block_n, bool enable_overlap) {
     const api::GemmOpSpec* spec = api::find_op_spec(op);
     if (spec == nullptr) api::throw_value_error(fmt::format("unknown GEMM op \"{}\"; known: {}", op, op_names()));
     // A call with an empty dim launches no GEMM kernel, so there is nothing to plan.
@@ -82,6 +83,8 @@ std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
     call.expected_m = expected_m;
     call.ks = ks;
     call.head_splits = head_splits;
+    call.max_block_n = max_block_n;
+    call.enable_overlap = enable_overlap;
     call.recipe = checked_recipe(*spec, recipe);
     call.d_fp32 = d_fp32;
     call.with_c = with_c;
@@ -104,10 +107,12 @@ std::pair<api::GemmCallShape, kernels::DeviceLimits> checked_call(
         const std::optional<std::vector<int64_t>>&recipe, bool d_fp32, bool with_c, bool c_fp32, bool use_psum_layout, \
         bool ensure_zero_padding, bool use_padded_sf_layout, std::optional<int> mk_alignment,                        \
         std::optional<std::pair<int, int>> block_size_multiple_of, std::optional<std::string> compiled_dims,         \
-        int num_sms, int smem_optin, int cc_major, const std::vector<int>&head_splits, int clock_mhz
+        int num_sms, int smem_optin, int cc_major, const std::vector<int>&head_splits, int clock_mhz, int max_block_n,    \
+        bool enable_overlap
 #define DG_CALL_ARGS                                                                                                  \
     op, m, n, k, num_groups, expected_m, ks, recipe, d_fp32, with_c, c_fp32, use_psum_layout, ensure_zero_padding,  \
-        use_padded_sf_layout, mk_alignment, block_size_multiple_of, compiled_dims, num_sms, smem_optin, cc_major, head_splits, clock_mhz
+        use_padded_sf_layout, mk_alignment, block_size_multiple_of, compiled_dims, num_sms, smem_optin, cc_major, head_splits, clock_mhz, \
+        max_block_n, enable_overlap
 
 std::vector<PlannedKernel> plan_gemm_call_entry(DG_CALL_PARAMS) {
     const auto [call, limits] = checked_call(DG_CALL_ARGS);
@@ -150,7 +155,8 @@ void def_with_call_args(py::module_& m, const char* name, F f, const char* doc) 
           py::arg("use_padded_sf_layout") = false, py::arg("mk_alignment") = py::none(),
           py::arg("block_size_multiple_of") = py::none(), py::arg("compiled_dims") = py::none(),
           py::arg("num_sms") = 132, py::arg("smem_optin") = 232448, py::arg("cc_major") = 9,
-          py::arg("head_splits") = std::vector<int>{}, py::arg("clock_mhz") = 1980, doc);
+          py::arg("head_splits") = std::vector<int>{}, py::arg("clock_mhz") = 1980, py::arg("max_block_n") = 256,
+          py::arg("enable_overlap") = false, doc);
 }
 
 // The tuning table of a cache root as [(gpu, variable, signature, config, heuristic_us, tuned_us)].

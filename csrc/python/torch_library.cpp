@@ -2,6 +2,8 @@
 // torch.ops.deep_gemm.<op> runs eagerly and traces under torch.compile(fullgraph=True) and FakeTensor.
 // The GEMM schemas and kernels come from the op table (gemm_table.hpp); the kernels share the validation
 // and launch code of csrc/apis with the fast path (fast_entries.cpp).
+#include <fmt/format.h>
+
 #include <optional>
 #include <utility>
 #include <vector>
@@ -74,6 +76,9 @@ GemmCall call_from_stack(const OpRow& row, c10::ArrayRef<c10::IValue> args, std:
                 if (not v.isNone()) call.expected_m_for_psum_layout = v.toInt();
                 break;
             }
+            case Slot::kMaxBlockN: call.max_block_n = args[i++].toInt(); break;
+            case Slot::kEnableOverlap: call.enable_overlap = args[i++].toBool(); break;
+            case Slot::kSignal: call.signal = opt_tensor(); break;
         }
     }
     return call;
@@ -87,6 +92,14 @@ void gemm_kernel(const c10::OperatorHandle&, torch::jit::Stack* stack) {
     const size_t n = python::schema_arg_count(row);
     std::vector<int64_t> ks;
     const GemmCall call = call_from_stack(row, torch::jit::last(*stack, n), ks);
+    // enable_overlap's result, the tile's (BLOCK_M, threshold), is a host value of the config choice that the schema
+    // (no return) cannot carry: the overlapped form runs through the eager entry only.
+    if (call.enable_overlap) {
+        api::check_gemm_fake(kOp, call);  // a wrong argument first: the message the eager entry gives
+        api::throw_not_implemented(fmt::format("{}: enable_overlap=True runs eagerly only (deep_gemm.{}), not through torch.ops or "
+                                               "torch.compile, which cannot return its (block_m, threshold)",
+                                               api::gemm_op_spec(kOp).name, api::gemm_op_spec(kOp).name));
+    }
     if constexpr (kFake)
         api::check_gemm_fake(kOp, call);
     else

@@ -184,6 +184,27 @@ TEST(GemmLaunch, PlanBf16MatchesTheHeuristicKey) {
     expect_plan(kg, key);
 }
 
+// m_grouped_fp8_gemm_nt_masked's max_block_n and enable_overlap: the heuristic key with BLOCK_N capped and the
+// tile-signal flag; only the masked FP8 op takes them.
+TEST(GemmLaunch, PlanMaskedOverlap) {
+    GemmCallShape masked = call_of("m_grouped_fp8_gemm_nt_masked", 256, 6144, 7168);
+    masked.num_groups = 32, masked.expected_m = 48;
+    masked.max_block_n = 64, masked.enable_overlap = true;
+    k::GemmKernelKey key = k::gemm_kernel_key(
+        k::GemmKernel::kFp8_1d2d, h::choose_sm90_fp8_grouped_config(256, 6144, 7168, kH200Sms, kH200SmemOptin, 48, 32, true,
+                                                                    h::Sm90Fp8Chooser::kModel, {}, 64));
+    EXPECT_LE(key.block_n, 64);
+    key.mode = uint8_t(k::GemmGroupedMode::kMGroupedMasked);
+    key.n = 6144, key.k = 7168;
+    key.tile_signal = 1;
+    expect_plan(masked, key);
+    GemmCallShape dense = call_of("fp8_gemm_nt", 256, 6144, 7168);
+    dense.enable_overlap = true;
+    EXPECT_THROW(plan_gemm_call(dense), deep_gemm::jit::Error);
+    masked.max_block_n = 8;
+    EXPECT_THROW(plan_gemm_call(masked), deep_gemm::jit::Error);
+}
+
 TEST(GemmLaunch, PlanRejectsWhatRunWould) {
     EXPECT_THROW(plan_gemm_call(call_of("fp8_gemm_xx", 128, 128, 128)), deep_gemm::jit::Error);
     GemmCallShape bad_dims = call_of("bf16_gemm_nt", 128, 128, 128);

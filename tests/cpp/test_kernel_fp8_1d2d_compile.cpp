@@ -423,6 +423,31 @@ TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedMulticastB) {
     }
 }
 
+// Tile signals (m_grouped_fp8_gemm_nt_masked with enable_overlap; epilogue/tile_signal.cuh): the masked heuristics'
+// 64-row, pipelined 128-row and 256-row tiles, and the 128-row one on B-sharing pairs (whose second tile past a
+// group's last M block signals nothing). The source takes the counters as its last parameter and names the variant;
+// the SASS has the GPU-scope release add (REDG) besides build_and_check's checks. A key without the flag generates
+// no trace of it.
+TEST_F(KernelCompile, Sm90Fp8Gemm1d2dMaskedTileSignal) {
+    ScopedEnv nvrtc("DG_JIT_USE_NVRTC", "1");
+    const auto keys = grouped_fp8_keys();
+    for (const auto& [i, multicast] : {std::pair{size_t(3), 0}, std::pair{size_t(5), 0}, std::pair{size_t(4), 0},
+                                       std::pair{size_t(5), 1}}) {
+        GemmKernelKey key = keys[i];
+        key.multicast = uint8_t(multicast);
+        const auto plain = deep_gemm::kernels::gemm_kernel_source(key);
+        EXPECT_EQ(plain.code.find("tile_signal"), std::string::npos) << plain.code;
+        key.tile_signal = 1;
+        const auto src = deep_gemm::kernels::gemm_kernel_source(key);
+        EXPECT_NE(src.symbol.find("_signal"), std::string::npos) << src.symbol;
+        EXPECT_NE(src.code.find("DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_SIGNAL_PARAMS)"), std::string::npos) << src.code;
+        EXPECT_NE(src.code.find(", nullptr, nullptr, tile_signal"), std::string::npos) << src.code;
+        build_and_check(key, [](const std::string& sass) {
+            EXPECT_GT(count_op(sass, "REDG"), 0) << "no signal add in SASS";
+        });
+    }
+}
+
 // The contiguous schedulers look groups up per 128-row segment: 192-row tiles (three 64-row warpgroups) do not
 // fit, and the scheduler refuses to instantiate them (the host rejects them before that:
 // GemmLaunch.GroupedLayoutNeedsWholeSegments).

@@ -114,6 +114,8 @@ void expect_fields_in_order(int expected_count) {
 TEST(GemmKernelParams, HostArgumentsAreTheFieldsInOrder) {
     expect_fields_in_order<dg::Sm90Fp8Gemm1d2dParams>(14);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSplitKParams>(16);
+    expect_fields_in_order<dg::Sm90Fp8Gemm1d2dSignalParams>(15);
+    static_assert(std::is_same_v<decltype(dg::Sm90Fp8Gemm1d2dSignalParams::tile_signal), int*>);
     expect_fields_in_order<dg::Sm90Bf16GemmParams>(12);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dParams>(11);
     expect_fields_in_order<dg::Sm90Fp8Gemm1d1dKGroupedParams>(9);

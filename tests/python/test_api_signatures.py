@@ -270,8 +270,13 @@ V281 = {
 }
 
 
+# The SGLang fork's keywords, after the 2.8.1 ones (its overlapped masked GEMM; docs/compat_2_8.md).
+SGL_FORK_TAIL = {'m_grouped_fp8_gemm_nt_masked': ', max_block_n=256, enable_overlap=False, signal=None'}
+
+
 @pytest.mark.parametrize('name', sorted(V281))
 def test_deep_gemm_281_signature(name):
     fn = getattr(deep_gemm, name)
-    check(name, fn, V281[name])
-    assert [n for n, _ in actual(fn, name)] == [n for n, _ in parse(V281[name])], f'{name}: nothing after the 2.8.1 parameters'
+    check(name, fn, V281[name] + SGL_FORK_TAIL.get(name, ''))
+    assert [n for n, _ in actual(fn, name)] == [n for n, _ in parse(V281[name] + SGL_FORK_TAIL.get(name, ''))], \
+        f'{name}: nothing after the 2.8.1 parameters (and the SGLang fork\'s)'

@@ -55,3 +55,24 @@ def test_print_table_dispatches_on_the_kind(monkeypatch, capsys):
     assert 'contiguous:2x128x256x512: [default] 10.0  [128,128,0,1,0] 12.0' in out
     assert 'psum:2x128x256x512: [default] 10.0  [128,128,0,1,0] 12.0' in out
     assert 'masked:3x64x256x512: [default] 8.0  [128,128,0,1,0] n/a' in out
+
+
+def test_overlap_options(monkeypatch, capsys):
+    """--overlap: its shapes' parser and the table of times without / with tile signals (stub bench)."""
+    assert grouped.parse_overlap_shapes('16x256x4096x7168, 32x1024x7168x2048') == [(16, 256, 4096, 7168), (32, 1024, 7168, 2048)]
+    for bad in ('16x256x4096', '16x0x4096x7168', 'x', ''):
+        with pytest.raises(argparse.ArgumentTypeError, match='GxMAX_MxNxK'):
+            grouped.parse_overlap_shapes(bad)
+    assert all(g in (16, 32) and 256 <= m <= 1024 for g, m, _, _ in grouped.OVERLAP_SHAPES)
+    monkeypatch.setattr(torch.cuda, 'get_device_name', lambda *a: 'stub')
+    monkeypatch.setattr(torch.cuda, 'empty_cache', lambda: None)
+    calls = []
+
+    def bench(groups, max_m, n, k, runs, max_block_n=256):
+        calls.append((groups, max_m, n, k, runs, max_block_n))
+        return [100] * groups, {'off': 10.0, 'on': 10.5}, (64, 28)
+
+    grouped.print_overlap_table([(16, 256, 7168, 2048)], 5, 160, bench=bench)
+    assert calls == [(16, 256, 7168, 2048, 5, 160)]
+    row = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith('16 ')][0]
+    assert row.split() == ['16', '256', '1600', '7168', '2048', '|', '10.0', '10.5', '1.050', '|', '64', '28']

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import deep_gemm
+from deep_gemm import _gemm_surface
 from deep_gemm import _C
 from deep_gemm._gemm_docs import DOCS
 from op_cases import CASES, CASES_BY_NAME
@@ -19,7 +20,8 @@ _REQUIRED = object()
 
 # The schema type of each kind (an FP8 operand is two tensors; half recipes are not in the schema).
 SCHEMA_TYPES = {'operand': 'Tensor', 'tensor': 'Tensor', 'out_tensor': 'Tensor', 'opt_tensor': 'Optional[Tensor]', 'int': 'int',
-                'opt_int': 'Optional[int]', 'bool': 'bool', 'str': 'str', 'int_list': 'List[int]', 'recipe': 'Optional[List[int]]'}
+                'opt_int': 'Optional[int]', 'bool': 'bool', 'str': 'str', 'int_list': 'List[int]', 'recipe': 'Optional[List[int]]',
+                'opt_out_tensor': 'Optional[Tensor]'}
 
 
 def table_params(name):
@@ -50,9 +52,12 @@ def test_public_names_come_from_the_table():
 
 @pytest.mark.parametrize('name', sorted(TABLE))
 def test_wrapper_and_fast_entry_follow_the_table(name):
-    # The wrapper adds DeepGEMM 2.8's Python-only keywords last (alpha= / epilogue=, all defaulting to None).
+    # The wrapper adds DeepGEMM 2.8's Python-only keywords (alpha= / epilogue=, all defaulting to None) after every
+    # DeepGEMM parameter, and before the SGLang fork's keywords of the masked GEMM.
     extras = [(p.split(':')[0].split('=')[0].strip(), None) for p in deep_gemm._compat28.wrapper_extras(name)[0]]
-    assert signature_params(getattr(deep_gemm, name)) == table_params(name) + extras
+    after = [p for p in table_params(name) if p[0] in _gemm_surface._AFTER_2_8_KEYWORDS]
+    before = [p for p in table_params(name) if p not in after]
+    assert signature_params(getattr(deep_gemm, name)) == before + extras + after
     assert signature_params(getattr(_C, name)) == table_params(name)
     assert getattr(deep_gemm._wrappers, f'_c_{name}') is getattr(_C, name)
 
@@ -69,7 +74,8 @@ def test_schema_follows_the_table(name):
     schema = getattr(torch.ops.deep_gemm, name).default._schema
     got = [(a.name, str(a.type), a.has_default_value(), a.default_value) for a in schema.arguments]
     assert got == want
-    assert [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write] == ['d']
+    written = ['d'] + [param for param, kind, _ in TABLE[name] if kind == 'opt_out_tensor']
+    assert [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write] == written
     assert len(schema.returns) == 0
 
 

@@ -24,7 +24,8 @@ def op_args(case, device):
 def test_schema_mutates_only_d(case):
     schema = getattr(torch.ops.deep_gemm, case.name).default._schema
     mutated = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    assert mutated == ['d']
+    # (the masked FP8 GEMM's enable_overlap also counts tiles in signal)
+    assert mutated == (['d', 'signal'] if case.name == 'm_grouped_fp8_gemm_nt_masked' else ['d'])
     assert len(schema.returns) == 0
 
 

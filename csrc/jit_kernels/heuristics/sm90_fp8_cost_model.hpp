@@ -222,6 +222,7 @@ struct Sm90Fp8ModelSpace {
     bool multicast = true;
     bool split_k = false;  // the dense GEMM without C
     BlockMultiples multiples;  // set_block_size_multiple_of
+    int max_block_n = 0;       // the masked GEMM's max_block_n: BLOCK_N at most this (0: no cap)
 };
 
 inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
@@ -250,7 +251,8 @@ inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_
     for (int block_m : {64, 128, 192, 256}) {
         if (!allowed_m(block_m)) continue;
         if (block_m > smallest_m && block_m - m >= 64) continue;  // a 64-row wave of the tile would be padding
-        const int max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : block_m == 192 ? kSm90Fp8MaxBlockN192 : kSm90Fp8MaxBlockN;
+        const int tile_max_n = block_m == 256 ? kSm90Fp8MaxBlockN256 : block_m == 192 ? kSm90Fp8MaxBlockN192 : kSm90Fp8MaxBlockN;
+        const int max_n = space.max_block_n > 0 ? std::min(tile_max_n, space.max_block_n) : tile_max_n;
         for (int block_n = 16; block_n <= max_n; block_n += 16) {
             if (!space.multiples.allows(block_m, block_n)) continue;
             const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
@@ -369,10 +371,11 @@ inline double sm90_fp8_masked_tile_rows(int expected_m, int block_m) {
 //   and 256 (192-row tiles measured 7-10% slower than 256-row ones at full waves; see above).
 // "rules" / "legacy": the dense rule on that M with BLOCK_M 64 or 128 as for the psum hint; its 32-wide N tiles
 // only pay off with A multicast: 64 instead.
+// `max_block_n` (masked, > 0): no BLOCK_N above it (SGLang's max_block_n; the rules' pick is cut down to it).
 inline Sm90GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int num_sms, int smem_limit,
                                                      int rows_per_group, int num_groups, bool masked,
                                                      Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
-                                                     BlockMultiples multiples = {}) {
+                                                     BlockMultiples multiples = {}, int max_block_n = 0) {
     const int hinted_block_m = rows_per_group <= 64 && 64 % multiples.m == 0 ? 64 : 128;
     const long groups = std::max(1, num_groups);
     const int model_m = masked ? int(std::min<long>(groups * std::max(1, rows_per_group), INT32_MAX)) : m;
@@ -380,6 +383,7 @@ inline Sm90GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int nu
         Sm90GemmConfig config = choose_sm90_fp8_config(model_m, n, k, num_sms, smem_limit, chooser, multiples);
         config.block_m = rows_per_group > 0 ? hinted_block_m : std::min(config.block_m, 128);
         if (config.block_n < 64) config.block_n = 64;
+        if (max_block_n > 0) config.block_n = std::min(config.block_n, max_block_n / 16 * 16);
         config.multicast = 0;
         config.group_n = 8;  // (the dense model's one-wave order is not measured on the grouped schedulers)
         config.num_stages = sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
@@ -389,6 +393,7 @@ inline Sm90GemmConfig choose_sm90_fp8_grouped_config(int m, int n, int k, int nu
     space.multicast = false;
     space.rows_192 = false;
     space.multiples = multiples;
+    space.max_block_n = max_block_n;
     if (!masked) {
         space.min_block_m = rows_per_group > 0 ? hinted_block_m : 64;
         space.max_block_m = rows_per_group > 0 ? hinted_block_m : 128;

@@ -49,7 +49,7 @@ std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            knobs::symbol_suffix(fp8_1d2d_knobs(), key) + grouped_symbol_suffix(key) +
-           padding_symbol_suffix(key) + head_split_suffix(key);
+           padding_symbol_suffix(key) + head_split_suffix(key) + (key.tile_signal ? "_signal" : "");
 }
 
 // fp8_einsum's heads (GemmGroupedMode::kHeadBatched): the masked layout of B, sfa and sfb with every head full,
@@ -149,6 +149,7 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
     check(o.ldd >= n, "ldd must be >= N");
     check(!o.c || (o.ldc >= n && o.ldc < (int64_t(1) << 32)), "ldc must be >= N and < 2^32 elements");
     check(!o.c || aligned(o.c, desc.problem.c_fp32 ? 4 : 2), "c must be element-aligned");
+    check(!p.tile_signal || (masked && o.signal != nullptr && aligned(o.signal, 4)), "tile signals need the masked mode and a signal");
     check(o.lda < (int64_t(1) << 32) && o.ldb < (int64_t(1) << 32) && o.ldd < (int64_t(1) << 32),
           "row strides must be < 2^32 elements");
     check(o.sfa_stride >= m && o.sfa_stride % 4 == 0,
@@ -194,6 +195,7 @@ gemm_launch::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, i
     q.zero_padding = is_contiguous(p.mode) && p.ensure_zero_padding;
     // The config depends on the epilogue only through C: with C it is added in the epilogue and K is not split.
     q.epilogue = int(p.with_c ? Epilogue::kAccumDirect : Epilogue::kBf16Tma);
+    q.max_block_n = is_masked(p) ? p.max_block_n : 0;
     return q;
 }
 
@@ -226,7 +228,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
                                                                      mode == GemmGroupedMode::kMGroupedMasked ||
                                                                          mode == GemmGroupedMode::kHeadBatched,
                                                                      chooser,
-                                                                     gemm_launch::block_multiples(q));
+                                                                     gemm_launch::block_multiples(q), q.max_block_n);
     if (is_contiguous(mode) && !q.zero_padding && chooser == heuristics::Sm90Fp8Chooser::kModel)
         config = heuristics::sm90_fp8_contiguous_unzeroed_config(config, m, n, num_sms, smem_limit,
                                                                  gemm_launch::block_multiples(q));
@@ -265,6 +267,11 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
     // The TMA store needs a 16-byte aligned base and a row stride that is a multiple of 16 bytes.
     // D = C + acc: C is read and added in the epilogue, which then stores from registers.
     if (p.with_c && p.mode != GemmGroupedMode::kNone) fail_op(op, "the grouped modes take no C");
+    if (p.max_block_n > 0 && key.block_n > p.max_block_n)
+        fail_op(op, "BLOCK_N " + std::to_string(key.block_n) + " (" + kConfigEnv + " or a tuned pick) exceeds max_block_n " +
+                        std::to_string(p.max_block_n));
+    if (p.tile_signal && !is_masked(p)) fail_op(op, "tile signals are for the masked GEMM only");
+    key.tile_signal = p.tile_signal;
     if (p.mode != GemmGroupedMode::kNone) {
         // The contiguous schedulers pair N blocks of one M block (multicast 2, sharing A), or M blocks of 64 or 128
         // rows (multicast 1, sharing B when both blocks hold one group: ContiguousLayoutScheduler); they look
@@ -310,7 +317,7 @@ constexpr char kBodyTemplate[] =
     "    using Scheduler = {scheduler};\n"
     "    using Epilogue = deep_gemm::{epilogue};\n"
     "    deep_gemm::sm90_fp8_gemm_1d2d_impl<{bm}u, {bn}u, {stages}, {group_n}u, {m}u, {n}u, {k}u, Scheduler, Epilogue, "
-    "{pipelined}u, {cluster}, {multicast_on_a}>(\n"
+    "{pipelined}u, {cluster}, {multicast_on_a}{signal}>(\n"
     "        {args});\n";
 // The host sizes shared memory with its own formula: make the device layout agree.
 constexpr char kTrailerTemplate[] =
@@ -352,11 +359,17 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                     fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k), fmt::arg("pipelined", key.pipelined),
                     fmt::arg("cluster", key.multicast != 0 ? 2 : 1),
                     fmt::arg("multicast_on_a", key.multicast == 2 ? "true" : "false"),
-                    fmt::arg("args", split ? param_names<Sm90Fp8Gemm1d2dSplitKParams>() : param_names<Sm90Fp8Gemm1d2dParams>()));
+                    // Tile signals: the kernel's last template and function arguments (no split-K workspace).
+                    fmt::arg("signal", key.tile_signal ? ", true" : ""),
+                    fmt::arg("args", split              ? param_names<Sm90Fp8Gemm1d2dSplitKParams>()
+                                     : key.tile_signal ? param_names<Sm90Fp8Gemm1d2dParams>() + ", nullptr, nullptr, tile_signal"
+                                                       : param_names<Sm90Fp8Gemm1d2dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", bm), fmt::arg("bn", bn),
                                             fmt::arg("stages", key.num_stages), fmt::arg("smem", src.smem_bytes));
     const KernelEntry entry{prelude, src.symbol, src.num_threads, body, trailer};
-    src.code = split ? render_kernel_source<Sm90Fp8Gemm1d2dSplitKParams>(entry) : render_kernel_source<Sm90Fp8Gemm1d2dParams>(entry);
+    src.code = split             ? render_kernel_source<Sm90Fp8Gemm1d2dSplitKParams>(entry)
+               : key.tile_signal ? render_kernel_source<Sm90Fp8Gemm1d2dSignalParams>(entry)
+                                 : render_kernel_source<Sm90Fp8Gemm1d2dParams>(entry);
     return src;
 }
 
@@ -444,6 +457,12 @@ void Fp8Gemm1d2dTraits::launch(const GemmDesc& desc, const gemm_launch::Prepared
         const SplitKWorkspace ws = split_k_workspace(desc.problem.device, desc.operands.stream,
                                                      prepared.split_k_partial_bytes, prepared.split_k_tiles);
         params.split_ws = ws.partials, params.split_counters = ws.counters;
+        launch_with_params(*prepared.kernel, launch, params);
+        return;
+    }
+    if (desc.problem.tile_signal) {
+        auto params = fill_params<Sm90Fp8Gemm1d2dSignalParams>(desc, prepared);
+        params.tile_signal = desc.operands.signal;
         launch_with_params(*prepared.kernel, launch, params);
         return;
     }

@@ -73,6 +73,11 @@ struct GemmProblem {
     int sf_group_align = 128;
     int sf_k_align = 0;
     int sf_k_blocks = 0;
+    // FP8 1D2D masked (m_grouped_fp8_gemm_nt_masked's max_block_n / enable_overlap): the config's BLOCK_N at most
+    // max_block_n (0: no cap), and with tile_signal each stored tile is counted in operands.signal
+    // (epilogue/tile_signal.cuh).
+    int max_block_n = 0;
+    bool tile_signal = false;
 };
 
 // The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts), of a mode or a problem
@@ -105,6 +110,7 @@ struct GemmOperands {
     const void* c = nullptr;
     const int* grouped = nullptr;
     const int64_t* host_ks = nullptr;  // K-grouped FP8: the G values of K_g on the host (its per-group tensor maps)
+    int* signal = nullptr;  // tile_signal: int32 [>= G * ceil(max_m / 64)], one counter per (group, M block)
     int64_t lda = 0, ldb = 0, ldc = 0, ldd = 0, sfa_stride = 0, sfb_stride = 0;
     int64_t a_group_stride = 0, b_group_stride = 0, sfa_group_stride = 0, d_group_stride = 0, c_group_stride = 0;
     CUstream stream = nullptr;
@@ -115,10 +121,15 @@ struct GemmDesc {
     GemmOperands operands;
 };
 
+// The tile a call ran with (0 x 0 when nothing launched: M or N is 0).
+struct GemmTile {
+    int block_m = 0, block_n = 0;
+};
+
 // Chooses a config (memoized per shape), builds/loads the kernel (memoized per key) and launches it; a call
 // with the same arguments as a recent one on this thread only launches. Violated preconditions raise
 // jit::Error naming the op, never crash. K == 0 is the caller's (D = C or zeros).
-void run_gemm(const GemmDesc& desc);
+GemmTile run_gemm(const GemmDesc& desc);
 
 // K-grouped FP8 (kernel kFp8_1d1d, mode kKGroupedContiguous, num_groups G, k = sum of K): for each group g,
 // d[g] = c[g] + A_g @ B_g^T, with A_g [M, K_g] and B_g [N, K_g] K-major and stored back to back from a and b
@@ -146,7 +157,8 @@ struct GemmKernelKey {
     uint8_t split_k = 0;  // FP8 1D2D dense: K split over this many units per tile (0 = off)
     uint8_t prefetch_c = 0;  // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue
     uint8_t batch_splits = 0;  // BF16 batch-reduced: the batches split over this many CTAs per tile (0 = off)
-    uint8_t unused[2] = {0, 0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
+    uint8_t tile_signal = 0;  // FP8 1D2D masked: each stored tile counted in a signal (GemmProblem::tile_signal)
+    uint8_t unused[1] = {0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t group_align = 0;  // contiguous modes: the group alignment (rows) where the scheduler uses it (the psum
                               // layout, or unspecified padding rows); else 0

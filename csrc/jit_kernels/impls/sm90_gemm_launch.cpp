@@ -103,7 +103,7 @@ GemmConfigCandidates candidates_with(const GemmProblem& problem, DeviceLimits li
 
 }  // namespace gemm_launch
 
-void run_gemm(const GemmDesc& desc) {
+GemmTile run_gemm(const GemmDesc& desc) {
     switch (desc.problem.kernel) {
         case GemmKernel::kFp8_1d2d: return gemm_launch::run_gemm<Fp8Gemm1d2dTraits>(desc);
         case GemmKernel::kFp8_1d1d: return gemm_launch::run_gemm<Fp8Gemm1d1dTraits>(desc);

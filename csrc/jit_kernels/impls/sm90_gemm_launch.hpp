@@ -50,6 +50,7 @@ struct ConfigQuery {
     int32_t epilogue = 0, out_bytes = 0, b_mn_major = 0;
     int32_t zero_padding = 0;  // M-contiguous: padding rows written as zeros (ensure_zero_padding)
     int32_t block_m_multiple = 1, block_n_multiple = 1;
+    int32_t max_block_n = 0;  // FP8 1D2D masked: BLOCK_N cap (0: none)
     knobs::Forced forced;  // the settings' forced config (DG_*_GEMM_CONFIG), parsed by the kernel's knob table
     bool operator==(const ConfigQuery&) const = default;
 };
@@ -65,6 +66,7 @@ struct PreparedLaunch {
     // on the host's K list, which the memo key does not hold): BLOCK_M, and BLOCK_N or half of it (multicast).
     int block_m = 0;
     uint32_t b_box_rows = 0;
+    int block_n = 0;  // the key's (with block_m: what run_gemm returns)
 };
 
 // The prepared-launch memo key: the arguments a PreparedLaunch depends on, plus the settings generation
@@ -77,9 +79,9 @@ struct LaunchKey {
     int64_t a_group_stride, b_group_stride, sfa_group_stride, d_group_stride, c_group_stride;
     int32_t m, n, k, num_sms, device, num_groups, expected_m, alignment, multicast;
     int32_t block_m_multiple, block_n_multiple, batch_splits;
-    int32_t head_left, head_mid, head_right;
+    int32_t head_left, head_mid, head_right, max_block_n;
     int32_t sf_k_align, sf_k_blocks;
-    uint8_t kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
+    uint8_t tile_signal, kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
 };
 
 // One table of loaded kernels for every SM90 GEMM kernel (the key names the kernel).
@@ -166,6 +168,7 @@ PreparedLaunch prepare(const char* op, const GemmDesc& desc, const GemmProblem& 
     const Planned<Traits> planned =
         plan_kernel<Traits>(op, p, dims, num_sms, dev.max_smem_per_block_optin, jit::gpu_model(dev));
     PreparedLaunch prepared;
+    prepared.block_m = planned.key.block_m, prepared.block_n = planned.key.block_n;
     prepared.kernel =
         &kernel_table().get(p.device, planned.key, [&] { return Traits::source(planned.key).kernel_source(); });
     Traits::prepare(op, desc, planned.key, num_sms, prepared);
@@ -178,11 +181,11 @@ template <typename Traits>
 thread_local jit::DirectMappedCache<LaunchKey, PreparedLaunch, 16> t_launches;
 
 template <typename Traits>
-void run_gemm(const GemmDesc& desc) {
+GemmTile run_gemm(const GemmDesc& desc) {
     const GemmOperands& o = desc.operands;
     GemmProblem p = desc.problem;
     const char* op = Traits::op_name(p);
-    if (!check_common(op, p)) return;
+    if (!check_common(op, p)) return {};
     Traits::check(op, desc);
     p.with_c = o.c != nullptr;
     p.c_fp32 = p.c_fp32 && p.with_c;  // meaningful only with a C: normalised once for the keys below
@@ -208,6 +211,7 @@ void run_gemm(const GemmDesc& desc) {
     key.head_left = p.head_left, key.head_mid = p.head_mid, key.head_right = p.head_right;
     key.sf_k_align = p.sf_k_align, key.sf_k_blocks = p.sf_k_blocks;
     key.batch_splits = p.batch_splits;
+    key.max_block_n = p.max_block_n, key.tile_signal = p.tile_signal;
     key.kernel = uint8_t(p.kernel), key.mode = uint8_t(p.mode);
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
@@ -217,6 +221,7 @@ void run_gemm(const GemmDesc& desc) {
     const PreparedLaunch* prepared = launches.find(key);
     if (prepared == nullptr) prepared = &launches.insert(key, prepare<Traits>(op, desc, p, dims));
     Traits::launch(desc, *prepared);
+    return {prepared->block_m, prepared->block_n};
 }
 
 }  // namespace deep_gemm::kernels::gemm_launch

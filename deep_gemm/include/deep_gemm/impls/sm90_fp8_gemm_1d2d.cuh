@@ -8,6 +8,7 @@
 // (rows from the scheduler's d_row0()). Masked: A [G, max_m, K], sfa per group M-major
 // [G][ceil(K/128)][align(max_m, 4)]; m = max_m. The grouped row rules (padding rows, clipped rows) hold a
 // flag per thread row and wave; a 256-row contiguous block of two groups is visited once per group.
+// Masked with kSignalTiles (enable_overlap): each stored tile is counted in tile_signal (epilogue/tile_signal.cuh).
 // Head-batched (einsum_scheduler.cuh, fp8_einsum): the masked layout for B, sfa and sfb with every head full,
 // A read through a {K, head, rows} map and D stored at each head's column offset (no deferred store).
 //
@@ -36,6 +37,7 @@
 #include "../epilogue/accum_direct_store.cuh"
 #include "../epilogue/bf16_direct_store.cuh"
 #include "../epilogue/bf16_tma_store.cuh"
+#include "../epilogue/tile_signal.cuh"
 #include "../ptx/mbarrier.cuh"
 #include "../ptx/prefetch.cuh"
 #include "../ptx/sync.cuh"
@@ -84,14 +86,15 @@ struct Sm90Fp8Gemm1d2dLayout {
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN,
           u32 kCompiledK, typename Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>,
           typename Epilogue = Bf16TmaStoreEpilogue<kBlockM, kBlockN>, u32 kPromoteMode = 0,
-          u32 kMulticast = 1, bool kMulticastOnA = false>
+          u32 kMulticast = 1, bool kMulticastOnA = false, bool kSignalTiles = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa,
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
                                                         void* d, u32 ldd, const void* c, u32 ldc,
                                                         const i32* grouped, u32 m_runtime,
                                                         u32 n_runtime, u32 k_runtime, u32 num_groups,
-                                                        float* split_ws = nullptr, u32* split_counters = nullptr) {
+                                                        float* split_ws = nullptr, u32* split_counters = nullptr,
+                                                        i32* tile_signal = nullptr) {
     using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
@@ -120,6 +123,8 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
     constexpr u32 kNumSplits = Scheduler::kNumSplits;
     static_assert(kNumSplits == 1 || (kWaves == 1 && kMulticast == 1 && Scheduler::kPaddingRows == PaddingRows::kUnspecified),
                   "split-K: dense, one wave per math warpgroup, no multicast");
+    // Tile signals (epilogue/tile_signal.cuh): the masked scheduler's tiles, each counted once stored.
+    static_assert(!kSignalTiles || Scheduler::kClipRows, "tile signals are for the masked GEMM");
 
     const u32 m = kCompiledM != 0 ? kCompiledM : m_runtime;
     const u32 n = kCompiledN != 0 ? kCompiledN : n_runtime;
@@ -548,6 +553,10 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                 pending_row0 = d_row0, pending_n0 = n0, pending_row_end = d_row_end;
             } else if constexpr (Scheduler::kClipRows) {
                 epilogue.store_rows(fin, d_row0, n0, d_row_end, n, lo_ok, hi_ok);
+                if constexpr (kSignalTiles)
+                    signal_tile_stored<Layout::kNumMathThreads>(epilogue, thread_in_wg, tile_signal,
+                                                                scheduler.a_group() * ceil_div(m, kBlockM) + m_block,
+                                                                d_row0 < scheduler.d_row_end());
             } else if constexpr (Scheduler::kDColumnGroups) {
                 // Head-batched: the tile's columns in D's [rows, heads * N] view, bounded by its head's last column.
                 epilogue.store(fin, d_row0, scheduler.d_col0() + n0, d_row_end, scheduler.d_col_end(n));

@@ -16,10 +16,14 @@
 // Split-K kernels add the FP32 partial tiles and one zeroed counter per tile (split_k_workspace.hpp).
 #define DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS(TMAP, X, SEP) \
     DG_SM90_FP8_GEMM_1D2D_PARAMS(TMAP, X, SEP) SEP() X(float*, split_ws) SEP() X(unsigned int*, split_counters)
+// Masked kernels with tile signals (enable_overlap) add the int32 counters (epilogue/tile_signal.cuh).
+#define DG_SM90_FP8_GEMM_1D2D_SIGNAL_PARAMS(TMAP, X, SEP) \
+    DG_SM90_FP8_GEMM_1D2D_PARAMS(TMAP, X, SEP) SEP() X(int*, tile_signal)
 
 namespace deep_gemm {
 
 DG_DEFINE_KERNEL_PARAMS(Sm90Fp8Gemm1d2dParams, DG_SM90_FP8_GEMM_1D2D_PARAMS);
 DG_DEFINE_KERNEL_PARAMS(Sm90Fp8Gemm1d2dSplitKParams, DG_SM90_FP8_GEMM_1D2D_SPLIT_K_PARAMS);
+DG_DEFINE_KERNEL_PARAMS(Sm90Fp8Gemm1d2dSignalParams, DG_SM90_FP8_GEMM_1D2D_SIGNAL_PARAMS);
 
 }  // namespace deep_gemm
