@@ -18,6 +18,7 @@
 
 #include "jit/errors.hpp"
 #include "jit_kernels/heuristics/sm90_fp8_config.hpp"
+#include "jit_kernels/heuristics/sm90_fp8_cost_model.hpp"
 #include "jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp"
 #include "jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "kernel_compile_util.hpp"
@@ -143,6 +144,27 @@ TEST(Block32Keys, PlannedConfigsTakeWholeScaleSlices) {
         symbols.insert(src.symbol);
     }
     EXPECT_GE(symbols.size(), 3u);
+}
+
+// The config model charges block-32 tiles four promotions per K block: all four exposed when each step waits,
+// one (the last step's) with two scratch accumulators; so it takes the pipelined one where it may, and a block-32
+// tile never scores below the same 128-granular tile.
+TEST(Block32Keys, ModelChargesThePromotionOfEachStep) {
+    namespace h = deep_gemm::heuristics;
+    for (const auto& [m, n, k] : issue_shapes()) {
+        const double plain32 = h::sm90_fp8_model_cost(m, n, k, dg_test::kH200Sms, 128, 128, 5, 0, 0, 1, 32);
+        const double pipelined32 = h::sm90_fp8_model_cost(m, n, k, dg_test::kH200Sms, 128, 128, 5, 1, 0, 1, 32);
+        const double plain128 = h::sm90_fp8_model_cost(m, n, k, dg_test::kH200Sms, 128, 128, 5, 0, 0);
+        EXPECT_LE(pipelined32, plain32) << m << "x" << n << "x" << k;
+        EXPECT_GE(plain32, plain128) << m << "x" << n << "x" << k;
+        const Sm90GemmConfig c = h::choose_sm90_fp8_config(m, n, k, dg_test::kH200Sms, kH200SmemOptin,
+                                                           h::Sm90Fp8Chooser::kModel, {1, 32}, true, 32);
+        EXPECT_EQ(c.block_n % 32, 0) << m << "x" << n << "x" << k;
+        if (c.block_m <= 128) EXPECT_EQ(c.pipelined, 1) << m << "x" << n << "x" << k << ": " << h::sm90_fp8_to_string(c, 32);
+    }
+    // A 128-row block-32 tile whose steps wait scores above the pipelined one on a shape that is not memory-bound.
+    EXPECT_GT(h::sm90_fp8_model_cost(4096, 7168, 2048, dg_test::kH200Sms, 128, 128, 5, 0, 0, 1, 32),
+              h::sm90_fp8_model_cost(4096, 7168, 2048, dg_test::kH200Sms, 128, 128, 5, 1, 0, 1, 32));
 }
 
 TEST(Block32Keys, DefaultGranularityKeepsItsSource) {

@@ -234,7 +234,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
     if (gran == 32) multiples.n = std::lcm(multiples.n, 32);
     Config config = mode == GemmGroupedMode::kNone
                         ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser, multiples,
-                                                             Epilogue(q.epilogue) != Epilogue::kAccumDirect)
+                                                             Epilogue(q.epilogue) != Epilogue::kAccumDirect, gran)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      q.groups,
                                                                      mode == GemmGroupedMode::kMGroupedMasked ||
@@ -244,7 +244,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
     if (is_contiguous(mode) && !q.zero_padding && chooser == heuristics::Sm90Fp8Chooser::kModel)
         config = heuristics::sm90_fp8_contiguous_unzeroed_config(config, m, n, num_sms, smem_limit,
                                                                  gemm_launch::block_multiples(q));
-    // The chooser sized the stages for 128-granular scales: no more than fit the block-32 layout.
+    // The rules and legacy choosers size the stages for 128-granular scales: no more than fit the block-32 layout.
     if (gran == 32)
         config.num_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit, config.num_stages, gran);
     if (q.forced.active()) {
@@ -266,7 +266,7 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
         char modelled[64];
         std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
                       heuristics::sm90_fp8_model_cost(model_m, n, k, num_sms, config.block_m, config.block_n,
-                                                      config.num_stages, config.pipelined, config.multicast) /
+                                                      config.num_stages, config.pipelined, config.multicast, 1, gran) /
                           heuristics::kFp8ModelClkPerUs);
         log_config(op, m, n, k, num_sms, heuristics::sm90_fp8_to_string(config, gran) + modelled);
     }
