@@ -12,7 +12,8 @@ by ``;``: ``ks=512;1024``). Fields (all but ``op`` / ``m`` / ``n`` / ``k`` optio
   masked ``m`` (or ``max_m``) = rows per group; K-grouped ``k`` = the sum of the groups' K (or give ``ks``).
 - ``num_groups``; ``expected_m`` (masked, and the contiguous ops' ``expected_m_for_psum_layout``); ``ks``
   (K-grouped: each group's K; one kernel for all groups).
-- ``recipe`` (FP8: ``[1, 128, 128]`` the default, ``[1, 1, 128]`` for the FP32-output kernel);
+- ``recipe`` (FP8: ``[1, 128, 128]`` the default, ``[1, 1, 128]`` for the FP32-output kernel, ``[1, 32, 32]``
+  for block-32 scales on the dense ops);
   ``d_dtype`` (``"bfloat16"`` / ``"float32"``); ``c_dtype`` (the C operand's, if one is given).
 - ``use_psum_layout``, ``ensure_zero_padding`` (M-grouped contiguous); ``use_padded_sf_layout`` (K-grouped FP8,
   with ``ks``: the scale layout, which with ``mk_alignment`` picks the kernel); ``compiled_dims``;

@@ -77,6 +77,9 @@ def fp8_gemm_nt(a: FP8Operand, b: FP8Operand, d: Tensor, c: Optional[Tensor] = N
     - ``b = (B float8_e4m3fn [N, K] K-major, sfb float32 [ceil(N/128), ceil(K/128)])``
     - ``d``: ``[M, N]`` N-major; bfloat16 for recipe ``(1, 128, 128)`` (default, the 1D2D kernel),
       float32 for ``(1, 1, 128)`` (1D1D kernel, per-row B scales ``sfb [N, ceil(K/128)]``).
+    - Recipe ``(1, 32, 32)`` (block-32 scales, the 1D2D kernel, bfloat16 ``d``): ``sfa [M, ceil(K/32)]`` per row
+      per 32 K and ``sfb [ceil(N/32), ceil(K/32)]`` per 32x32 block, float32 (also as ``recipe_a=(1, 32),
+      recipe_b=(32, 32)``); the dense ``fp8_gemm_*`` only (the grouped ops raise ``NotImplementedError``).
     - ``c``: optional ``[M, N]`` added to the product (bfloat16 or float32; float32 with recipe
       ``(1, 1, 128)``): the kernel's epilogue adds it to the FP32 accumulators as it stores, so ``d`` is
       rounded once. ``c`` may be ``d``.

@@ -93,6 +93,30 @@ def check_fp8_gemm_split_k() -> None:
         fp8_case(70, 520, 896, d_row_pad=2)
 
 
+def check_fp8_gemm_block32() -> None:
+    # Block-32 scales (recipe (1, 32, 32)): the model's pick, both promotions (pipelined 0 / 1), 256-row tiles with
+    # A multicast, B multicast, split-K; N and K tails (K not a multiple of 32: the padded B-scale rows), the
+    # direct-store epilogue.
+    _tests_dir()
+    from block32_reference import make_inputs, reference
+
+    def case(m: int, n: int, k: int, d_row_pad: int = 0) -> None:
+        a_fp8, sfa, b_fp8, sfb = make_inputs(m, n, k, seed=m + n + k, device="cpu")
+        d = torch.full((m, n + d_row_pad), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :n]
+        deep_gemm.fp8_gemm_nt((a_fp8.cuda(), sfa.cuda()), (b_fp8.cuda(), sfb.cuda()), d, recipe=(1, 32, 32))
+        torch.cuda.synchronize()
+        got = d.cpu()
+        diff = calc_diff(got.double(), reference(a_fp8, sfa, b_fp8, sfb))
+        assert diff < 1e-5 and not got.isnan().any(), f"block-32 fp8_gemm_nt wrong for {(m, n, k)}: diff={diff}"
+
+    case(100, 2112, 1536)
+    case(257, 100, 400, d_row_pad=2)
+    for config, shape in [("128,128,0,0,0", (300, 576, 512)), ("128,96,0,1,1", (300, 1000, 1552)),
+                          ("256,128,3,0,2", (600, 2080, 512)), ("64,32,0,1,0,8,4", (70, 520, 896))]:
+        with forced_config("DG_FP8_GEMM_CONFIG", config):
+            case(*shape)
+
+
 def check_fp8_gemm_skip_head_mid() -> None:
     # The head-split epilogue: odd widths (element stores), M/N tails, a split-K shape; the mid columns and a
     # row pad keep their NaN (never written), every computed column is.

@@ -65,6 +65,8 @@ inline const GemmOpSpec* find_op_spec(std::string_view name) {
 using Recipe = std::array<int64_t, 3>;
 inline constexpr Recipe kRecipe1D2D = {1, 128, 128};
 inline constexpr Recipe kRecipe1D1D = {1, 1, 128};
+// Block-32 scales (sgl-deep-gemm 0.2.5): A per row per 32 K, B per 32x32 block; the 1D2D kernel, dense ops only.
+inline constexpr Recipe kRecipeBlock32 = {1, 32, 32};
 
 // The recipe of an FP8 op called without one.
 inline Recipe default_fp8_recipe(const GemmOpSpec& spec) {
@@ -75,7 +77,9 @@ inline Recipe default_fp8_recipe(const GemmOpSpec& spec) {
 inline const char* fp8_recipes_allowed(const GemmOpSpec& spec) {
     switch (spec.grouping) {
         case Grouping::kKContiguous: return "(1, 1, 128) (the 1D1D kernel)";
-        case Grouping::kNone: return "(1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) (1D1D kernel, FP32 output) on SM90";
+        case Grouping::kNone:
+            return "(1, 128, 128) (1D2D kernel, BF16 output), (1, 32, 32) (1D2D kernel, block-32 scales) or (1, 1, 128) "
+                   "(1D1D kernel, FP32 output) on SM90";
         default: return "(1, 128, 128) on SM90";
     }
 }

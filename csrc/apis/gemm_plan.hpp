@@ -24,7 +24,8 @@ struct GemmCallShape {
     int m = 0, n = 0, k = 0;
     int num_groups = 1;
     int expected_m = 0;             // masked (0: max_m) and FP8 psum layout (0: none): the config hint
-    std::optional<Recipe> recipe;   // FP8 (nullopt: the op's default); dense (1, 1, 128): the FP32-output kernel
+    std::optional<Recipe> recipe;   // FP8 (nullopt: the op's default); dense (1, 1, 128): the FP32-output kernel,
+                                    // (1, 32, 32): the 1D2D kernel with block-32 scales
     bool d_fp32 = false;            // BF16: float32 D
     bool with_c = false;            // a C is given (FP8 dense and BF16)
     bool c_fp32 = false;            // FP8 1D2D with C: C is float32 (else bfloat16)
@@ -46,7 +47,10 @@ inline kernels::GemmProblem call_problem(const GemmCallShape& call) {
     const GemmOpSpec* spec = find_op_spec(call.op);
     if (spec == nullptr) throw jit::Error("plan_gemm_call: unknown GEMM op '" + call.op + "'");
 
-    const std::optional<kernels::GemmKernel> kernel = recipe_kernel(*spec, call.recipe.value_or(default_fp8_recipe(*spec)));
+    const Recipe recipe = call.recipe.value_or(default_fp8_recipe(*spec));
+    if (spec->family == Family::kFp8 && recipe == kRecipeBlock32 && !block32_supported(*spec))
+        throw jit::Error("plan_gemm_call: " + call.op + ": " + block32_unsupported(*spec));
+    const std::optional<kernels::GemmKernel> kernel = recipe_kernel(*spec, recipe);
     if (!kernel) throw jit::Error("plan_gemm_call: " + call.op + ": recipe must be " + fp8_recipes_allowed(*spec));
 
     GemmCallScalars s;
@@ -61,6 +65,7 @@ inline kernels::GemmProblem call_problem(const GemmCallShape& call) {
     s.d_fp32 = call.d_fp32;
     s.with_c = call.with_c;
     s.c_fp32 = call.c_fp32;
+    s.sf_gran_k = recipe_sf_gran_k(recipe);
     s.block_m_multiple = call.block_m_multiple, s.block_n_multiple = call.block_n_multiple;
     s.compiled_dims = call.compiled_dims ? std::string_view(*call.compiled_dims) : spec->default_compiled_dims;
     kernels::GemmProblem p = gemm_problem(*spec, s);

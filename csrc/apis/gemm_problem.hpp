@@ -5,12 +5,24 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "../jit_kernels/impls/sm90_gemm_desc.hpp"
 #include "gemm_ops.hpp"
 
 namespace deep_gemm::api {
+
+// Whether an op takes block-32 scales (kRecipeBlock32): the dense fp8_gemm_{nt,nn,tn,tt}. The grouped ops, the
+// head-split GEMM and the K-grouped one have no block-32 kernel here (block32_unsupported() says so).
+inline bool block32_supported(const GemmOpSpec& spec) {
+    return spec.family == Family::kFp8 && spec.grouping == Grouping::kNone && spec.op != GemmOp::kFp8NtSkipHeadMid;
+}
+inline std::string block32_unsupported(const GemmOpSpec& spec) {
+    return std::string("recipe (1, 32, 32) (block-32 scales) is implemented for the dense fp8_gemm_nt / nn / tn / tt only on "
+                       "SM90 in deep_gemm; ") +
+           spec.name + " takes " + (spec.grouping == Grouping::kKContiguous ? "(1, 1, 128)" : "(1, 128, 128)");
+}
 
 // The kernel an op runs `recipe` on (BF16 ops: the BF16 kernel, no recipe); nullopt for an FP8 recipe the op
 // does not take (fp8_recipes_allowed() says which it takes).
@@ -19,8 +31,12 @@ inline std::optional<kernels::GemmKernel> recipe_kernel(const GemmOpSpec& spec, 
     const bool k_grouped = spec.grouping == Grouping::kKContiguous;
     if (recipe == kRecipe1D1D && (k_grouped || spec.grouping == Grouping::kNone)) return kernels::GemmKernel::kFp8_1d1d;
     if (recipe == kRecipe1D2D && !k_grouped) return kernels::GemmKernel::kFp8_1d2d;
+    if (recipe == kRecipeBlock32 && block32_supported(spec)) return kernels::GemmKernel::kFp8_1d2d;
     return std::nullopt;
 }
+
+// The scales' K granularity the 1D2D kernel runs a recipe with (GemmProblem::sf_gran_k).
+inline int recipe_sf_gran_k(const Recipe& recipe) { return recipe == kRecipeBlock32 ? 32 : 128; }
 
 // What an op call fixes about its problem besides the op: sizes as the op sees them (M-contiguous m = sum of
 // M, masked m = max_m, K-grouped k = sum of K), the grouping's hints, the epilogue's dtypes and the knobs.
@@ -39,6 +55,7 @@ struct GemmCallScalars {
     bool d_fp32 = false;               // BF16: float32 D (the K-grouped op's always is)
     bool with_c = false;               // a C is added in the epilogue
     bool c_fp32 = false;               // FP8 1D2D with C: C is float32 (else bfloat16)
+    int sf_gran_k = 128;               // FP8 1D2D: recipe_sf_gran_k() of the recipe
     int block_m_multiple = 1, block_n_multiple = 1;  // get_block_size_multiple_of()
     std::string_view compiled_dims;    // after set_ignore_compile_dims; must outlive the problem
 };
@@ -80,7 +97,10 @@ inline kernels::GemmProblem gemm_problem(const GemmOpSpec& spec, const GemmCallS
         p.b_k_major = !spec.trans_b && !k_grouped;
         p.d_fp32 = s.d_fp32 || k_grouped;
     }
-    if (s.kernel == kernels::GemmKernel::kFp8_1d2d) p.c_fp32 = s.with_c && s.c_fp32;
+    if (s.kernel == kernels::GemmKernel::kFp8_1d2d) {
+        p.c_fp32 = s.with_c && s.c_fp32;
+        p.sf_gran_k = s.sf_gran_k;
+    }
     return p;
 }
 

@@ -78,6 +78,7 @@ kernels::GemmDesc call_desc(const GemmOpSpec& spec, const Problem& p, const Gemm
     s.d_fp32 = call.d->scalar_type() == at::kFloat;
     s.with_c = p.has_c;
     s.c_fp32 = p.has_c and call.c->scalar_type() == at::kFloat;
+    s.sf_gran_k = recipe_sf_gran_k(p.recipe);
     std::tie(s.block_m_multiple, s.block_n_multiple) = get_block_size_multiple_of();
     s.compiled_dims = get_ignore_compile_dims() ? std::string_view() : call.compiled_dims;
 
@@ -107,6 +108,19 @@ void set_epilogue_c(const Problem& p, const GemmCall& call, at::ScalarType dtype
     o.ldc = p.m > 1 ? c.stride(0) : o.ldd;
 }
 
+// Block-32 B scales ([ceil(N/32), ceil(K/32)] in the kernel's orientation) as the kernel reads them: rows of
+// 4 * ceil(K/128) scales, 16-byte aligned, zeros past ceil(K/32) (a 128-K block's four scales of a column slice
+// are one 16-byte load). The caller's tensor when it already is so (packed row-major, K a multiple of 128),
+// else a padded copy kept alive in `holder`.
+const float* block32_sfb(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, at::Tensor& holder) {
+    const int64_t cols = p.sfb.size[1];
+    if (cols % 4 == 0 and packed_row_major(p.sfb) and reinterpret_cast<uintptr_t>(call.sfb->const_data_ptr()) % 16 == 0)
+        return call.sfb->const_data_ptr<float>();
+    holder = at::zeros({p.sfb.size[0], align_up(cols, 4)}, call.sfb->options());
+    holder.narrow(1, 0, cols).copy_(spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb);
+    return holder.const_data_ptr<float>();
+}
+
 void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call, int device) {
     const bool masked = spec.grouping == G::kMMasked;
     const int im = p.sfa.dim - 2, ik = p.sfa.dim - 1;  // sfa's M and K-block dims ([G, M, K'] when masked)
@@ -125,10 +139,12 @@ void run_fp8_1d2d(const GemmOpSpec& spec, const Problem& p, const GemmCall& call
         sfa_stride = sfa_converted.stride(ik);
         sfa_group_stride = masked ? align_up(p.sfa.size[im], 4) * p.sfa.size[ik] : 0;
     }
-    // B scales: row-major [(G,) ceil(N/128), ceil(K/128)], packed.
+    // B scales: row-major [(G,) ceil(N/128), ceil(K/128)], packed; block-32 scales: block32_sfb().
     at::Tensor sfb_converted;
     const float* sfb_ptr = nullptr;
-    if (packed_row_major(p.sfb)) {
+    if (p.recipe == kRecipeBlock32) {
+        sfb_ptr = block32_sfb(spec, p, call, sfb_converted);
+    } else if (packed_row_major(p.sfb)) {
         sfb_ptr = call.sfb->const_data_ptr<float>();
     } else {
         sfb_converted = (spec.trans_b ? call.sfb->transpose(0, 1) : *call.sfb).contiguous();

@@ -234,6 +234,7 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
     // ---- recipe and kernel choice ----
     if (fp8) {
         p.recipe = call.recipe.value_or(default_fp8_recipe(spec));
+        if (p.recipe == kRecipeBlock32 and not block32_supported(spec)) check.not_implemented(block32_unsupported(spec));
         const std::optional<kernels::GemmKernel> kernel = recipe_kernel(spec, p.recipe);
         if (not kernel)
             check.value_error(fmt::format("recipe must be {}; got {}", fp8_recipes_allowed(spec), recipe_str(p.recipe)));
@@ -427,10 +428,12 @@ Problem validate(const GemmOpSpec& spec, const GemmCall& call, const Checker& ch
         const int64_t gm = p.recipe[0], gn = p.recipe[1], gk = p.recipe[2];
         switch (spec.grouping) {
             case G::kNone:
-                check_sf_shape(check, p.sfa, {ceil_div(p.m, gm), ceil_div(p.k, gk)},
-                               {gm == 1 ? "M" : "ceil(M/128)", gk == 128 ? "ceil(K/128)" : "ceil(K/gran_k)"});
+            {
+                const char* k_rule = gk == 128 ? "ceil(K/128)" : gk == 32 ? "ceil(K/32)" : "ceil(K/gran_k)";
+                check_sf_shape(check, p.sfa, {ceil_div(p.m, gm), ceil_div(p.k, gk)}, {gm == 1 ? "M" : "ceil(M/128)", k_rule});
                 check_sf_shape(check, p.sfb, {ceil_div(p.n, gn), ceil_div(p.k, gk)},
-                               {gn == 1 ? "N" : "ceil(N/128)", "ceil(K/128)"});
+                               {gn == 1 ? "N" : gn == 32 ? "ceil(N/32)" : "ceil(N/128)", k_rule});
+            }
                 break;
             case G::kMContiguous:
                 check_sf_shape(check, p.sfa, {p.m, ceil_div(p.k, gk)}, {"M", "ceil(K/128)"});

@@ -144,8 +144,11 @@ int64_t check_sf_for_transform(const Checker& check, const View& v, int64_t mn, 
                                       v.name, num_groups ? "G, " : "", mn, gran_mn, k, gran_k,
                                       num_groups ? std::to_string(*num_groups) + ", " : "", want_mn, want_k, recipe[0],
                                       recipe[1], recipe[2], v.shape_str()));
-    if (not((gran_mn == 1 or gran_mn == 128) and gran_k == 128))
-        check.not_implemented(fmt::format("scale granularity ({}, {}) for {} is not supported on SM90; use (1, 128) or (128, 128)",
+    // (1, 128) / (128, 128): the 1D2D kernel's A / B scales (A also the 1D1D kernel's); (1, 32) / (32, 32): its
+    // block-32 scales (recipe (1, 32, 32)).
+    if (not((gran_mn == 1 or gran_mn == gran_k) and (gran_k == 128 or gran_k == 32)))
+        check.not_implemented(fmt::format("scale granularity ({}, {}) for {} is not supported on SM90; use (1, 128) or (128, 128), "
+                                          "or (1, 32) or (32, 32) for block-32 scales",
                                           gran_mn, gran_k, v.name));
     return gran_mn;
 }

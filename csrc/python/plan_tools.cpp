@@ -32,8 +32,8 @@ std::string op_names() {
     return out;
 }
 
-// The recipe of the call (no recipe: the op's default, nullopt); ValueError for one the op does not take, as
-// the op would raise.
+// The recipe of the call (no recipe: the op's default, nullopt); ValueError for one the op does not take
+// (NotImplementedError for block-32 scales on an op without them), as the op would raise.
 std::optional<api::Recipe> checked_recipe(const api::GemmOpSpec& spec, const std::optional<std::vector<int64_t>>& recipe) {
     const std::optional<api::Recipe> parsed =
         recipe ? std::optional<api::Recipe>(api::parse_recipe(spec.name, *recipe)) : std::nullopt;
@@ -44,6 +44,8 @@ std::optional<api::Recipe> checked_recipe(const api::GemmOpSpec& spec, const std
         return std::nullopt;
     }
     const api::Recipe r = parsed ? *parsed : api::default_fp8_recipe(spec);
+    if (r == api::kRecipeBlock32 && !api::block32_supported(spec))
+        api::throw_not_implemented(fmt::format("{}: {}", spec.name, api::block32_unsupported(spec)));
     if (!api::recipe_kernel(spec, r))
         api::throw_value_error(fmt::format("{}: recipe must be {}; got ({}, {}, {})", spec.name,
                                            api::fp8_recipes_allowed(spec), r[0], r[1], r[2]));

@@ -205,7 +205,7 @@ def test_planned_kernels_follow_the_call_and_the_target():
     ({'op': 'fp8_gemm_nt', 'm': 128, 'n': 128, 'k': 128, 'kk': 1}, "unknown fields ['kk']"),
     ('fp8_gemm_nt:m=128,n=x,k=128', "field 'n' must be an int; got 'x'"),
     ('fp8_gemm_nt:m=128,n', "a call field must be name=value"),
-    ('fp8_gemm_nt:m=128,n=128,k=128,recipe=1;2;3', 'fp8_gemm_nt: recipe must be (1, 128, 128) (1D2D kernel, BF16 output) or (1, 1, 128) (1D1D kernel, FP32 output) on SM90; got (1, 2, 3)'),
+    ('fp8_gemm_nt:m=128,n=128,k=128,recipe=1;2;3', 'fp8_gemm_nt: recipe must be (1, 128, 128) (1D2D kernel, BF16 output), (1, 32, 32) (1D2D kernel, block-32 scales) or (1, 1, 128) (1D1D kernel, FP32 output) on SM90; got (1, 2, 3)'),
     ('fp8_gemm_nt:m=128,n=128,k=128,d_dtype=float32', 'd_dtype must be bfloat16 with this recipe'),
     ('bf16_gemm_nt:m=0,n=128,k=128', 'bf16_gemm_nt: m, n and k must be positive'),
     ('bf16_gemm_nt:m=128,n=128,k=128,recipe=1;1;128', 'bf16_gemm_nt: a BF16 GEMM takes no recipe'),
@@ -245,6 +245,7 @@ WARM_CALLS = [
     {'op': 'bf16_gemm_tn', 'm': 256, 'n': 512, 'k': 384, 'd_dtype': 'float32'},
     {'op': 'fp8_gemm_nt', 'm': 64, 'n': 7168, 'k': 2048},
     {'op': 'fp8_gemm_nt', 'm': 200, 'n': 384, 'k': 256, 'recipe': [1, 1, 128], 'd_dtype': 'float32', 'c_dtype': 'float32'},
+    {'op': 'fp8_gemm_nt', 'm': 300, 'n': 2112, 'k': 1536, 'recipe': [1, 32, 32]},
     {'op': 'm_grouped_fp8_gemm_nt_masked', 'num_groups': 4, 'max_m': 256, 'n': 512, 'k': 1024, 'expected_m': 100},
 ]
 RUN_CALLS = """
@@ -267,6 +268,10 @@ RUN_CALLS = """
             m = c['m']
             deep_gemm.fp8_gemm_nt((fp8(m, k), sf(m, blocks(k))), (fp8(n, k), sf(n, blocks(k))),
                                   torch.empty(m, n, dtype=torch.float32, **cuda), c=torch.randn(m, n, **cuda), recipe=(1, 1, 128))
+        elif op == 'fp8_gemm_nt' and c.get('recipe') == [1, 32, 32]:
+            m, b32 = c['m'], lambda x: (x + 31) // 32
+            deep_gemm.fp8_gemm_nt((fp8(m, k), sf(m, b32(k))), (fp8(n, k), sf(b32(n), b32(k))),
+                                  torch.empty(m, n, dtype=torch.bfloat16, **cuda), recipe=(1, 32, 32))
         elif op == 'fp8_gemm_nt':
             m = c['m']
             deep_gemm.fp8_gemm_nt((fp8(m, k), sf(m, blocks(k))), (fp8(n, k), sf(blocks(n), blocks(k))),

@@ -30,23 +30,27 @@ inline int sm90_fp8_num_threads(int block_m) { return 128 + 128 * (block_m == 25
 // Width (bytes) of the D staging swizzle: the widest of 128/64/32 that divides a BLOCK_N row of bf16.
 inline int sm90_fp8_d_swizzle_bytes(int block_n) { return bf16_d_swizzle_bytes(block_n); }
 
-inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages) {
+// sf_gran_k: the scales' K granularity, 128 or 32 (block-32 scales: four A scales per row and stage).
+inline int sm90_fp8_smem_bytes(int block_m, int block_n, int num_stages, int sf_gran_k = kSm90Fp8BlockK) {
     const int d = block_m * block_n * 2;
-    const int per_stage = block_m * kSm90Fp8BlockK + block_n * kSm90Fp8BlockK + block_m * 4 + 2 * 8;
+    const int sfa = block_m * 4 * (kSm90Fp8BlockK / sf_gran_k);
+    const int per_stage = block_m * kSm90Fp8BlockK + block_n * kSm90Fp8BlockK + sfa + 2 * 8;
     return d + num_stages * per_stage;
 }
 
-inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap = kSm90Fp8MaxStages) {
+inline int sm90_fp8_max_stages(int block_m, int block_n, int smem_limit, int cap = kSm90Fp8MaxStages,
+                               int sf_gran_k = kSm90Fp8BlockK) {
     return max_stages_that_fit(cap, kSm90Fp8MinStages, smem_limit,
-                               [&](int s) { return sm90_fp8_smem_bytes(block_m, block_n, s); });
+                               [&](int s) { return sm90_fp8_smem_bytes(block_m, block_n, s, sf_gran_k); });
 }
 
-inline std::string sm90_fp8_to_string(const Sm90GemmConfig& c) {
-    char buf[128];
+inline std::string sm90_fp8_to_string(const Sm90GemmConfig& c, int sf_gran_k = kSm90Fp8BlockK) {
+    char buf[160];
     std::snprintf(buf, sizeof(buf),
-                  "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d split_k=%d threads=%d smem=%d",
+                  "BLOCK_M=%d BLOCK_N=%d stages=%d group_n=%d pipelined=%d multicast=%d split_k=%d threads=%d smem=%d%s",
                   c.block_m, c.block_n, c.num_stages, c.group_n, int(c.pipelined), c.multicast, c.split_k,
-                  c.num_threads(), sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages));
+                  c.num_threads(), sm90_fp8_smem_bytes(c.block_m, c.block_n, c.num_stages, sf_gran_k),
+                  sf_gran_k == kSm90Fp8BlockK ? "" : " sf_gran_k=32");
     return buf;
 }
 

@@ -127,6 +127,10 @@ inline Sm90GemmConfig choose_sm90_fp8_rules_config(int m, int n, int k, int num_
 //     slot takes a load latency to fill, so a K block costs at least latency / S. The latency is long when
 //     an operand streams from HBM and short when both hit L2: blended by the larger first-touch share of
 //     the two operands (B is read by m_blocks tiles, the first from HBM: 1 / m_blocks; A: 1 / n_blocks).
+// Block-32 scales (sf_gran_k 32, not fitted: no GPU sweep yet) promote after each of the four 32-K steps of a K
+// block, four times the promotion work: the exposed promotion above counts four times where the promotion waits
+// for each step, once (the last step's) where two scratch accumulators take turns (pipelined), and no tile
+// straddles B-scale blocks (a slice of 32 columns has one scale).
 // A 2-CTA multicast pair waits for its slower CTA once per K block (a fixed cost per K block) and is only
 // considered with more than one wave of tiles. Whole problem: waves * (K blocks * per-K-block time +
 // epilogue), the last wave counted in full (so last-wave fill is scored), bounded below by the L2's total
@@ -175,19 +179,23 @@ struct Sm90Fp8ModelTime {
 };
 
 inline Sm90Fp8ModelTime sm90_fp8_model_time(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
-                                            int pipelined, int multicast, int split_k = 1) {
+                                            int pipelined, int multicast, int split_k = 1,
+                                            int sf_gran_k = kSm90Fp8BlockK) {
+    const int steps = kSm90Fp8BlockK / sf_gran_k;  // promotions per K block (block-32: 4)
     const double num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
     const auto [m_blocks, n_blocks, tiles, sms] = sm90_tile_grid(m, n, num_sms, block_m, block_n, multicast);
     const double splits = std::max(1, split_k);
     const double waves = std::ceil(tiles * splits / sms);
     // Promotion the tensor core waits for (see above).
     const double promote = double(block_m) * block_n / 128.0;
-    const double bubble = pipelined ? 0.0
-                          : promote * (block_m == 256   ? kFp8PromoteExposedShare256
-                                       : block_m == 192 ? kFp8PromoteExposedShare192
-                                                        : kFp8PromoteExposedShare);
-    const double one_warpgroup = block_m == 64 ? kFp8OneWarpgroupPromoteClkPerColumn * block_n : 0.0;
-    const double straddle = !sm90_fp8_straddles_scale_blocks(block_n) ? 0.0
+    // Promotions per K block not hidden behind this warpgroup's own wgmmas (128-granular: 0 or 1).
+    const double exposed_steps = pipelined ? (steps > 1 ? 1 : 0) : steps;
+    const double bubble = promote * exposed_steps *
+                          (block_m == 256 ? kFp8PromoteExposedShare256
+                           : block_m == 192 ? kFp8PromoteExposedShare192
+                                            : kFp8PromoteExposedShare);
+    const double one_warpgroup = block_m == 64 ? kFp8OneWarpgroupPromoteClkPerColumn * block_n * (pipelined ? 1 : steps) : 0.0;
+    const double straddle = steps > 1 || !sm90_fp8_straddles_scale_blocks(block_n) ? 0.0
                             : block_n > kSm90Fp8ScaleBlockN       ? kFp8StraddleMmaShareWide
                                                                   : kFp8StraddleMmaShare;
     const double t_mma = double(block_m) * block_n / 32.0 * (1.0 + straddle) + bubble + one_warpgroup +
@@ -210,8 +218,8 @@ inline Sm90Fp8ModelTime sm90_fp8_model_time(int m, int n, int k, int num_sms, in
 }
 
 inline double sm90_fp8_model_cost(int m, int n, int k, int num_sms, int block_m, int block_n, int num_stages,
-                                  int pipelined, int multicast, int split_k = 1) {
-    return sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, num_stages, pipelined, multicast, split_k).cost();
+                                  int pipelined, int multicast, int split_k = 1, int sf_gran_k = kSm90Fp8BlockK) {
+    return sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, num_stages, pipelined, multicast, split_k, sf_gran_k).cost();
 }
 
 // The candidates the model may pick: all by default; the grouped schedulers take no multicast, and the
@@ -223,6 +231,7 @@ struct Sm90Fp8ModelSpace {
     bool split_k = false;  // the dense GEMM without C
     BlockMultiples multiples;  // set_block_size_multiple_of
     int max_block_n = 0;       // the masked GEMM's max_block_n: BLOCK_N at most this (0: no cap)
+    int sf_gran_k = kSm90Fp8BlockK;  // block-32 scales: 32 (the caller makes BLOCK_N a multiple of 32 through `multiples`)
 };
 
 inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_sms, int smem_limit,
@@ -255,7 +264,7 @@ inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_
         const int max_n = space.max_block_n > 0 ? std::min(tile_max_n, space.max_block_n) : tile_max_n;
         for (int block_n = 16; block_n <= max_n; block_n += 16) {
             if (!space.multiples.allows(block_m, block_n)) continue;
-            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit);
+            const int stages = sm90_fp8_max_stages(block_m, block_n, smem_limit, kSm90Fp8MaxStages, space.sf_gran_k);
             if (stages < kSm90Fp8MinStages) continue;
             // 192-row tiles run the plain promotion: their pipelined variant (BLOCK_N <= 80) measured 1.5x slower.
             const int pipelined = (block_m < 192 && block_n <= kSm90Fp8MaxBlockNPipelined) ? 1 : 0;
@@ -266,8 +275,8 @@ inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_
                 if (multicast == 1 && m_blocks < 2) continue;
                 if (multicast == 2 && n_blocks < 2) continue;
                 if (multicast != 0 && m_blocks * n_blocks <= num_sms) continue;  // one wave: no pairs
-                const Sm90Fp8ModelTime t =
-                    sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, multicast);
+                const Sm90Fp8ModelTime t = sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined,
+                                                               multicast, 1, space.sf_gran_k);
                 const double cost = t.cost(), best_cost = best_time.cost();
                 // Ties (within 1%): where both sit on the floor, the floor (too conservative at small M, where
                 // 3.0-3.5 TB/s were measured) says nothing about them, and the one whose busiest SM has less to do
@@ -292,7 +301,8 @@ inline Sm90GemmConfig choose_sm90_fp8_model_config(int m, int n, int k, int num_
             const long num_kb = (k + kSm90Fp8BlockK - 1) / kSm90Fp8BlockK;
             for (int split = 2; split <= kSm90Fp8MaxSplitK; ++split) {
                 if (m_blocks * n_blocks * split > num_sms || num_kb < 2L * split) break;
-                const Sm90Fp8ModelTime t = sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split);
+                const Sm90Fp8ModelTime t =
+                    sm90_fp8_model_time(m, n, k, num_sms, block_m, block_n, stages, pipelined, 0, split, space.sf_gran_k);
                 if (best_time.cost() < 0 || t.cost() < best_time.cost() * 0.99) take(t, block_m, block_n, stages, pipelined, 0, split);
             }
         }
@@ -325,10 +335,12 @@ enum class Sm90Fp8Chooser { kModel, kRules, kLegacy };
 
 // `multiples` (set_block_size_multiple_of) filters the candidates; the rules pick fixed tiles, so where
 // theirs is not allowed the model chooses among the allowed ones.
-// `split_k`: the caller can run split-K (the dense GEMM without C); only the model uses it.
+// `split_k`: the caller can run split-K (the dense GEMM without C); only the model uses it. `sf_gran_k`: the
+// scales' K granularity (block-32: 32, with `multiples` keeping BLOCK_N a multiple of 32); only the model uses it.
 inline Sm90GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, int smem_limit,
                                              Sm90Fp8Chooser chooser = Sm90Fp8Chooser::kModel,
-                                             BlockMultiples multiples = {}, bool split_k = false) {
+                                             BlockMultiples multiples = {}, bool split_k = false,
+                                             int sf_gran_k = kSm90Fp8BlockK) {
     if (chooser == Sm90Fp8Chooser::kLegacy) return choose_sm90_fp8_legacy_config(m, n, k, num_sms, smem_limit, multiples);
     if (chooser == Sm90Fp8Chooser::kRules) {
         const Sm90GemmConfig rules = choose_sm90_fp8_rules_config(m, n, k, num_sms, smem_limit);
@@ -337,6 +349,7 @@ inline Sm90GemmConfig choose_sm90_fp8_config(int m, int n, int k, int num_sms, i
     Sm90Fp8ModelSpace space;
     space.multiples = multiples;
     space.split_k = split_k;
+    space.sf_gran_k = sf_gran_k;
     Sm90GemmConfig config = choose_sm90_fp8_model_config(m, n, k, num_sms, smem_limit, space);
     config.group_n = sm90_fp8_dense_group_n(m, n, num_sms, config);
     return config;

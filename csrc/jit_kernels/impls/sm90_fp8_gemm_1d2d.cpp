@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,11 +46,17 @@ std::string head_split_suffix(const GemmKernelKey& key) {
     return fmt::format("_hs{}_{}_{}", key.head_left, key.head_mid, key.head_right);
 }
 
+// The scales' K granularity of a key or a problem: 128 (the default) or 32 (block-32 scales).
+int sf_gran_k(const GemmKernelKey& key) { return key.sf_gran_k != 0 ? key.sf_gran_k : heuristics::kSm90Fp8BlockK; }
+bool block32(const GemmKernelKey& key) { return sf_gran_k(key) == 32; }
+bool block32(const GemmProblem& p) { return p.sf_gran_k == 32; }
+
 std::string make_symbol(const GemmKernelKey& key) {
     return gemm_symbol("sm90_fp8_gemm_1d2d", key) + (key.epilogue == int(Epilogue::kBf16Direct) ? "_direct" : "") +
            (key.with_c ? (key.c_fp32 ? "_cf32" : "_c") : "") +
            knobs::symbol_suffix(fp8_1d2d_knobs(), key) + grouped_symbol_suffix(key) +
-           padding_symbol_suffix(key) + head_split_suffix(key) + (key.tile_signal ? "_signal" : "");
+           padding_symbol_suffix(key) + head_split_suffix(key) + (key.tile_signal ? "_signal" : "") +
+           (block32(key) ? "_sfk32" : "");
 }
 
 // fp8_einsum's heads (GemmGroupedMode::kHeadBatched): the masked layout of B, sfa and sfb with every head full,
@@ -74,7 +81,8 @@ const knobs::KnobTable& fp8_1d2d_knobs() {
                 knobs::block_n_knob(heuristics::kSm90Fp8MaxBlockN),
                 knobs::stages_knob(heuristics::kSm90Fp8MinStages, heuristics::kSm90Fp8MaxStages),
                 {.name = "pipelined", .field = &Sm90GemmConfig::pipelined, .legal = {{0, 1}},
-                 .meaning = "1 = two scratch accumulators, promotion overlapped with the next K block's wgmmas",
+                 .meaning = "1 = two scratch accumulators, promotion overlapped with the next K block's wgmmas (block-32 scales: "
+                            "the next 32-K step's)",
                  .tune = {0, 1},
                  .suffix = [](const GemmKernelKey& k) -> std::string { return k.pipelined == 1 ? "_pp" : ""; },
                  .template_arg = "kPromoteMode"},
@@ -154,6 +162,9 @@ void Fp8Gemm1d2dTraits::check(const char* op, const GemmDesc& desc) {
           "row strides must be < 2^32 elements");
     check(o.sfa_stride >= m && o.sfa_stride % 4 == 0,
           "sfa_stride must be >= M and a multiple of 4 (TMA-aligned M-major scales)");
+    check(p.sf_gran_k == 128 || p.sf_gran_k == 32, "the scales' K granularity must be 128 or 32 (block-32 scales)");
+    // Block-32: a K block's four B scales of a column slice are one 16-byte load (rows of 4 * ceil(K/128)).
+    check(p.sf_gran_k != 32 || aligned(o.sfb, 16), "block-32 sfb must be 16-byte aligned");
     if (grouped) {
         check(masked || is_contiguous(p) || is_heads(p), "grouped mode must be contiguous (either layout), masked or head-batched");
         check(o.b_group_stride >= int64_t(n) * o.ldb && o.b_group_stride % 16 == 0,
@@ -196,6 +207,7 @@ gemm_launch::ConfigQuery Fp8Gemm1d2dTraits::config_query(const GemmProblem& p, i
     // The config depends on the epilogue only through C: with C it is added in the epilogue and K is not split.
     q.epilogue = int(p.with_c ? Epilogue::kAccumDirect : Epilogue::kBf16Tma);
     q.max_block_n = is_masked(p) ? p.max_block_n : 0;
+    if (block32(p)) q.sf_gran_k = 32;
     return q;
 }
 
@@ -219,10 +231,13 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
                                                                      : heuristics::Sm90Fp8Chooser::kModel;
     const int m = q.m, n = q.n, k = q.k, num_sms = q.num_sms, smem_limit = q.smem_limit;
     const GemmGroupedMode mode = GemmGroupedMode(q.mode);
+    // Block-32 scales (dense): tiles of whole 32-column B-scale slices, and four A scales per row in each stage.
+    const int gran = q.sf_gran_k != 0 ? q.sf_gran_k : heuristics::kSm90Fp8BlockK;
+    heuristics::BlockMultiples multiples = gemm_launch::block_multiples(q);
+    if (gran == 32) multiples.n = std::lcm(multiples.n, 32);
     Config config = mode == GemmGroupedMode::kNone
-                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser,
-                                                             gemm_launch::block_multiples(q),
-                                                             Epilogue(q.epilogue) != Epilogue::kAccumDirect)
+                        ? heuristics::choose_sm90_fp8_config(m, n, k, num_sms, smem_limit, chooser, multiples,
+                                                             Epilogue(q.epilogue) != Epilogue::kAccumDirect, gran)
                         : heuristics::choose_sm90_fp8_grouped_config(m, n, k, num_sms, smem_limit, q.rows_per_group,
                                                                      q.groups,
                                                                      mode == GemmGroupedMode::kMGroupedMasked ||
@@ -232,13 +247,17 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
     if (is_contiguous(mode) && !q.zero_padding && chooser == heuristics::Sm90Fp8Chooser::kModel)
         config = heuristics::sm90_fp8_contiguous_unzeroed_config(config, m, n, num_sms, smem_limit,
                                                                  gemm_launch::block_multiples(q));
+    // The rules and legacy choosers size the stages for 128-granular scales: no more than fit the block-32 layout.
+    if (gran == 32)
+        config.num_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit, config.num_stages, gran);
     if (q.forced.active()) {
         config = knobs::apply_forced(fp8_1d2d_knobs(), q.forced, config);
         config.split_k = std::max(1, config.split_k);
         if (config.num_stages == 0)
-            config.num_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit);
-        if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages) > smem_limit)
-            fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config) + " exceeds the shared memory limit (" +
+            config.num_stages = heuristics::sm90_fp8_max_stages(config.block_m, config.block_n, smem_limit,
+                                                                heuristics::kSm90Fp8MaxStages, gran);
+        if (heuristics::sm90_fp8_smem_bytes(config.block_m, config.block_n, config.num_stages, gran) > smem_limit)
+            fail_op(op, std::string(kConfigEnv) + ": " + heuristics::sm90_fp8_to_string(config, gran) + " exceeds the shared memory limit (" +
                  std::to_string(smem_limit) + " bytes)");
     }
     // With the config model's time for this config (forced ones too), for calibrating the model by sweeps
@@ -250,9 +269,9 @@ heuristics::Sm90GemmConfig Fp8Gemm1d2dTraits::choose(const char* op, const gemm_
         char modelled[64];
         std::snprintf(modelled, sizeof(modelled), " modelled=%.1fus",
                       heuristics::sm90_fp8_model_cost(model_m, n, k, num_sms, config.block_m, config.block_n,
-                                                      config.num_stages, config.pipelined, config.multicast) /
+                                                      config.num_stages, config.pipelined, config.multicast, 1, gran) /
                           heuristics::kFp8ModelClkPerUs);
-        log_config(op, m, n, k, num_sms, heuristics::sm90_fp8_to_string(config) + modelled);
+        log_config(op, m, n, k, num_sms, heuristics::sm90_fp8_to_string(config, gran) + modelled);
     }
     return config;
 }
@@ -308,6 +327,17 @@ GemmKernelKey Fp8Gemm1d2dTraits::kernel_key(const char* op, const GemmProblem& p
         key.multicast = 0;
         if (key.epilogue == uint8_t(Epilogue::kBf16Tma) && p.n % config.block_n != 0) key.epilogue = uint8_t(Epilogue::kBf16Direct);
     }
+    if (block32(p)) {
+        // Dense only; each 32-column slice of a tile takes one B scale. The pipelined knob selects the
+        // block-32 loop's two scratch accumulators taking turns per 32-K step (its own overlap; fin + 2 scratch
+        // registers as for the 128-granular pipelined loop, whose limits the knob table's rule states).
+        if (p.mode != GemmGroupedMode::kNone || head_split(p))
+            fail_op(op, "block-32 scales (recipe (1, 32, 32)) are for the dense GEMM only");
+        if (key.block_n % 32 != 0)
+            fail_op(op, std::string(kConfigEnv) + ": block_n must be a multiple of 32 with block-32 scales (recipe (1, 32, 32)); got block_n " +
+                            std::to_string(key.block_n));
+        key.sf_gran_k = 32;
+    }
     set_grouped_layout(op, p, key);
     return key;
 }
@@ -317,11 +347,11 @@ constexpr char kBodyTemplate[] =
     "    using Scheduler = {scheduler};\n"
     "    using Epilogue = deep_gemm::{epilogue};\n"
     "    deep_gemm::sm90_fp8_gemm_1d2d_impl<{bm}u, {bn}u, {stages}, {group_n}u, {m}u, {n}u, {k}u, Scheduler, Epilogue, "
-    "{pipelined}u, {cluster}, {multicast_on_a}{signal}>(\n"
+    "{pipelined}u, {cluster}, {multicast_on_a}{gran}{signal}>(\n"
     "        {args});\n";
 // The host sizes shared memory with its own formula: make the device layout agree.
 constexpr char kTrailerTemplate[] =
-    "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<{bm}, {bn}, {stages}>::kSmemBytes == {smem}, "
+    "static_assert(deep_gemm::Sm90Fp8Gemm1d2dLayout<{bm}, {bn}, {stages}{gran}>::kSmemBytes == {smem}, "
     "\"host/device shared memory size mismatch\");\n";
 
 GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
@@ -329,8 +359,12 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
     src.name = "sm90_fp8_gemm_1d2d";
     src.symbol = make_symbol(key);
     src.num_threads = heuristics::sm90_fp8_num_threads(key.block_m);
-    src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages);
+    src.smem_bytes = heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages, sf_gran_k(key));
     const unsigned bm = key.block_m, bn = key.block_n;
+    // The scale granularity is a template argument only where it is not the default (the other keys' sources
+    // stay as they were).
+    // A tile-signal key names it too: its signal flag is the next template argument.
+    const std::string gran = block32(key) ? ", 32u" : key.tile_signal ? ", 128u" : "";
     // 256-row tiles: each of the two math warpgroups stores 128 rows (two 64-row waves).
     const std::string epilogue_rows = key.block_m == 256 ? ", 128u" : "";
     const bool split = key.split_k > 1;  // split-K kernels take the workspace and the tile counters
@@ -358,14 +392,15 @@ GemmKernelSource Fp8Gemm1d2dTraits::source(const GemmKernelKey& key) {
                     fmt::arg("bn", bn), fmt::arg("stages", key.num_stages), fmt::arg("group_n", key.group_n),
                     fmt::arg("m", key.m), fmt::arg("n", key.n), fmt::arg("k", key.k), fmt::arg("pipelined", key.pipelined),
                     fmt::arg("cluster", key.multicast != 0 ? 2 : 1),
-                    fmt::arg("multicast_on_a", key.multicast == 2 ? "true" : "false"),
+                    fmt::arg("multicast_on_a", key.multicast == 2 ? "true" : "false"), fmt::arg("gran", gran),
                     // Tile signals: the kernel's last template and function arguments (no split-K workspace).
                     fmt::arg("signal", key.tile_signal ? ", true" : ""),
                     fmt::arg("args", split              ? param_names<Sm90Fp8Gemm1d2dSplitKParams>()
                                      : key.tile_signal ? param_names<Sm90Fp8Gemm1d2dParams>() + ", nullptr, nullptr, tile_signal"
                                                        : param_names<Sm90Fp8Gemm1d2dParams>()));
     const std::string trailer = fmt::format(kTrailerTemplate, fmt::arg("bm", bm), fmt::arg("bn", bn),
-                                            fmt::arg("stages", key.num_stages), fmt::arg("smem", src.smem_bytes));
+                                            fmt::arg("stages", key.num_stages), fmt::arg("gran", gran),
+                                            fmt::arg("smem", src.smem_bytes));
     const KernelEntry entry{prelude, src.symbol, src.num_threads, body, trailer};
     src.code = split             ? render_kernel_source<Sm90Fp8Gemm1d2dSplitKParams>(entry)
                : key.tile_signal ? render_kernel_source<Sm90Fp8Gemm1d2dSignalParams>(entry)
@@ -379,7 +414,9 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Gemm
     const GemmOperands& o = desc.operands;
     const int m = p.m, n = p.n, k = p.k;
     // Tensor maps (innermost dimension first): a, b, sfa 3-D {inner, outer, group}; d 2-D.
-    const int num_kb = (k + heuristics::kSm90Fp8BlockK - 1) / heuristics::kSm90Fp8BlockK;
+    // sfa: one column per K block of the scale granularity; a slot takes the columns of one 128-K block.
+    const int gran = sf_gran_k(key);
+    const int num_sf_k = (k + gran - 1) / gran;
     const int d_swizzle = heuristics::sm90_fp8_d_swizzle_bytes(key.block_n);
     const uint64_t a_groups = a_per_group(p) ? uint64_t(p.num_groups) : 1;
     const uint64_t b_groups = p.mode != GemmGroupedMode::kNone ? uint64_t(p.num_groups) : 1;
@@ -402,9 +439,9 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Gemm
                         uint64_t(o.b_group_stride), heuristics::kSm90Fp8BlockK,
                         uint32_t(key.multicast == 1 ? key.block_n / 2 : key.block_n), CU_TENSOR_MAP_SWIZZLE_128B,
                         (what + "b").c_str());
-    t[2] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_kb), a_groups,
-                        uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(key.block_m), 1,
-                        CU_TENSOR_MAP_SWIZZLE_NONE, (what + "sfa").c_str());
+    t[2] = make_tmap_3d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, o.sfa, uint64_t(m), uint64_t(num_sf_k), a_groups,
+                        uint64_t(o.sfa_stride) * 4, uint64_t(o.sfa_group_stride) * 4, uint32_t(key.block_m),
+                        uint32_t(heuristics::kSm90Fp8BlockK / gran), CU_TENSOR_MAP_SWIZZLE_NONE, (what + "sfa").c_str());
     std::memset(&t[3], 0, sizeof(t[3]));
     // masked: [G * max_m, N]; heads: [M, G * N]
     const uint64_t d_rows = is_heads(p) ? uint64_t(m) : uint64_t(m) * a_groups;
@@ -421,7 +458,7 @@ void Fp8Gemm1d2dTraits::prepare(const char* op, const GemmDesc& desc, const Gemm
                      : key.multicast == 1 ? persistent_pair_grid(num_sms, (m_blocks + 1) / 2 * n_blocks)
                                           : persistent_pair_grid(num_sms, m_blocks * ((n_blocks + 1) / 2));
     launch.block[0] = unsigned(heuristics::sm90_fp8_num_threads(key.block_m));
-    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages));
+    launch.smem_bytes = unsigned(heuristics::sm90_fp8_smem_bytes(key.block_m, key.block_n, key.num_stages, gran));
     launch.cluster_x = key.multicast != 0 ? 2u : 1u;
     if (key.split_k > 1) {
         prepared.split_k_tiles = size_t(m_blocks * n_blocks);

@@ -22,7 +22,7 @@ namespace deep_gemm::kernels {
 
 // The SM90 GEMM kernels (the dtypes and scale recipe are the kernel's):
 //   kFp8_1d2d  D bf16 = A @ B^T, FP8 operands, 1x128 A scales and 128x128 B scales; dense, M-grouped and
-//              head-batched (fp8_einsum)
+//              head-batched (fp8_einsum); dense also 1x32 and 32x32 (block-32 scales, GemmProblem::sf_gran_k)
 //   kFp8_1d1d  D fp32 = C + A @ B^T, FP8 operands, 1x128 scales on both (recipe (1, 1, 128)); dense
 //   kBf16      D bf16 or fp32 = C + A @ B^T, BF16 operands of either major; dense, M-grouped, K-grouped
 enum class GemmKernel : uint8_t { kFp8_1d2d = 0, kFp8_1d1d = 1, kBf16 = 2 };
@@ -78,6 +78,9 @@ struct GemmProblem {
     // (epilogue/tile_signal.cuh).
     int max_block_n = 0;
     bool tile_signal = false;
+    // FP8 1D2D dense: the scales' K granularity, 128 (recipe (1, 128, 128)) or 32 (recipe (1, 32, 32): sfa per row
+    // per 32 K, sfb per 32x32 block).
+    int sf_gran_k = 128;
 };
 
 // The grouped modes a kernel host asks about (one definition for the FP8 and BF16 hosts), of a mode or a problem
@@ -95,7 +98,8 @@ inline bool is_contiguous(const GemmProblem& p) { return is_contiguous(p.mode); 
 //   a    FP8: [M, K] (masked [G, max_m, K], a_group_stride); BF16 K-major [M, K] or MN-major stored [K, M]
 //   b    [N, K] (M-grouped [G, N, K], b_group_stride); BF16 MN-major: stored [K, N] ([G, K, N])
 //   sfa  FP8, float32 M-major: element (m, kb) at sfa[kb * sfa_stride + m] (masked: + g * sfa_group_stride)
-//   sfb  FP8 1D2D: float32 [(G,) ceil(N/128), ceil(K/128)] packed; 1D1D: N-major like sfa, sfb_stride
+//   sfb  FP8 1D2D: float32 [(G,) ceil(N/128), ceil(K/128)] packed; block-32 (sfa's K index per 32 K):
+//        [ceil(N/32), 4 * ceil(K/128)], 16-byte aligned, zeros past ceil(K/32); 1D1D: N-major like sfa, sfb_stride
 //   d    [M, N] (masked [G, max_m, N] contiguous across groups: d_group_stride == max_m * ldd)
 //   c    optional, as d (may be d); K-grouped and masked BF16: c_group_stride == M * ldc
 //   host_ks  K-grouped FP8 (1D1D): K_g of each group on the host; the kernel reads no K from the GPU
@@ -158,7 +162,7 @@ struct GemmKernelKey {
     uint8_t prefetch_c = 0;  // FP8 1D1D with C: C's tile pulled into L2 a few K blocks before the epilogue
     uint8_t batch_splits = 0;  // BF16 batch-reduced: the batches split over this many CTAs per tile (0 = off)
     uint8_t tile_signal = 0;  // FP8 1D2D masked: each stored tile counted in a signal (GemmProblem::tile_signal)
-    uint8_t unused[1] = {0};  // (keeps the key free of padding bytes: it is hashed and compared bytewise)
+    uint8_t sf_gran_k = 0;  // FP8 1D2D: the scales' K granularity when not 128 (32: block-32 scales), else 0
     int32_t block_m = 128, block_n = 128, num_stages = 4, group_n = 8;
     int32_t group_align = 0;  // contiguous modes: the group alignment (rows) where the scheduler uses it (the psum
                               // layout, or unspecified padding rows); else 0

@@ -46,9 +46,10 @@ std::string tuning_signature(const ConfigQuery& q) {
         while (bucket < m) bucket *= 2;
         m = bucket;
     }
-    return fmt::format("mode{}.m{}.n{}.k{}.sms{}.smem{}.groups{}.rows{}.epi{}.out{}.bmn{}.zp{}.mult{}x{}", q.mode, m, q.n,
+    return fmt::format("mode{}.m{}.n{}.k{}.sms{}.smem{}.groups{}.rows{}.epi{}.out{}.bmn{}.zp{}.mult{}x{}{}", q.mode, m, q.n,
                        q.k, q.num_sms, q.smem_limit, q.groups, q.rows_per_group, q.epilogue, q.out_bytes, q.b_mn_major,
-                       q.zero_padding, q.block_m_multiple, q.block_n_multiple);
+                       q.zero_padding, q.block_m_multiple, q.block_n_multiple,
+                       q.sf_gran_k != 0 ? fmt::format(".sfk{}", q.sf_gran_k) : std::string());
 }
 
 namespace {

@@ -51,6 +51,7 @@ struct ConfigQuery {
     int32_t zero_padding = 0;  // M-contiguous: padding rows written as zeros (ensure_zero_padding)
     int32_t block_m_multiple = 1, block_n_multiple = 1;
     int32_t max_block_n = 0;  // FP8 1D2D masked: BLOCK_N cap (0: none)
+    int32_t sf_gran_k = 0;  // FP8 1D2D: the scales' K granularity when not the default 128 (32: block-32 scales)
     knobs::Forced forced;  // the settings' forced config (DG_*_GEMM_CONFIG), parsed by the kernel's knob table
     bool operator==(const ConfigQuery&) const = default;
 };
@@ -82,6 +83,7 @@ struct LaunchKey {
     int32_t head_left, head_mid, head_right, max_block_n;
     int32_t sf_k_align, sf_k_blocks;
     uint8_t tile_signal, kernel, mode, dims_mask, a_k_major, b_k_major, d_fp32, with_c, c_fp32, d_tma_ok, pdl, zero_padding;
+    uint8_t sf_gran_k;  // FP8 1D2D: GemmProblem::sf_gran_k / 32 (the scale layout the tensor maps are built for)
 };
 
 // One table of loaded kernels for every SM90 GEMM kernel (the key names the kernel).
@@ -216,6 +218,7 @@ GemmTile run_gemm(const GemmDesc& desc) {
     key.dims_mask = uint8_t(dims.m | dims.n << 1 | dims.k << 2);
     key.a_k_major = p.a_k_major, key.b_k_major = p.b_k_major, key.d_fp32 = p.d_fp32;
     key.with_c = p.with_c, key.c_fp32 = p.c_fp32, key.d_tma_ok = p.d_tma_ok, key.pdl = p.pdl, key.zero_padding = p.ensure_zero_padding;
+    key.sf_gran_k = uint8_t(p.sf_gran_k / 32);
 
     auto& launches = t_launches<Traits>;
     const PreparedLaunch* prepared = launches.find(key);

@@ -11,6 +11,10 @@
 // Masked with kSignalTiles (enable_overlap): each stored tile is counted in tile_signal (epilogue/tile_signal.cuh).
 // Head-batched (einsum_scheduler.cuh, fp8_einsum): the masked layout for B, sfa and sfb with every head full,
 // A read through a {K, head, rows} map and D stored at each head's column offset (no deferred store).
+// Block-32 scales (kScaleGranK 32, recipe (1, 32, 32), dense): sfa per row per 32 K (sfa[ks * stride + m], ks =
+// k / 32), sfb per 32x32 block ([ceil(N/32), ceil(K/32)] row-major); BLOCK_N a multiple of 32. Each 32-K step's
+// wgmma goes into a fresh scratch accumulator, promoted with its own A scales and the B scale of each 32-column
+// slice ("Block-32 scales" below).
 //
 // Persistent and warp-specialised. Block = warpgroup 0 (producer: one thread issues the TMA loads of
 // the A tile, B tile and A scales of each 128-K block into a pipeline slot) + math warpgroups: BLOCK_M/64
@@ -26,7 +30,7 @@
 //
 // Shared memory (dynamic, 1024-byte aligned; the host computes the same size in
 // csrc/jit_kernels/heuristics/sm90_fp8_config.hpp):
-//   [D staging BLOCK_M*BLOCK_N*2][A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4]
+//   [D staging BLOCK_M*BLOCK_N*2][A slots S*BLOCK_M*128][B slots S*BLOCK_N*128][sfa slots S*BLOCK_M*4*(128/gran)]
 //   [full barriers S*8][empty barriers S*8]
 #pragma once
 
@@ -51,9 +55,12 @@
 
 namespace deep_gemm {
 
-template <u32 kBlockM, u32 kBlockN, u32 kNumStages>
+template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kScaleGranK = 128>
 struct Sm90Fp8Gemm1d2dLayout {
     static constexpr u32 kBlockK = 128;
+    // A scales per row and K block: 1, or 4 with block-32 scales.
+    static constexpr u32 kSfaPerKBlock = kBlockK / kScaleGranK;
+    static_assert(kScaleGranK == 128 || kScaleGranK == 32, "scale granularity along K: 128 or 32");
     // 256-row tiles: two math warpgroups of two waves each (fin 2 x BLOCK_N/2 + scratch BLOCK_N/2 registers).
     static constexpr u32 kNumMathWarpgroups = kBlockM == 256 ? 2 : kBlockM / 64;
     static constexpr u32 kRowsPerWarpgroup = kBlockM / kNumMathWarpgroups;
@@ -64,7 +71,7 @@ struct Sm90Fp8Gemm1d2dLayout {
     static constexpr u32 kSmemD = kBlockM * kBlockN * 2;
     static constexpr u32 kSmemA = kBlockM * kBlockK;
     static constexpr u32 kSmemB = kBlockN * kBlockK;
-    static constexpr u32 kSmemSfa = kBlockM * 4;
+    static constexpr u32 kSmemSfa = kBlockM * 4 * kSfaPerKBlock;
     static constexpr u32 kOffA = kSmemD;
     static constexpr u32 kOffB = kOffA + kNumStages * kSmemA;
     static constexpr u32 kOffSfa = kOffB + kNumStages * kSmemB;
@@ -86,7 +93,7 @@ struct Sm90Fp8Gemm1d2dLayout {
 template <u32 kBlockM, u32 kBlockN, u32 kNumStages, u32 kGroupN, u32 kCompiledM, u32 kCompiledN,
           u32 kCompiledK, typename Scheduler = GroupedOrderScheduler<kBlockM, kBlockN, kGroupN>,
           typename Epilogue = Bf16TmaStoreEpilogue<kBlockM, kBlockN>, u32 kPromoteMode = 0,
-          u32 kMulticast = 1, bool kMulticastOnA = false, bool kSignalTiles = false>
+          u32 kMulticast = 1, bool kMulticastOnA = false, u32 kScaleGranK = 128, bool kSignalTiles = false>
 __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tmap_a, const TmaDescriptor& tmap_b,
                                                         const TmaDescriptor& tmap_sfa,
                                                         const TmaDescriptor& tmap_d, const float* __restrict__ sfb,
@@ -95,17 +102,21 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                                                         u32 n_runtime, u32 k_runtime, u32 num_groups,
                                                         float* split_ws = nullptr, u32* split_counters = nullptr,
                                                         i32* tile_signal = nullptr) {
-    using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages>;
+    using Layout = Sm90Fp8Gemm1d2dLayout<kBlockM, kBlockN, kNumStages, kScaleGranK>;
     using Wgmma = ptx::WgmmaFp8<kBlockN>;
     // Promotion overlap: 0 = none (wgmma, wait 0, promote); 1 = two full scratch accumulators (K block kb+1
     // runs while kb is promoted; 3 x BLOCK_N / 2 registers). (A split-N variant, promoting one N half while
     // the other half's wgmmas run, was tried and removed: ptxas 13.0 serialised its wgmmas, C7514.)
+    // Block-32 scales: 1 = the two scratch accumulators take turns per 32-K step instead (step s+1 runs while s
+    // is promoted).
     static_assert(kPromoteMode <= 1, "promote mode 0 or 1");
+    constexpr bool kBlock32 = kScaleGranK == 32;
+    static_assert(!kBlock32 || kBlockN % 32 == 0, "block-32 scales: BLOCK_N a multiple of 32 (whole B scale columns)");
     constexpr u32 kWaves = Layout::kWaves;
     constexpr u32 kRowsPerWarpgroup = Layout::kRowsPerWarpgroup;
     static_assert(kPromoteMode == 0 || kWaves == 1, "the pipelined promotion has no registers left for 2 waves");
     static_assert(Epilogue::kWaves == kWaves, "the epilogue must take this kernel's waves per warpgroup");
-    constexpr bool kPipelinedPromote = kPromoteMode == 1;
+    constexpr bool kPipelinedPromote = kPromoteMode == 1 && !kBlock32;
     constexpr u32 kBlockK = Layout::kBlockK;
     constexpr u32 kNumAccum = kBlockN / 2;
     // The layout always reserves the TMA-store staging; the direct-store epilogue needs none of it.
@@ -192,7 +203,9 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     } else {
                         ptx::tma_load_3d(b_slot, tmap_b, full, k0, n0, gb);
                     }
-                    ptx::tma_load_3d(smem_sfa + st.stage * kBlockM, tmap_sfa, full, m0, static_cast<i32>(kb0 + kb), ga);
+                    // Block-32: the box {BLOCK_M, 4} brings the K block's four A scales per row.
+                    ptx::tma_load_3d(smem_sfa + st.stage * kBlockM * Layout::kSfaPerKBlock, tmap_sfa, full, m0,
+                                     static_cast<i32>((kb0 + kb) * Layout::kSfaPerKBlock), ga);
                     st.advance();
                 }
             });
@@ -353,17 +366,18 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
         float fin[kWaves][kNumAccum];
 #pragma unroll
         for (u32 i = 0; i < kNumAccum; ++i) acc[i] = 0.0f;
-        // Second scratch accumulator of the pipelined variant (unused, and optimised away, otherwise).
-        float acc2[kPipelinedPromote ? kNumAccum : 1];
+        // Second scratch accumulator of the pipelined variants (unused, and optimised away, otherwise).
+        constexpr u32 kNumAccum2 = kPromoteMode == 1 ? kNumAccum : 1;
+        float acc2[kNumAccum2];
 #pragma unroll
-        for (u32 i = 0; i < (kPipelinedPromote ? kNumAccum : 1); ++i) acc2[i] = 0.0f;
+        for (u32 i = 0; i < kNumAccum2; ++i) acc2[i] = 0.0f;
 
         // Deferred store (the dense plain loop with the TMA-store epilogue, K of 32+ blocks): a tile's D is
         // staged and handed to TMA during the next tile's first K block, partly behind that block's wgmmas,
         // instead of leaving the tensor cores idle between tiles while both warpgroups convert and stage; the
         // last tile stores after the loop. Measured on the H200 (docs/kernels/sm90_fp8_gemm_1d2d.md, "Deferred store"): 1.6-2.6%
         // faster at K 7168-16384, 1-3% slower at K 512-1536, hence the K threshold.
-        constexpr bool kDeferStore = Epilogue::kStagedStore && !kPipelinedPromote && kNumSplits == 1 &&
+        constexpr bool kDeferStore = Epilogue::kStagedStore && kPromoteMode == 0 && !kBlock32 && kNumSplits == 1 &&
                                      Scheduler::kPaddingRows == PaddingRows::kUnspecified && !Scheduler::kClipRows &&
                                      !Scheduler::kMayHaveEmptyK && !Scheduler::kDColumnGroups;
         const bool defer_store = kDeferStore && num_k_blocks >= 32;
@@ -444,6 +458,101 @@ __device__ __forceinline__ void sm90_fp8_gemm_1d2d_impl(const TmaDescriptor& tma
                     pipe.consumer_wait(st);
                     st.advance();
                     release();
+                }
+            } else if constexpr (kBlock32) {
+                // Block-32 scales: a K block is four 32-K steps with scales of their own. Per step and wave one k32
+                // wgmma into a scratch accumulator (overwritten), then fin += scratch * sfa[row][step] * sfb[slice][step],
+                // each of the tile's BLOCK_N / 32 column slices with its own B scale. kPromoteMode 1 (one wave per
+                // warpgroup): acc and acc2 take turns, so step s+1's wgmma runs while step s is promoted; 0: wgmma, wait,
+                // promote. sfb rows are padded to a multiple of 4 scales (align(ceil(K/32), 4), zeros past K), so a K
+                // block's four B scales of a slice are one 16-byte load, issued before the slot's barrier wait (the
+                // tile's B-scale rows are pulled into L1 first); a step's A scales are read from the slot right after its
+                // wgmma is issued. Steps past K read zero-filled A and zero A scales; tile columns past N (never stored)
+                // read the last B-scale row.
+                constexpr u32 kSteps = Layout::kSfaPerKBlock;
+                constexpr u32 kSlices = kBlockN / 32;
+                static_assert(kSteps == 4, "block-32: four 32-K steps (one float4 of B scales) per 128-K block");
+                const u32 sfb_ld = num_k_blocks * kSteps;  // align(ceil(K/32), 4)
+                const u32 num_rows_b = ceil_div(n, 32u);
+                const float* sfb_group = sfb + scheduler.b_group() * num_rows_b * sfb_ld;
+                u32 row_off[kSlices];
+#pragma unroll
+                for (u32 q = 0; q < kSlices; ++q) row_off[q] = min_of(n0 / 32 + q, num_rows_b - 1) * sfb_ld;
+                // The tile's K range of each B-scale row, [kb0 * 4, (kb0 + tile_kbs) * 4): one element per 128-byte line.
+                const u32 ks0 = kb0 * kSteps, ks_count = tile_kbs * kSteps;
+                for (u32 i = thread_in_wg; i < kSlices * (ks_count / 32 + 2); i += 128) {
+                    const u32 row = min_of(n0 / 32 + i % kSlices, num_rows_b - 1);
+                    ptx::prefetch_l1(sfb_group + row * sfb_ld + ks0 + min_of(i / kSlices * 32, ks_count - 1));
+                }
+
+                // f += a * sfa[step] * sfb[slice][step]: the 8-column groups 4q..4q+3 of the fragment are slice q's.
+                auto promote32 = [&](float(&f)[kNumAccum], float(&a)[kNumAccum], float a_lo, float a_hi,
+                                     const float4(&b)[kSlices], u32 step) {
+#pragma unroll
+                    for (u32 i = 0; i < kNumAccum; ++i) ptx::fence_operand(a[i]);
+#pragma unroll
+                    for (u32 q = 0; q < kSlices; ++q) {
+                        const float bs = step == 0 ? b[q].x : step == 1 ? b[q].y : step == 2 ? b[q].z : b[q].w;
+                        const float s_lo = a_lo * bs, s_hi = a_hi * bs;
+#pragma unroll
+                        for (u32 j = 4 * q; j < 4 * q + 4; ++j) {
+                            f[4 * j + 0] += a[4 * j + 0] * s_lo;
+                            f[4 * j + 1] += a[4 * j + 1] * s_lo;
+                            f[4 * j + 2] += a[4 * j + 2] * s_hi;
+                            f[4 * j + 3] += a[4 * j + 3] * s_hi;
+                        }
+                    }
+                };
+
+                for (u32 kb = 0; kb < tile_kbs; ++kb) {
+                    float4 b[kSlices];
+#pragma unroll
+                    for (u32 q = 0; q < kSlices; ++q)
+                        b[q] = __ldg(reinterpret_cast<const float4*>(sfb_group + row_off[q] + (kb0 + kb) * kSteps));
+                    pipe.consumer_wait(st);
+                    const float* sfa_slot = smem_sfa + st.stage * kBlockM * kSteps;
+                    const u32 a_slot = smem_addr(smem_a + st.stage * Layout::kSmemA + math_wg * kRowsPerWarpgroup * kBlockK);
+                    const u32 b_tile = smem_addr(smem_b + st.stage * Layout::kSmemB);
+#pragma unroll
+                    for (u32 w = 0; w < kWaves; ++w) {
+                        const u32 a_tile = a_slot + w * 64 * kBlockK;
+                        // Issues step s of this wave into `scratch`, then reads the step's A scales (lo, hi).
+                        auto issue_step = [&](float(&scratch)[kNumAccum], u32 step) -> float2 {
+                            ptx::wgmma_fp8_kmajor_k32_step<Wgmma>(a_tile, b_tile, step, scratch);
+                            const float* sfa_step = sfa_slot + step * kBlockM + row_lo + w * 64;
+                            return make_float2(sfa_step[0], sfa_step[8]);
+                        };
+                        // The slot's tiles (read by the wgmmas, now complete) and scales (in registers) are done.
+                        auto slot_done = [&] {
+                            if (w + 1 == kWaves) {
+                                st.advance();
+                                release();
+                            }
+                        };
+                        if constexpr (kPromoteMode == 1) {
+                            const float2 a0 = issue_step(acc, 0);
+                            const float2 a1 = issue_step(acc2, 1);
+                            ptx::wgmma_wait_group<1>();
+                            promote32(fin[w], acc, a0.x, a0.y, b, 0);
+                            const float2 a2 = issue_step(acc, 2);
+                            ptx::wgmma_wait_group<1>();
+                            promote32(fin[w], acc2, a1.x, a1.y, b, 1);
+                            const float2 a3 = issue_step(acc2, 3);
+                            ptx::wgmma_wait_group<1>();
+                            promote32(fin[w], acc, a2.x, a2.y, b, 2);
+                            ptx::wgmma_wait_group<0>();
+                            slot_done();
+                            promote32(fin[w], acc2, a3.x, a3.y, b, 3);
+                        } else {
+#pragma unroll
+                            for (u32 step = 0; step < kSteps; ++step) {
+                                const float2 a = issue_step(acc, step);
+                                ptx::wgmma_wait_group<0>();
+                                if (step + 1 == kSteps) slot_done();
+                                promote32(fin[w], acc, a.x, a.y, b, step);
+                            }
+                        }
+                    }
                 }
             } else if constexpr (kPipelinedPromote) {
                 // Two scratch accumulators: K block kb+1 is issued into the other one before K block kb is

@@ -88,4 +88,18 @@ __device__ __forceinline__ void wgmma_fp8_kmajor_k128(u32 a_tile, u32 b_tile, fl
     wgmma_commit_group();
 }
 
+// One 32-K step of the FP8 GEMMs with block-32 scales: the kk-th k32 wgmma (kk < 4) of a 128-K block from the
+// tiles of wgmma_fp8_kmajor_k128 into `acc`, which it overwrites (each step is promoted with its own scales),
+// committed as its own group.
+template <typename Wgmma, u32 kNumAccum>
+__device__ __forceinline__ void wgmma_fp8_kmajor_k32_step(u32 a_tile, u32 b_tile, u32 kk, float (&acc)[kNumAccum]) {
+    const u64 desc_a = make_smem_desc_kmajor_sw128(a_tile);
+    const u64 desc_b = make_smem_desc_kmajor_sw128(b_tile);
+#pragma unroll
+    for (u32 i = 0; i < kNumAccum; ++i) fence_operand(acc[i]);
+    wgmma_fence();
+    Wgmma::mma(desc_a + 2 * kk, desc_b + 2 * kk, acc, false);
+    wgmma_commit_group();
+}
+
 }  // namespace deep_gemm::ptx
