@@ -141,7 +141,7 @@ def test_planned_overlap_kernel_signals():
     symbol, code = _plan(enable_overlap=True)
     assert symbol.endswith('_signal'), symbol
     assert 'DG_PARAM_DECLS(DG_SM90_FP8_GEMM_1D2D_SIGNAL_PARAMS)' in code and ', nullptr, nullptr, tile_signal' in code
-    assert ', true>(' in code
+    assert ', 128u, true>(' in code  # (the granularity, at its default, is named before the flag)
     # The same call without overlap is today's kernel: the default arguments, given or not, plan the same text,
     # with no trace of the signal.
     plain_symbol, plain_code = _plan()
@@ -149,8 +149,8 @@ def test_planned_overlap_kernel_signals():
     assert 'signal' not in plain_code and 'signal' not in plain_symbol
     assert _tile(symbol) == _tile(plain_symbol)
     assert plain_code.replace(plain_symbol, '') == \
-        code.replace(symbol, '').replace(', true>(', '>(').replace(', nullptr, nullptr, tile_signal', '') \
-            .replace('_SIGNAL_PARAMS', '_PARAMS')
+        code.replace(symbol, '').replace(', 128u, true>(', '>(').replace(', nullptr, nullptr, tile_signal', '') \
+            .replace('_SIGNAL_PARAMS', '_PARAMS').replace(', 128u>::kSmemBytes', '>::kSmemBytes')
 
 
 @pytest.mark.parametrize('max_block_n', [16, 64, 100, 160])
