@@ -44,6 +44,11 @@ std::string form_text(const KnobTable& table) {
 
 }  // namespace
 
+Knob block_m_64_128_knob() {
+    return {.name = "block_m", .field = &heuristics::Sm90GemmConfig::block_m, .legal = {{64, 128, 64}},
+            .meaning = "tile rows", .tune = {64, 128}, .template_arg = "BLOCK_M"};
+}
+
 Knob block_n_knob(int max_block_n) {
     std::vector<int> tune;
     for (int v = 16; v <= max_block_n; v += 16) tune.push_back(v);

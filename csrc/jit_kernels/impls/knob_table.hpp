@@ -41,7 +41,9 @@ struct Knob {
 };
 
 // The knobs every kernel has: BLOCK_N (multiples of 16 up to `max_block_n`, all tuned) and the pipeline stages
-// (0 = as many as fit, else [min_stages, max_stages]; not tuned: each candidate takes as many as fit).
+// (0 = as many as fit, else [min_stages, max_stages]; not tuned: each candidate takes as many as fit); and the
+// BLOCK_M of the kernels with one or two 64-row math warpgroups (64 or 128, both tuned: BF16, FP8 1D1D).
+Knob block_m_64_128_knob();
 Knob block_n_knob(int max_block_n);
 Knob stages_knob(int min_stages, int max_stages);
 

@@ -179,8 +179,7 @@ const knobs::KnobTable& bf16_knobs() {
         .required = 3,
         .knobs =
             {
-                {.name = "block_m", .field = &Sm90GemmConfig::block_m, .legal = {{64, 128, 64}},
-                 .meaning = "tile rows", .tune = {64, 128}, .template_arg = "BLOCK_M"},
+                knobs::block_m_64_128_knob(),
                 knobs::block_n_knob(heuristics::kSm90Bf16MaxBlockN),
                 knobs::stages_knob(heuristics::kSm90Bf16MinStages, heuristics::kSm90Bf16MaxStages),
                 {.name = "multicast", .field = &Sm90GemmConfig::multicast, .legal = {{0, 1}},

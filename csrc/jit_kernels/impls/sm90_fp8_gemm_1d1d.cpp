@@ -104,8 +104,7 @@ const knobs::KnobTable& fp8_1d1d_knobs() {
         .required = 2,
         .knobs =
             {
-                {.name = "block_m", .field = &Sm90GemmConfig::block_m, .legal = {{64, 128, 64}},
-                 .meaning = "tile rows", .tune = {64, 128}, .template_arg = "BLOCK_M"},
+                knobs::block_m_64_128_knob(),
                 knobs::block_n_knob(heuristics::kSm90Fp8_1d1dMaxForcedBlockN),
                 knobs::stages_knob(heuristics::kSm90Fp8MinStages, heuristics::kSm90Fp8MaxStages),
                 {.name = "group_n", .field = &Sm90GemmConfig::group_n, .legal = {{0, 1024}},
